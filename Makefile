@@ -1,0 +1,48 @@
+# natsfleet: every target does its own set-up (packages, configure, build), so `make demo` and
+# `make test` work on a fresh Debian 12 machine.
+BUILD      ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS       ?= $(shell nproc)
+WERROR     ?= $(or $(NATSFLEET_WERROR),OFF)
+
+.PHONY: all deps configure build test demo bench asan tsan format format-check clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DNATSFLEET_WERROR=$(WERROR) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: build format-check
+	@cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 300
+
+demo: build
+	@$(BUILD)/examples/fleet-demo
+
+bench: build
+	@$(BUILD)/bench/natsfleet-bench
+
+# Integration tests under AddressSanitizer + UBSan, and under ThreadSanitizer.
+asan: deps
+	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNATSFLEET_SANITIZE=address,undefined >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	@cd build-asan && ctest --output-on-failure -j 2 --timeout 600
+
+tsan: deps
+	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNATSFLEET_SANITIZE=thread >/dev/null
+	@cmake --build build-tsan -j $(JOBS)
+	@cd build-tsan && ctest --output-on-failure -j 2 --timeout 600
+
+format:
+	@git ls-files '*.h' '*.cc' | xargs clang-format -i
+
+format-check:
+	@git ls-files '*.h' '*.cc' | xargs -r clang-format --dry-run --Werror
+
+clean:
+	@rm -rf $(BUILD) build-asan build-tsan

@@ -1,0 +1,108 @@
+// The Fleet: one connection, many subscriptions, one supervisor. Declare what the service consumes,
+// start, and the fleet binds in the background for as long as it takes.
+//
+//   natsfleet::Fleet fleet({.name = "mailer", .servers = {"nats://127.0.0.1:4222"}});
+//   fleet.add_work({.name = "mail-relay", .subject = "mail.outgoing"},
+//                  [](const natsfleet::Message& m) { send(m.data()); return Disposition::ack(); });
+//   fleet.on_fatal([](const natsfleet::FatalReport& r) { std::exit(70); });
+//   fleet.start();
+//   ...
+//   fleet.shutdown(std::chrono::seconds(10));
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "natsfleet/error.h"
+#include "natsfleet/health.h"
+#include "natsfleet/message.h"
+#include "natsfleet/spec.h"
+
+namespace natsfleet {
+
+struct TlsFiles {
+  std::string ca;    // trusted CA bundle (PEM)
+  std::string cert;  // client certificate chain (PEM), with key
+  std::string key;
+};
+
+struct FleetOptions {
+  std::string name = "natsfleet";  // client name, logs, metrics label
+  std::vector<std::string> servers;
+  std::string credentials_file;  // a NATS .creds file (JWT + seed)
+  TlsFiles tls;
+  // Reconnect waits grow from min to max with jitter. Reconnects never stop unless
+  // max_reconnect is set to a non-negative number (tests use that to close a connection).
+  std::chrono::milliseconds reconnect_wait_min = std::chrono::milliseconds(100);
+  std::chrono::milliseconds reconnect_wait_max = std::chrono::seconds(2);
+  int max_reconnect = -1;
+  std::chrono::milliseconds connect_timeout = std::chrono::seconds(2);
+  std::chrono::milliseconds ping_interval = std::chrono::seconds(20);
+  std::chrono::milliseconds request_timeout = std::chrono::seconds(2);  // JetStream API calls
+  // Binding retries back off between these bounds, with jitter, for ever.
+  std::chrono::milliseconds bind_backoff_min = std::chrono::milliseconds(100);
+  std::chrono::milliseconds bind_backoff_max = std::chrono::seconds(5);
+  // "Consumer missing" is acted on only after this many lookups spread over this window agree:
+  // a new JetStream leader may briefly not know a consumer.
+  int missing_lookups = 3;
+  std::chrono::milliseconds missing_window = std::chrono::seconds(2);
+  // How often bound work subscriptions read their consumer's info (ack floor, pending).
+  std::chrono::milliseconds info_interval = std::chrono::seconds(5);
+  // A bound work subscription with pending messages and no progress for this long is stalled.
+  std::chrono::milliseconds stall_after = std::chrono::seconds(60);
+};
+
+struct FatalReport {
+  std::string subscription;  // empty when the connection itself is lost
+  std::string reason;
+};
+
+using WorkHandler = std::function<Disposition(const Message&)>;
+using BroadcastHandler = std::function<void(const Message&)>;
+using FatalHandler = std::function<void(const FatalReport&)>;
+
+class Fleet {
+ public:
+  explicit Fleet(FleetOptions options);
+  // Shuts down (with a short deadline) when still running.
+  ~Fleet();
+  Fleet(const Fleet&) = delete;
+  Fleet& operator=(const Fleet&) = delete;
+
+  // Declare subscriptions before start(). Handlers run on the fleet's threads, up to the spec's
+  // concurrency at a time per subscription; they may throw (a work message is then nak'd with
+  // backoff, and terminated after max_deliver).
+  [[nodiscard]] Result<void> add_work(WorkSpec spec, WorkHandler handler);
+  [[nodiscard]] Result<void> add_broadcast(BroadcastSpec spec, BroadcastHandler handler);
+
+  // Called at most once, from a fleet thread, when the fleet cannot go on by itself (connection
+  // closed for good, stream deleted, consumer deleted with on_missing = exit, a bad request).
+  // Never called before start() returns nor once shutdown() has begun.
+  void on_fatal(FatalHandler handler);
+
+  // Never blocks on the broker: connecting and binding run in the background and are retried
+  // with backoff for as long as it takes. Fails only on unusable options or specs.
+  [[nodiscard]] Result<void> start();
+
+  // Publishes a core NATS message; with a non-empty msg_id it carries a Nats-Msg-Id header so a
+  // stream drops a duplicate (a handler that republishes on redelivery).
+  [[nodiscard]] Result<void> publish(const std::string& subject, const std::string& data,
+                                     const std::string& msg_id = {});
+
+  FleetHealth health() const;
+
+  // Stops pulling, lets in-flight handlers finish and acks them, naks what was buffered but not
+  // started, then drains the connection (or closes it when it is reconnecting). Returns within
+  // `deadline`. Idempotent.
+  void shutdown(std::chrono::milliseconds deadline);
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace natsfleet

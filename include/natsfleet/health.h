@@ -1,0 +1,47 @@
+// Health as natsfleet reports it: live unless fatal, ready only when every subscription is bound.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace natsfleet {
+
+enum class SubscriptionState { binding, bound, recovering, stalled, fatal, stopped };
+
+const char* to_string(SubscriptionState state) noexcept;
+
+struct SubscriptionCounters {
+  uint64_t received = 0;  // deliveries handed to the handler
+  uint64_t acked = 0;
+  uint64_t naked = 0;
+  uint64_t termed = 0;
+  uint64_t redelivered = 0;  // deliveries with a delivered count above 1
+  uint64_t handler_errors = 0;
+  uint64_t recoveries = 0;  // consumer recreated or pulls restarted after missed heartbeats
+};
+
+struct SubscriptionHealth {
+  std::string name;
+  std::string kind;  // "work" or "broadcast"
+  std::string subject;
+  std::string stream;
+  std::string consumer;
+  SubscriptionState state = SubscriptionState::binding;
+  std::string last_error;
+  SubscriptionCounters counters;
+  uint64_t consumer_pending = 0;      // from the last consumer info
+  uint64_t consumer_ack_pending = 0;  // from the last consumer info
+};
+
+struct FleetHealth {
+  bool live = true;    // false once a fatal state was reached
+  bool ready = false;  // every subscription bound
+  bool connected = false;
+  uint64_t reconnects = 0;
+  std::string fatal_reason;
+  std::vector<SubscriptionHealth> subscriptions;
+};
+
+}  // namespace natsfleet

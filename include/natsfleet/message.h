@@ -1,0 +1,101 @@
+// A message as a handler sees it, and what the handler decides about it.
+//
+//   Disposition handle(const natsfleet::Message& m) {
+//     if (!ready()) return Disposition::nak(std::chrono::seconds(5));
+//     return Disposition::ack();
+//   }
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace natsfleet {
+
+using Headers = std::map<std::string, std::vector<std::string>>;
+
+namespace detail {
+// Sends progress signals for one delivery; implemented by the consume layer.
+class DeliveryControl {
+ public:
+  virtual ~DeliveryControl() = default;
+  virtual void in_progress() = 0;
+};
+}  // namespace detail
+
+// JetStream delivery facts, parsed from the `$JS.ACK...` reply subject.
+struct Delivery {
+  std::string stream;
+  std::string consumer;
+  uint64_t stream_seq = 0;
+  uint64_t consumer_seq = 0;
+  uint64_t delivered = 0;  // 1 on first delivery, more on redelivery
+  uint64_t pending = 0;    // messages left for the consumer after this one
+  int64_t timestamp_ns = 0;
+};
+
+class Message {
+ public:
+  Message() = default;
+  Message(std::string subject, std::string data, Headers headers,
+          std::optional<Delivery> delivery = std::nullopt,
+          std::shared_ptr<detail::DeliveryControl> control = nullptr)
+      : subject_(std::move(subject)),
+        data_(std::move(data)),
+        headers_(std::move(headers)),
+        delivery_(std::move(delivery)),
+        control_(std::move(control)) {}
+
+  const std::string& subject() const { return subject_; }
+  const std::string& data() const { return data_; }
+  const Headers& headers() const { return headers_; }
+  // The first value of a header, or empty.
+  std::string header(const std::string& key) const {
+    auto it = headers_.find(key);
+    return it == headers_.end() || it->second.empty() ? std::string() : it->second.front();
+  }
+  // Set for JetStream deliveries, empty for core NATS broadcasts.
+  const std::optional<Delivery>& delivery() const { return delivery_; }
+  uint64_t stream_seq() const { return delivery_ ? delivery_->stream_seq : 0; }
+  uint64_t consumer_seq() const { return delivery_ ? delivery_->consumer_seq : 0; }
+  uint64_t delivered() const { return delivery_ ? delivery_->delivered : 1; }
+
+  // Tells the broker the handler is still working, restarting the ack_wait clock. Call it from
+  // long handlers more often than ack_wait. Does nothing for core NATS messages.
+  void in_progress() const {
+    if (control_) control_->in_progress();
+  }
+
+ private:
+  std::string subject_;
+  std::string data_;
+  Headers headers_;
+  std::optional<Delivery> delivery_;
+  std::shared_ptr<detail::DeliveryControl> control_;
+};
+
+// What a work handler decided. A handler that throws is treated as nak with backoff.
+class Disposition {
+ public:
+  enum class Kind { ack, nak, term };
+
+  static Disposition ack() { return Disposition(Kind::ack, {}); }
+  // Redeliver, after `delay` (zero: as soon as the broker likes).
+  static Disposition nak(std::chrono::milliseconds delay = {}) { return {Kind::nak, delay}; }
+  // Never redeliver (the broker emits a terminated advisory).
+  static Disposition term() { return Disposition(Kind::term, {}); }
+
+  Kind kind() const { return kind_; }
+  std::chrono::milliseconds delay() const { return delay_; }
+
+ private:
+  Disposition(Kind kind, std::chrono::milliseconds delay) : kind_(kind), delay_(delay) {}
+  Kind kind_;
+  std::chrono::milliseconds delay_;
+};
+
+}  // namespace natsfleet

@@ -1,0 +1,53 @@
+// What a service consumes. WorkSpec: shared work, one replica per message. BroadcastSpec: every
+// replica gets every message. A plain durable push consumer cannot be expressed: each work shape
+// is shareable by construction.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace natsfleet {
+
+using namespace std::chrono_literals;
+
+enum class WorkShape {
+  pull,  // a shared durable pull consumer (heartbeats, pipelined pulls)
+};
+
+enum class StartAt {
+  all,  // from the stream's first message (only when the consumer is first created)
+  new_messages,
+};
+
+enum class OnMissing {
+  recreate,  // recreate the consumer, starting after the last ack floor this replica saw
+  exit,      // report fatal, so the orchestrator restarts the process
+};
+
+struct WorkSpec {
+  std::string name;     // the shared durable's name: every replica declaring it shares the work
+  std::string subject;  // the filter subject; also how the stream is found
+  std::string stream;   // optional: found by subject across all streams when empty
+  WorkShape shape = WorkShape::pull;
+  std::chrono::milliseconds ack_wait = 30s;
+  int max_deliver = 5;  // then the message is terminated
+  int max_ack_pending = 1000;
+  StartAt start = StartAt::all;
+  OnMissing on_missing = OnMissing::recreate;
+  std::chrono::milliseconds heartbeat = 5s;  // idle heartbeat asked of the broker on each pull
+  int concurrency = 1;                       // handlers in flight on this replica
+  int batch = 0;                             // messages buffered per replica; 0: derived
+  std::chrono::milliseconds pull_expires = 30s;
+  std::chrono::milliseconds nak_backoff_min = 1s;  // after a handler exception
+  std::chrono::milliseconds nak_backoff_max = 60s;
+  std::string description;
+};
+
+struct BroadcastSpec {
+  std::string name;
+  std::string subject;  // a core NATS subscription; wildcards allowed
+  int concurrency = 1;
+};
+
+}  // namespace natsfleet

@@ -1,0 +1,160 @@
+#include "consume/pull_engine.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace natsfleet::consume {
+
+PullEngine::PullEngine(nats::Connection& connection, Options options, Deliver deliver,
+                       Signal signal)
+    : connection_(connection),
+      options_([&] {
+        // The broker refuses a heartbeat larger than half the expiry.
+        options.expires = std::max(options.expires, options.heartbeat * 3);
+        options.batch = std::max(options.batch, 1);
+        return options;
+      }()),
+      deliver_(std::move(deliver)),
+      signal_(std::move(signal)),
+      pull_subject_("$JS.API.CONSUMER.MSG.NEXT." + options_.stream + "." + options_.consumer) {}
+
+PullEngine::~PullEngine() { stop(); }
+
+Result<void> PullEngine::start() {
+  inbox_ = connection_.new_inbox();
+  auto sub = connection_.subscribe(inbox_, "",
+                                   [this](nats::InboundMessage&& m) { on_message(std::move(m)); });
+  if (!sub) return sub.error();
+  {
+    std::lock_guard lock(mu_);
+    subscription_ = std::move(sub.value());
+    running_ = true;
+    requested_ = 0;
+    buffered_ = 0;
+    last_activity_ = Clock::now();
+  }
+  refill();
+  return {};
+}
+
+void PullEngine::stop() {
+  std::unique_ptr<nats::Subscription> sub;
+  {
+    std::lock_guard lock(mu_);
+    running_ = false;
+    sub = std::move(subscription_);
+  }
+  sub.reset();  // outside the lock: it waits for a running delivery, which takes the lock
+}
+
+void PullEngine::on_message(nats::InboundMessage&& msg) {
+  if (msg.status == 0) {
+    {
+      std::lock_guard lock(mu_);
+      if (!running_) return;
+      last_activity_ = Clock::now();
+      if (requested_ > 0) --requested_;
+      ++buffered_;
+    }
+    deliver_(std::move(msg));
+    return;
+  }
+  PullStatus status = classify_pull_status(msg.status, msg.description, msg.headers);
+  {
+    std::lock_guard lock(mu_);
+    if (!running_) return;
+    last_activity_ = Clock::now();
+    switch (status.signal) {
+      case PullSignal::heartbeat:
+      case PullSignal::no_messages:
+      case PullSignal::other:
+        return;
+      case PullSignal::request_expired:
+      case PullSignal::request_done:
+        requested_ -= std::min<int64_t>(requested_, static_cast<int64_t>(status.pending_messages));
+        break;
+      default:
+        break;
+    }
+  }
+  if (status.signal == PullSignal::request_expired || status.signal == PullSignal::request_done) {
+    refill();
+    return;
+  }
+  signal_(status);
+}
+
+void PullEngine::message_done() {
+  {
+    std::lock_guard lock(mu_);
+    if (buffered_ > 0) --buffered_;
+  }
+  refill();
+}
+
+void PullEngine::restart_pulls() {
+  {
+    std::lock_guard lock(mu_);
+    requested_ = 0;
+    last_activity_ = Clock::now();
+  }
+  refill();
+}
+
+void PullEngine::tick() {
+  {
+    std::lock_guard lock(mu_);
+    // Every request was sent at or before last_pull_, so all have expired by now: any that did
+    // not report back (a restarted broker forgets them) must not hold the pipeline.
+    if (requested_ > 0 && Clock::now() - last_pull_ > options_.expires + options_.heartbeat)
+      requested_ = 0;
+  }
+  refill();
+}
+
+bool PullEngine::heartbeat_missed() const {
+  std::lock_guard lock(mu_);
+  return running_ && requested_ > 0 && Clock::now() - last_activity_ > options_.heartbeat * 2;
+}
+
+int64_t PullEngine::buffered() const {
+  std::lock_guard lock(mu_);
+  return buffered_;
+}
+
+uint64_t PullEngine::pulls_sent() const {
+  std::lock_guard lock(mu_);
+  return pulls_sent_;
+}
+
+std::string PullEngine::pull_body(int64_t batch) const {
+  using std::chrono::nanoseconds;
+  nlohmann::json body = {
+      {"batch", batch},
+      {"expires", std::chrono::duration_cast<nanoseconds>(options_.expires).count()},
+      {"idle_heartbeat", std::chrono::duration_cast<nanoseconds>(options_.heartbeat).count()},
+  };
+  return body.dump();
+}
+
+void PullEngine::refill() {
+  int64_t want = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (!running_) return;
+    const int64_t in_hand = requested_ + buffered_;
+    // Pipelining: ask again once half the window is free, so the next batch is in flight while
+    // the current one is handled.
+    if (in_hand > options_.batch / 2) return;
+    want = options_.batch - in_hand;
+    if (want <= 0) return;
+    if (requested_ == 0) last_activity_ = Clock::now();  // heartbeats are owed from now on
+    requested_ += want;
+    last_pull_ = Clock::now();
+    ++pulls_sent_;
+  }
+  // A failed publish (connection closing) is recovered by tick()/restart_pulls().
+  (void)connection_.publish(pull_subject_, pull_body(want), inbox_);
+}
+
+}  // namespace natsfleet::consume

@@ -1,0 +1,37 @@
+// What a status message on a pull inbox means (server 2.9 wording). Status messages carry no
+// payload; 408 and 409 tell how much of the request was left unfilled.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "natsfleet/message.h"
+
+namespace natsfleet::consume {
+
+enum class PullSignal {
+  heartbeat,          // 100 Idle Heartbeat: the request is alive, nothing to deliver
+  no_messages,        // 404: only for no_wait requests
+  request_expired,    // 408 Request Timeout: the request ended, part of it unfilled
+  consumer_deleted,   // 409 Consumer Deleted
+  leadership_change,  // 409 Leadership Change: waiting requests were dropped
+  max_waiting,        // 409 Exceeded MaxWaiting: too many waiting requests
+  request_done,       // 409 Batch Completed / MaxBytes / MaxRequest*: this request ended
+  push_consumer,      // 409 Consumer is push based
+  bad_request,        // 400
+  no_responders,      // 503: nobody serves the consumer's API subject (consumer gone)
+  other,
+};
+
+struct PullStatus {
+  PullSignal signal = PullSignal::other;
+  uint64_t pending_messages = 0;  // Nats-Pending-Messages: unfilled part of the request
+  uint64_t pending_bytes = 0;
+  std::string description;
+};
+
+PullStatus classify_pull_status(int status, const std::string& description, const Headers& headers);
+
+const char* to_string(PullSignal signal) noexcept;
+
+}  // namespace natsfleet::consume

@@ -1,0 +1,28 @@
+// The consumer a WorkSpec asks for, and how an existing consumer on the broker compares to it:
+// compatible as is, compatible after an in-place update of mutable fields, or the wrong shape.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "natsfleet/spec.h"
+
+namespace natsfleet::fleet {
+
+// The config to create the shared durable with (deliver policy from spec.start).
+nlohmann::json desired_consumer_config(const WorkSpec& spec);
+// The same consumer, starting at stream sequence `seq` (a recreate that must not replay).
+nlohmann::json config_starting_at(const WorkSpec& spec, uint64_t seq);
+
+struct ShapeCheck {
+  bool compatible = true;
+  std::string problem;  // why not, in an operator's words
+  bool needs_update = false;
+  nlohmann::json updated;  // existing config with the mutable fields set as the spec wants
+  std::string changes;     // "ack_wait 30s -> 10s, max_deliver 5 -> 3"
+};
+
+ShapeCheck check_shape(const WorkSpec& spec, const nlohmann::json& existing);
+
+}  // namespace natsfleet::fleet

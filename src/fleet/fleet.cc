@@ -1,0 +1,259 @@
+// Fleet: owns the connection and the supervised subscriptions, fans connection events out to
+// them, and reports fatal states once.
+#include "natsfleet/fleet.h"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "fleet/broadcast_subscription.h"
+#include "fleet/work_subscription.h"
+#include "nats/connection.h"
+#include "natsfleet/validate.h"
+
+namespace natsfleet {
+
+using fleet::Clock;
+
+class Fleet::Impl {
+ public:
+  explicit Impl(FleetOptions options) {
+    context_.options = std::move(options);
+    static auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+    context_.log = std::make_shared<spdlog::logger>(context_.options.name, sink);
+    context_.log->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%-5l%$ [%n] %v");
+    context_.log->set_level(spdlog::get_level());
+    context_.fatal = [this](const std::string& sub, const std::string& reason) {
+      report_fatal(sub, reason);
+    };
+  }
+
+  ~Impl() {
+    shutdown(std::chrono::seconds(2));
+    {
+      std::lock_guard lock(mu_);
+      reporter_stop_ = true;
+      reporter_wake_.notify_all();
+    }
+    if (reporter_.joinable()) {
+      if (reporter_.get_id() == std::this_thread::get_id())
+        reporter_.detach();
+      else
+        reporter_.join();
+    }
+  }
+
+  Result<void> add_work(WorkSpec spec, WorkHandler handler) {
+    std::lock_guard lock(mu_);
+    if (started_) return Result<void>(Errc::invalid_argument, "add_work after start()");
+    if (auto bad = validate_work(spec); !bad.empty())
+      return Result<void>(Errc::invalid_argument, "work " + spec.name + ": " + bad);
+    if (!names_.insert(spec.name).second)
+      return Result<void>(Errc::invalid_argument, "duplicate subscription name " + spec.name);
+    if (!handler) return Result<void>(Errc::invalid_argument, "work " + spec.name + ": no handler");
+    work_.emplace_back(std::move(spec), std::move(handler));
+    return {};
+  }
+
+  Result<void> add_broadcast(BroadcastSpec spec, BroadcastHandler handler) {
+    std::lock_guard lock(mu_);
+    if (started_) return Result<void>(Errc::invalid_argument, "add_broadcast after start()");
+    if (auto bad = validate_broadcast(spec); !bad.empty())
+      return Result<void>(Errc::invalid_argument, "broadcast " + spec.name + ": " + bad);
+    if (!names_.insert(spec.name).second)
+      return Result<void>(Errc::invalid_argument, "duplicate subscription name " + spec.name);
+    if (!handler)
+      return Result<void>(Errc::invalid_argument, "broadcast " + spec.name + ": no handler");
+    broadcast_.emplace_back(std::move(spec), std::move(handler));
+    return {};
+  }
+
+  void on_fatal(FatalHandler handler) {
+    std::lock_guard lock(mu_);
+    fatal_handler_ = std::move(handler);
+  }
+
+  Result<void> start() {
+    std::lock_guard lock(mu_);
+    if (started_) return Result<void>(Errc::invalid_argument, "start() called twice");
+    const FleetOptions& o = context_.options;
+    nats::ConnectOptions connect{
+        .servers = o.servers,
+        .name = o.name,
+        .credentials_file = o.credentials_file,
+        .tls_ca = o.tls.ca,
+        .tls_cert = o.tls.cert,
+        .tls_key = o.tls.key,
+        .reconnect_wait_min = o.reconnect_wait_min,
+        .reconnect_wait_max = o.reconnect_wait_max,
+        .max_reconnect = o.max_reconnect,
+        .connect_timeout = o.connect_timeout,
+        .ping_interval = o.ping_interval,
+    };
+    nats::ConnectionEvents events{
+        .connected = [this] { on_connection(true); },
+        .disconnected = [this] { on_connection(false); },
+        .closed = [this] { on_closed(); },
+        .async_error = [this](const std::string& e) { context_.log->warn("nats: {}", e); },
+    };
+    // Fatal reports are allowed from here on: a closed handler fires only once the connection
+    // exists, and everything before this line only validates.
+    started_ = true;
+    reporter_ = std::thread([this] { run_reporter(); });
+    auto conn = nats::Connection::open(connect, std::move(events));
+    if (!conn) {
+      started_ = false;
+      return conn.error();
+    }
+    {
+      std::lock_guard subs_lock(subs_mu_);
+      connection_ = std::move(conn.value());
+      context_.connection = connection_.get();
+      for (auto& [spec, handler] : work_)
+        subs_.push_back(std::make_unique<fleet::WorkSubscription>(spec, handler, context_));
+      for (auto& [spec, handler] : broadcast_)
+        subs_.push_back(std::make_unique<fleet::BroadcastSubscription>(spec, handler, context_));
+    }
+    for (auto& sub : subs_) sub->start();
+    context_.log->info("started: {} work, {} broadcast subscription(s); connecting to {}",
+                       work_.size(), broadcast_.size(), fmt::join(o.servers, ","));
+    return {};
+  }
+
+  Result<void> publish(const std::string& subject, const std::string& data,
+                       const std::string& msg_id) {
+    if (!connection_) return Result<void>(Errc::not_connected, "fleet not started");
+    if (msg_id.empty()) return connection_->publish(subject, data);
+    return connection_->publish(subject, data, Headers{{"Nats-Msg-Id", {msg_id}}});
+  }
+
+  FleetHealth health() const {
+    FleetHealth h;
+    {
+      std::lock_guard lock(fatal_mu_);
+      h.live = fatal_reason_.empty();
+      h.fatal_reason = fatal_reason_;
+    }
+    std::lock_guard lock(subs_mu_);
+    h.connected = connection_ && connection_->connected();
+    h.reconnects = connection_ ? connection_->reconnects() : 0;
+    h.ready = h.live && h.connected;
+    for (const auto& sub : subs_) {
+      h.subscriptions.push_back(sub->health());
+      if (h.subscriptions.back().state != SubscriptionState::bound) h.ready = false;
+    }
+    return h;
+  }
+
+  void shutdown(std::chrono::milliseconds deadline) {
+    std::lock_guard once(shutdown_mu_);
+    if (shut_down_ || !started_) return;
+    const auto until = Clock::now() + deadline;
+    shutting_down_ = true;
+    context_.log->info("shutting down (deadline {} ms)", deadline.count());
+    for (auto& sub : subs_) sub->begin_shutdown();
+    for (auto& sub : subs_) sub->finish_handlers(until);
+    if (connection_) {
+      // Acks first: a drain or close must not overtake them.
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+      if (connection_->connected() && left.count() > 0)
+        (void)connection_->flush(std::min(left, std::chrono::milliseconds(1000)));
+      left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+      connection_->shutdown(std::max(left, std::chrono::milliseconds(0)));
+    }
+    for (auto& sub : subs_) sub->join();
+    shut_down_ = true;
+    context_.log->info("stopped");
+  }
+
+ private:
+  void on_connection(bool connected) {
+    if (connected)
+      context_.log->info("connected to the broker");
+    else if (!shutting_down_)
+      context_.log->warn("disconnected from the broker; reconnecting");
+    std::lock_guard lock(subs_mu_);
+    for (auto& sub : subs_) sub->connection_changed(connected);
+  }
+
+  void on_closed() {
+    if (shutting_down_) return;
+    report_fatal("", "the connection to the broker closed and will not reconnect");
+  }
+
+  void report_fatal(const std::string& subscription, const std::string& reason) {
+    if (!started_ || shutting_down_) return;
+    {
+      std::lock_guard lock(fatal_mu_);
+      if (!fatal_reason_.empty()) return;
+      fatal_reason_ = subscription.empty() ? reason : subscription + ": " + reason;
+    }
+    context_.log->error("fatal: {}", subscription.empty() ? reason : subscription + ": " + reason);
+    std::lock_guard lock(mu_);
+    pending_report_ = FatalReport{subscription, reason};
+    reporter_wake_.notify_all();
+  }
+
+  // The fatal handler runs here, off nats.c's and the supervisors' threads, so it may call
+  // shutdown() without waiting on itself.
+  void run_reporter() {
+    std::unique_lock lock(mu_);
+    reporter_wake_.wait(lock, [&] { return reporter_stop_ || pending_report_.has_value(); });
+    if (!pending_report_ || shutting_down_) return;
+    FatalReport report = *pending_report_;
+    FatalHandler handler = fatal_handler_;
+    lock.unlock();
+    if (!handler) return;
+    try {
+      handler(report);
+    } catch (const std::exception& e) {
+      context_.log->error("fatal handler threw: {}", e.what());
+    }
+  }
+
+  fleet::FleetContext context_;
+  std::mutex mu_;  // declarations, start, the pending fatal report
+  std::vector<std::pair<WorkSpec, WorkHandler>> work_;
+  std::vector<std::pair<BroadcastSpec, BroadcastHandler>> broadcast_;
+  std::set<std::string> names_;
+  FatalHandler fatal_handler_;
+  std::optional<FatalReport> pending_report_;
+  std::condition_variable reporter_wake_;
+  bool reporter_stop_ = false;
+  std::thread reporter_;
+
+  std::atomic<bool> started_{false};
+  std::atomic<bool> shutting_down_{false};
+  std::mutex shutdown_mu_;
+  bool shut_down_ = false;
+
+  mutable std::mutex fatal_mu_;
+  std::string fatal_reason_;
+
+  mutable std::mutex subs_mu_;
+  std::unique_ptr<nats::Connection> connection_;
+  std::vector<std::unique_ptr<fleet::Supervised>> subs_;
+};
+
+Fleet::Fleet(FleetOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Fleet::~Fleet() = default;
+Result<void> Fleet::add_work(WorkSpec spec, WorkHandler handler) {
+  return impl_->add_work(std::move(spec), std::move(handler));
+}
+Result<void> Fleet::add_broadcast(BroadcastSpec spec, BroadcastHandler handler) {
+  return impl_->add_broadcast(std::move(spec), std::move(handler));
+}
+void Fleet::on_fatal(FatalHandler handler) { impl_->on_fatal(std::move(handler)); }
+Result<void> Fleet::start() { return impl_->start(); }
+Result<void> Fleet::publish(const std::string& subject, const std::string& data,
+                            const std::string& msg_id) {
+  return impl_->publish(subject, data, msg_id);
+}
+FleetHealth Fleet::health() const { return impl_->health(); }
+void Fleet::shutdown(std::chrono::milliseconds deadline) { impl_->shutdown(deadline); }
+
+}  // namespace natsfleet

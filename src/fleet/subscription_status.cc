@@ -1,0 +1,99 @@
+#include "fleet/subscription_status.h"
+
+#include <spdlog/spdlog.h>
+
+namespace natsfleet {
+
+const char* to_string(SubscriptionState state) noexcept {
+  switch (state) {
+    case SubscriptionState::binding:
+      return "binding";
+    case SubscriptionState::bound:
+      return "bound";
+    case SubscriptionState::recovering:
+      return "recovering";
+    case SubscriptionState::stalled:
+      return "stalled";
+    case SubscriptionState::fatal:
+      return "fatal";
+    case SubscriptionState::stopped:
+      return "stopped";
+  }
+  return "?";
+}
+
+namespace fleet {
+
+SubscriptionStatus::SubscriptionStatus(std::string name, std::string kind, std::string subject,
+                                       std::shared_ptr<spdlog::logger> log)
+    : name_(std::move(name)),
+      kind_(std::move(kind)),
+      subject_(std::move(subject)),
+      log_(std::move(log)) {}
+
+SubscriptionState SubscriptionStatus::state() const {
+  std::lock_guard lock(mu_);
+  return state_;
+}
+
+void SubscriptionStatus::set_state(SubscriptionState state, const std::string& why) {
+  std::lock_guard lock(mu_);
+  if (!why.empty()) last_error_ = why;
+  if (state == state_) return;
+  auto level = state == SubscriptionState::fatal        ? spdlog::level::err
+               : state == SubscriptionState::recovering ? spdlog::level::warn
+               : state == SubscriptionState::stalled    ? spdlog::level::warn
+                                                        : spdlog::level::info;
+  if (why.empty())
+    log_->log(level, "{} {}: {} -> {}", kind_, name_, to_string(state_), to_string(state));
+  else
+    log_->log(level, "{} {}: {} -> {} ({})", kind_, name_, to_string(state_), to_string(state),
+              why);
+  state_ = state;
+}
+
+void SubscriptionStatus::warn(const std::string& error) {
+  std::lock_guard lock(mu_);
+  if (error == last_error_) return;
+  last_error_ = error;
+  log_->warn("{} {}: {}", kind_, name_, error);
+}
+
+void SubscriptionStatus::set_location(const std::string& stream, const std::string& consumer) {
+  std::lock_guard lock(mu_);
+  stream_ = stream;
+  consumer_ = consumer;
+}
+
+void SubscriptionStatus::set_consumer_counts(uint64_t pending, uint64_t ack_pending) {
+  std::lock_guard lock(mu_);
+  pending_ = pending;
+  ack_pending_ = ack_pending;
+}
+
+SubscriptionHealth SubscriptionStatus::snapshot() const {
+  SubscriptionHealth h;
+  h.name = name_;
+  h.kind = kind_;
+  h.subject = subject_;
+  {
+    std::lock_guard lock(mu_);
+    h.state = state_;
+    h.last_error = last_error_;
+    h.stream = stream_;
+    h.consumer = consumer_;
+    h.consumer_pending = pending_;
+    h.consumer_ack_pending = ack_pending_;
+  }
+  h.counters.received = counters.received.load();
+  h.counters.acked = counters.acked.load();
+  h.counters.naked = counters.naked.load();
+  h.counters.termed = counters.termed.load();
+  h.counters.redelivered = counters.redelivered.load();
+  h.counters.handler_errors = counters.handler_errors.load();
+  h.counters.recoveries = counters.recoveries.load();
+  return h;
+}
+
+}  // namespace fleet
+}  // namespace natsfleet

@@ -1,0 +1,60 @@
+// The shared bookkeeping of every supervised subscription: state, last error, counters. State
+// changes and new errors are logged once each, never once per message.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "natsfleet/health.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace natsfleet::fleet {
+
+struct AtomicCounters {
+  std::atomic<uint64_t> received{0};
+  std::atomic<uint64_t> acked{0};
+  std::atomic<uint64_t> naked{0};
+  std::atomic<uint64_t> termed{0};
+  std::atomic<uint64_t> redelivered{0};
+  std::atomic<uint64_t> handler_errors{0};
+  std::atomic<uint64_t> recoveries{0};
+};
+
+class SubscriptionStatus {
+ public:
+  SubscriptionStatus(std::string name, std::string kind, std::string subject,
+                     std::shared_ptr<spdlog::logger> log);
+
+  SubscriptionState state() const;
+  // Logs "name: old -> new (why)" when the state changes; `why` becomes last_error unless empty.
+  void set_state(SubscriptionState state, const std::string& why = {});
+  // Records a warning; logged only when it differs from the previous one.
+  void warn(const std::string& error);
+  void set_location(const std::string& stream, const std::string& consumer);
+  void set_consumer_counts(uint64_t pending, uint64_t ack_pending);
+  SubscriptionHealth snapshot() const;
+
+  AtomicCounters counters;
+  spdlog::logger& log() const { return *log_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  const std::string name_;
+  const std::string kind_;
+  const std::string subject_;
+  std::shared_ptr<spdlog::logger> log_;
+  mutable std::mutex mu_;
+  SubscriptionState state_ = SubscriptionState::binding;
+  std::string last_error_;
+  std::string stream_;
+  std::string consumer_;
+  uint64_t pending_ = 0;
+  uint64_t ack_pending_ = 0;
+};
+
+}  // namespace natsfleet::fleet

@@ -1,0 +1,50 @@
+// What the Fleet supervises: one subscription with its own supervisor thread.
+//
+// Lifecycle: start() -> connection_changed()* -> begin_shutdown() -> finish_handlers()
+//            -> (the Fleet closes the connection) -> join().
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "natsfleet/fleet.h"
+#include "natsfleet/health.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace natsfleet::nats {
+class Connection;
+}
+
+namespace natsfleet::fleet {
+
+using Clock = std::chrono::steady_clock;
+
+// What every subscription shares with its Fleet.
+struct FleetContext {
+  FleetOptions options;
+  nats::Connection* connection = nullptr;  // set before any start(); outlives the subscriptions
+  std::function<void(const std::string& subscription, const std::string& reason)> fatal;
+  std::shared_ptr<spdlog::logger> log;
+};
+
+class Supervised {
+ public:
+  virtual ~Supervised() = default;
+  virtual void start() = 0;
+  // From nats.c's threads: keep it short.
+  virtual void connection_changed(bool connected) = 0;
+  // Stop pulling and binding; returns at once.
+  virtual void begin_shutdown() = 0;
+  // Let running handlers finish until `deadline`, nak what never started. False on overrun.
+  virtual bool finish_handlers(Clock::time_point deadline) = 0;
+  // Wait for the supervisor thread (the connection is closed by then, so it ends quickly).
+  virtual void join() = 0;
+  virtual SubscriptionHealth health() const = 0;
+};
+
+}  // namespace natsfleet::fleet

@@ -1,0 +1,66 @@
+#include "natsfleet/validate.h"
+
+#include <cctype>
+
+namespace natsfleet {
+
+std::string check_subject(std::string_view subject, bool allow_wildcards) {
+  if (subject.empty()) return "subject is empty";
+  size_t start = 0;
+  for (;;) {
+    size_t dot = subject.find('.', start);
+    std::string_view token =
+        subject.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    if (token.empty()) return "subject '" + std::string(subject) + "' has an empty token";
+    for (char c : token)
+      if (std::isspace(static_cast<unsigned char>(c)))
+        return "subject '" + std::string(subject) + "' contains whitespace";
+    const bool last = dot == std::string_view::npos;
+    if (token.find_first_of("*>") != std::string_view::npos) {
+      if (!allow_wildcards) return "subject '" + std::string(subject) + "' has a wildcard";
+      if (token != "*" && token != ">")
+        return "subject '" + std::string(subject) + "': a wildcard must be a whole token";
+      if (token == ">" && !last)
+        return "subject '" + std::string(subject) + "': '>' must be the last token";
+    }
+    if (last) return {};
+    start = dot + 1;
+  }
+}
+
+std::string check_name(std::string_view name) {
+  if (name.empty()) return "name is empty";
+  for (char c : name)
+    if (std::isspace(static_cast<unsigned char>(c)) || c == '.' || c == '*' || c == '>' ||
+        c == '/' || c == '\\')
+      return "name '" + std::string(name) +
+             "' may not contain whitespace, '.', '*', '>', '/' or '\\'";
+  return {};
+}
+
+std::string validate_work(const WorkSpec& spec) {
+  if (auto bad = check_name(spec.name); !bad.empty()) return bad;
+  if (auto bad = check_subject(spec.subject); !bad.empty()) return bad;
+  if (!spec.stream.empty())
+    if (auto bad = check_name(spec.stream); !bad.empty()) return "stream " + bad;
+  if (spec.concurrency < 1) return "concurrency must be at least 1";
+  if (spec.max_ack_pending < 1) return "max_ack_pending must be at least 1";
+  if (spec.max_ack_pending < spec.concurrency)
+    return "max_ack_pending is below concurrency: some handlers could never get work";
+  if (spec.max_deliver == 0 || spec.max_deliver < -1) return "max_deliver must be -1 or at least 1";
+  if (spec.ack_wait < std::chrono::milliseconds(100)) return "ack_wait must be at least 100ms";
+  if (spec.heartbeat < std::chrono::milliseconds(50)) return "heartbeat must be at least 50ms";
+  if (spec.batch < 0) return "batch cannot be negative";
+  if (spec.nak_backoff_max < spec.nak_backoff_min)
+    return "nak_backoff_max is below nak_backoff_min";
+  return {};
+}
+
+std::string validate_broadcast(const BroadcastSpec& spec) {
+  if (auto bad = check_name(spec.name); !bad.empty()) return bad;
+  if (auto bad = check_subject(spec.subject); !bad.empty()) return bad;
+  if (spec.concurrency < 1) return "concurrency must be at least 1";
+  return {};
+}
+
+}  // namespace natsfleet

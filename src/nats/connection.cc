@@ -1,0 +1,359 @@
+#include "nats/connection.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "nats/handles.h"
+#include "nats/status.h"
+
+namespace natsfleet::nats {
+
+struct Connection::Shared {
+  ConnectOptions options;
+  ConnectionEvents events;
+  natsConnection* nc = nullptr;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool closed = false;
+  std::atomic<uint64_t> reconnects{0};
+  std::atomic<bool> ever_connected{false};
+};
+
+namespace {
+
+// Every exception is stopped here: nothing may unwind into nats.c.
+template <typename F>
+void guarded(const char* where, F&& f) noexcept {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "natsfleet: exception in %s callback: %s\n", where, e.what());
+  } catch (...) {
+    std::fprintf(stderr, "natsfleet: unknown exception in %s callback\n", where);
+  }
+}
+
+Connection::Shared* shared_of(void* closure) { return static_cast<Connection::Shared*>(closure); }
+
+void on_connected(natsConnection*, void* closure) {
+  auto* s = shared_of(closure);
+  guarded("connected", [&] {
+    if (s->ever_connected.exchange(true)) s->reconnects.fetch_add(1);
+    if (s->events.connected) s->events.connected();
+  });
+}
+
+void on_disconnected(natsConnection*, void* closure) {
+  auto* s = shared_of(closure);
+  guarded("disconnected", [&] {
+    if (s->events.disconnected) s->events.disconnected();
+  });
+}
+
+void on_closed(natsConnection*, void* closure) {
+  auto* s = shared_of(closure);
+  guarded("closed", [&] {
+    if (s->events.closed) s->events.closed();
+  });
+  std::lock_guard lock(s->mu);
+  s->closed = true;
+  s->cv.notify_all();
+}
+
+void on_async_error(natsConnection*, natsSubscription*, natsStatus err, void* closure) {
+  auto* s = shared_of(closure);
+  guarded("error", [&] {
+    if (s->events.async_error) s->events.async_error(natsStatus_GetText(err));
+  });
+}
+
+// Exponential from min to max with +-20% jitter: a fleet of replicas does not reconnect in step.
+int64_t reconnect_delay(natsConnection*, int attempts, void* closure) {
+  auto* s = shared_of(closure);
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  double base = static_cast<double>(s->options.reconnect_wait_min.count());
+  double cap = static_cast<double>(s->options.reconnect_wait_max.count());
+  for (int i = 1; i < attempts && base < cap; ++i) base *= 2;
+  if (base > cap) base = cap;
+  std::uniform_real_distribution<double> jitter(0.8, 1.2);
+  return static_cast<int64_t>(base * jitter(rng));
+}
+
+Result<void> check(natsStatus s, const char* what) {
+  if (s == NATS_OK) return {};
+  return status_error(s, what);
+}
+
+void copy_message(natsMsg* msg, InboundMessage& out) {
+  out.subject = natsMsg_GetSubject(msg);
+  if (const char* reply = natsMsg_GetReply(msg)) out.reply = reply;
+  if (int len = natsMsg_GetDataLength(msg); len > 0) out.data.assign(natsMsg_GetData(msg), len);
+  const char* status = nullptr;
+  if (natsMsgHeader_Get(msg, "Status", &status) == NATS_OK && status) {
+    out.status = std::atoi(status);
+    const char* description = nullptr;
+    if (natsMsgHeader_Get(msg, "Description", &description) == NATS_OK && description)
+      out.description = description;
+  }
+  const char** keys = nullptr;
+  int count = 0;
+  if (natsMsgHeader_Keys(msg, &keys, &count) != NATS_OK) return;
+  for (int i = 0; i < count; ++i) {
+    std::string key = keys[i];
+    if (key == "Status" || key == "Description") continue;
+    const char** values = nullptr;
+    int n = 0;
+    if (natsMsgHeader_Values(msg, keys[i], &values, &n) == NATS_OK) {
+      auto& slot = out.headers[key];
+      for (int j = 0; j < n; ++j) slot.emplace_back(values[j]);
+      std::free(static_cast<void*>(values));
+    }
+  }
+  std::free(static_cast<void*>(keys));
+}
+
+}  // namespace
+
+// The callback's home. nats.c holds a heap shared_ptr to it until the subscription completes,
+// so a late delivery never touches freed memory; `callback` is cleared on unsubscribe.
+class Subscription::Slot {
+ public:
+  explicit Slot(MessageCallback cb) : callback_(std::move(cb)) {}
+
+  void deliver(natsMsg* raw) noexcept {
+    MsgPtr msg(raw);
+    std::lock_guard lock(mu_);
+    if (!active_) return;
+    guarded("message", [&] {
+      InboundMessage in;
+      copy_message(msg.get(), in);
+      msg.reset();
+      callback_(std::move(in));
+    });
+  }
+
+  void stop() {
+    // A callback that unsubscribes its own subscription must not wait for itself; the flag is
+    // read under the lock that thread already holds.
+    if (delivering_thread_.load() == std::this_thread::get_id()) {
+      active_ = false;
+      return;
+    }
+    std::lock_guard lock(mu_);
+    active_ = false;
+  }
+
+  static void on_message(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
+    auto* slot = static_cast<std::shared_ptr<Slot>*>(closure)->get();
+    slot->delivering_thread_ = std::this_thread::get_id();
+    slot->deliver(msg);
+    slot->delivering_thread_ = std::thread::id();
+  }
+
+  static void on_complete(void* closure) { delete static_cast<std::shared_ptr<Slot>*>(closure); }
+
+ private:
+  std::mutex mu_;
+  MessageCallback callback_;  // kept until the slot dies: clearing it could free a running lambda
+  bool active_ = true;
+  std::atomic<std::thread::id> delivering_thread_{};
+};
+
+Subscription::Subscription(void* handle, std::shared_ptr<Slot> slot)
+    : handle_(handle), slot_(std::move(slot)) {}
+
+Subscription::~Subscription() {
+  unsubscribe();
+  natsSubscription_Destroy(static_cast<natsSubscription*>(handle_));
+}
+
+void Subscription::unsubscribe() {
+  slot_->stop();
+  // Fails harmlessly when the connection is already closed: the callback is stopped anyway.
+  (void)natsSubscription_Unsubscribe(static_cast<natsSubscription*>(handle_));
+}
+
+Connection::Connection(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
+
+Result<std::unique_ptr<Connection>> Connection::open(const ConnectOptions& options,
+                                                     ConnectionEvents events) {
+  if (options.servers.empty())
+    return Result<std::unique_ptr<Connection>>(Errc::invalid_argument, "no servers");
+  auto shared = std::make_shared<Shared>();
+  shared->options = options;
+  shared->events = std::move(events);
+
+  natsOptions* raw = nullptr;
+  if (auto r = check(natsOptions_Create(&raw), "natsOptions_Create"); !r) return r.error();
+  OptionsPtr opts(raw);
+  std::vector<const char*> urls;
+  for (const auto& s : options.servers) urls.push_back(s.c_str());
+  void* closure = shared.get();
+  natsOptions* o = opts.get();
+  const struct {
+    natsStatus status;
+    const char* what;
+  } steps[] = {
+      {natsOptions_SetServers(o, urls.data(), static_cast<int>(urls.size())), "servers"},
+      {natsOptions_SetName(o, options.name.c_str()), "name"},
+      {natsOptions_SetMaxReconnect(o, options.max_reconnect), "max_reconnect"},
+      {natsOptions_SetCustomReconnectDelay(o, reconnect_delay, closure), "reconnect delay"},
+      {natsOptions_SetTimeout(o, options.connect_timeout.count()), "connect timeout"},
+      {natsOptions_SetPingInterval(o, options.ping_interval.count()), "ping interval"},
+      {natsOptions_SetMaxPingsOut(o, 2), "max pings out"},
+      {natsOptions_SetReconnectBufSize(o, 32 * 1024 * 1024), "reconnect buffer"},
+      {natsOptions_SetClosedCB(o, on_closed, closure), "closed callback"},
+      {natsOptions_SetDisconnectedCB(o, on_disconnected, closure), "disconnected callback"},
+      {natsOptions_SetReconnectedCB(o, on_connected, closure), "reconnected callback"},
+      {natsOptions_SetErrorHandler(o, on_async_error, closure), "error handler"},
+      {natsOptions_SetRetryOnFailedConnect(o, true, on_connected, closure), "retry connect"},
+  };
+  for (const auto& step : steps)
+    if (auto r = check(step.status, step.what); !r) return r.error();
+  if (!options.credentials_file.empty()) {
+    auto r =
+        check(natsOptions_SetUserCredentialsFromFiles(o, options.credentials_file.c_str(), nullptr),
+              "credentials file");
+    if (!r) return r.error();
+  }
+  if (!options.tls_ca.empty() || !options.tls_cert.empty()) {
+    if (auto r = check(natsOptions_SetSecure(o, true), "tls"); !r) return r.error();
+    if (!options.tls_ca.empty()) {
+      auto r = check(natsOptions_LoadCATrustedCertificates(o, options.tls_ca.c_str()), "tls ca");
+      if (!r) return r.error();
+    }
+    if (!options.tls_cert.empty()) {
+      auto r = check(
+          natsOptions_LoadCertificatesChain(o, options.tls_cert.c_str(), options.tls_key.c_str()),
+          "tls cert/key");
+      if (!r) return r.error();
+    }
+  }
+
+  natsConnection* nc = nullptr;
+  natsStatus s = natsConnection_Connect(&nc, o);
+  if (s == NATS_OK) {
+    shared->ever_connected = true;
+  } else if (s != NATS_NOT_YET_CONNECTED) {
+    return status_error(s, "connect");
+  }
+  shared->nc = nc;
+  // The first connect within natsConnection_Connect fires no callback: report it ourselves.
+  if (s == NATS_OK && shared->events.connected) guarded("connected", shared->events.connected);
+  return std::unique_ptr<Connection>(new Connection(std::move(shared)));
+}
+
+Connection::~Connection() {
+  shutdown(std::chrono::milliseconds(0));
+  natsConnection_Destroy(shared_->nc);
+}
+
+ConnectionState Connection::state() const {
+  switch (natsConnection_Status(shared_->nc)) {
+    case NATS_CONN_STATUS_CONNECTED:
+      return ConnectionState::connected;
+    case NATS_CONN_STATUS_RECONNECTING:
+    case NATS_CONN_STATUS_DISCONNECTED:
+      return ConnectionState::reconnecting;
+    case NATS_CONN_STATUS_CONNECTING:
+      return ConnectionState::connecting;
+    case NATS_CONN_STATUS_DRAINING_SUBS:
+    case NATS_CONN_STATUS_DRAINING_PUBS:
+      return ConnectionState::draining;
+    case NATS_CONN_STATUS_CLOSED:
+      return ConnectionState::closed;
+  }
+  return ConnectionState::closed;
+}
+
+uint64_t Connection::reconnects() const { return shared_->reconnects.load(); }
+
+Result<void> Connection::publish(const std::string& subject, const std::string& data,
+                                 const std::string& reply) {
+  natsStatus s = reply.empty()
+                     ? natsConnection_Publish(shared_->nc, subject.c_str(), data.data(),
+                                              static_cast<int>(data.size()))
+                     : natsConnection_PublishRequest(shared_->nc, subject.c_str(), reply.c_str(),
+                                                     data.data(), static_cast<int>(data.size()));
+  return check(s, "publish");
+}
+
+Result<void> Connection::publish(const std::string& subject, const std::string& data,
+                                 const Headers& headers) {
+  natsMsg* raw = nullptr;
+  natsStatus s =
+      natsMsg_Create(&raw, subject.c_str(), nullptr, data.data(), static_cast<int>(data.size()));
+  if (s != NATS_OK) return status_error(s, "publish");
+  MsgPtr msg(raw);
+  for (const auto& [key, values] : headers)
+    for (const auto& v : values)
+      if ((s = natsMsgHeader_Add(msg.get(), key.c_str(), v.c_str())) != NATS_OK)
+        return status_error(s, "publish header");
+  return check(natsConnection_PublishMsg(shared_->nc, msg.get()), "publish");
+}
+
+Result<InboundMessage> Connection::request(const std::string& subject, const std::string& data,
+                                           std::chrono::milliseconds timeout) {
+  natsMsg* raw = nullptr;
+  natsStatus s = natsConnection_Request(&raw, shared_->nc, subject.c_str(), data.data(),
+                                        static_cast<int>(data.size()), timeout.count());
+  if (s != NATS_OK) return status_error(s, subject.c_str());
+  MsgPtr reply(raw);
+  InboundMessage in;
+  copy_message(reply.get(), in);
+  return in;
+}
+
+Result<std::unique_ptr<Subscription>> Connection::subscribe(const std::string& subject,
+                                                            const std::string& queue,
+                                                            MessageCallback callback) {
+  auto slot = std::make_shared<Subscription::Slot>(std::move(callback));
+  auto* closure = new std::shared_ptr<Subscription::Slot>(slot);
+  natsSubscription* sub = nullptr;
+  natsStatus s = queue.empty() ? natsConnection_Subscribe(&sub, shared_->nc, subject.c_str(),
+                                                          Subscription::Slot::on_message, closure)
+                               : natsConnection_QueueSubscribe(
+                                     &sub, shared_->nc, subject.c_str(), queue.c_str(),
+                                     Subscription::Slot::on_message, closure);
+  if (s != NATS_OK) {
+    delete closure;
+    return status_error(s, "subscribe");
+  }
+  // Flow control is natsfleet's (bounded pulls); a broadcast burst must not be dropped as slow.
+  (void)natsSubscription_SetPendingLimits(sub, -1, -1);
+  (void)natsSubscription_SetOnCompleteCB(sub, Subscription::Slot::on_complete, closure);
+  return std::make_unique<Subscription>(sub, std::move(slot));
+}
+
+std::string Connection::new_inbox() const {
+  natsInbox* raw = nullptr;
+  if (natsInbox_Create(&raw) != NATS_OK) return "_INBOX.natsfleet";
+  InboxPtr inbox(raw);
+  return std::string(inbox.get());
+}
+
+Result<void> Connection::flush(std::chrono::milliseconds timeout) {
+  return check(natsConnection_FlushTimeout(shared_->nc, timeout.count()), "flush");
+}
+
+void Connection::shutdown(std::chrono::milliseconds deadline) {
+  auto until = std::chrono::steady_clock::now() + deadline;
+  ConnectionState st = state();
+  if (st == ConnectionState::closed) return;
+  // Drain is only legal on a connected connection; while reconnecting it would hang.
+  if (st == ConnectionState::connected && deadline.count() > 0 &&
+      natsConnection_DrainTimeout(shared_->nc, deadline.count()) == NATS_OK) {
+    std::unique_lock lock(shared_->mu);
+    shared_->cv.wait_until(lock, until, [&] { return shared_->closed; });
+  }
+  natsConnection_Close(shared_->nc);
+  std::unique_lock lock(shared_->mu);
+  // The closed callback runs on nats.c's thread; it must be done before Shared can go away.
+  shared_->cv.wait_for(lock, std::chrono::seconds(5), [&] { return shared_->closed; });
+}
+
+}  // namespace natsfleet::nats

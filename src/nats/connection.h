@@ -1,0 +1,110 @@
+// natsfleet's view of a nats.c connection: connect without blocking on the broker, reconnect
+// for ever, publish, request, subscribe. Callbacks never see nats.c types and never throw into it.
+//
+//   auto conn = nats::Connection::open(options, events);   // returns at once, connects later
+//   auto sub = conn->subscribe("a.b", "", [](nats::InboundMessage m) { ... });
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "natsfleet/error.h"
+#include "natsfleet/message.h"
+
+namespace natsfleet::nats {
+
+struct ConnectOptions {
+  std::vector<std::string> servers;
+  std::string name;
+  std::string credentials_file;
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  std::chrono::milliseconds reconnect_wait_min{100};
+  std::chrono::milliseconds reconnect_wait_max{2000};
+  int max_reconnect = -1;  // -1: never give up
+  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds ping_interval{20000};
+};
+
+// Invoked from nats.c's own threads; keep them short.
+struct ConnectionEvents {
+  std::function<void()> connected;  // first connect and every reconnect
+  std::function<void()> disconnected;
+  std::function<void()> closed;  // for good: no more reconnects
+  std::function<void(const std::string&)> async_error;
+};
+
+// A message copied out of nats.c. `status` is the NATS status code of a control message
+// (100 heartbeat, 404, 408, 409, 503), 0 for an ordinary message.
+struct InboundMessage {
+  std::string subject;
+  std::string reply;
+  std::string data;
+  Headers headers;
+  int status = 0;
+  std::string description;
+};
+
+using MessageCallback = std::function<void(InboundMessage&&)>;
+
+enum class ConnectionState { connecting, connected, reconnecting, closed, draining };
+
+class Subscription {
+ public:
+  class Slot;
+  Subscription(void* handle, std::shared_ptr<Slot> slot);
+  // Unsubscribes; after it returns the callback is never called again.
+  ~Subscription();
+  Subscription(const Subscription&) = delete;
+  Subscription& operator=(const Subscription&) = delete;
+
+  // Stops the callback and removes interest.
+  void unsubscribe();
+
+ private:
+  void* handle_;  // natsSubscription*
+  std::shared_ptr<Slot> slot_;
+};
+
+class Connection {
+ public:
+  struct Shared;
+  // Starts connecting and returns at once; `events.connected` fires when the broker answers.
+  // Fails only on unusable options (bad TLS files, bad credentials path, no servers).
+  static Result<std::unique_ptr<Connection>> open(const ConnectOptions& options,
+                                                  ConnectionEvents events);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  ConnectionState state() const;
+  bool connected() const { return state() == ConnectionState::connected; }
+  uint64_t reconnects() const;
+
+  Result<void> publish(const std::string& subject, const std::string& data,
+                       const std::string& reply = {});
+  Result<void> publish(const std::string& subject, const std::string& data, const Headers& headers);
+  // A request/reply round trip (JetStream API calls). A 503 status is "no responders".
+  Result<InboundMessage> request(const std::string& subject, const std::string& data,
+                                 std::chrono::milliseconds timeout);
+  Result<std::unique_ptr<Subscription>> subscribe(const std::string& subject,
+                                                  const std::string& queue,
+                                                  MessageCallback callback);
+  std::string new_inbox() const;
+  Result<void> flush(std::chrono::milliseconds timeout);
+
+  // Drains when connected (pending publishes go out, then it closes), closes otherwise, and
+  // returns once the connection is closed or `deadline` has passed (then it closes hard).
+  void shutdown(std::chrono::milliseconds deadline);
+
+ private:
+  explicit Connection(std::shared_ptr<Shared> shared);
+  std::shared_ptr<Shared> shared_;
+};
+
+}  // namespace natsfleet::nats

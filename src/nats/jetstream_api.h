@@ -1,0 +1,74 @@
+// The JetStream management calls natsfleet needs, as raw JSON requests on the `$JS.API` subjects
+// (nats.c 3.4.1's structs lag behind the server's fields; the JSON is the protocol).
+//
+//   JetStreamApi api(connection, std::chrono::seconds(2));
+//   auto stream = api.find_stream("daemon.sync.complete");   // across all streams
+//   auto info = api.consumer_info(*stream, "sync-listener");
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "natsfleet/error.h"
+
+namespace natsfleet::nats {
+
+class Connection;
+
+struct StreamInfo {
+  std::string name;
+  std::vector<std::string> subjects;
+  uint64_t messages = 0;
+  uint64_t first_seq = 0;
+  uint64_t last_seq = 0;
+  std::string leader;  // cluster leader's server name; empty on a single server
+  nlohmann::json raw;
+};
+
+struct ConsumerInfo {
+  std::string stream;
+  std::string name;
+  nlohmann::json config;
+  uint64_t num_pending = 0;      // not yet delivered
+  uint64_t num_ack_pending = 0;  // delivered, not yet acked
+  uint64_t num_redelivered = 0;
+  uint64_t num_waiting = 0;  // pull requests waiting
+  uint64_t delivered_stream_seq = 0;
+  uint64_t ack_floor_stream_seq = 0;
+  bool push_bound = false;
+  nlohmann::json raw;
+
+  bool is_pull() const { return !config.contains("deliver_subject"); }
+};
+
+class JetStreamApi {
+ public:
+  JetStreamApi(Connection& connection, std::chrono::milliseconds timeout);
+
+  // The stream whose subjects hold `subject`, searched across every stream on the broker.
+  Result<std::string> find_stream(const std::string& subject);
+  Result<std::vector<std::string>> stream_names();
+  Result<StreamInfo> stream_info(const std::string& stream);
+  Result<StreamInfo> create_stream(const nlohmann::json& config);
+  Result<void> delete_stream(const std::string& stream);
+  Result<std::vector<std::string>> consumer_names(const std::string& stream);
+  Result<ConsumerInfo> consumer_info(const std::string& stream, const std::string& consumer);
+  // Create, or on server 2.9 update in place when only mutable fields differ (an upsert).
+  Result<ConsumerInfo> create_consumer(const std::string& stream, const nlohmann::json& config);
+  Result<void> delete_consumer(const std::string& stream, const std::string& consumer);
+
+  // One API call: the decoded answer, or the API's error as a jetstream_category() code.
+  Result<nlohmann::json> call(const std::string& subject, const nlohmann::json& body);
+
+ private:
+  Connection& connection_;
+  std::chrono::milliseconds timeout_;
+};
+
+StreamInfo parse_stream_info(const nlohmann::json& j);
+ConsumerInfo parse_consumer_info(const nlohmann::json& j);
+
+}  // namespace natsfleet::nats

@@ -1,0 +1,668 @@
+#include "support/nats_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+extern char** environ;
+
+namespace natsfleet::testing {
+namespace {
+
+#ifdef NATSFLEET_NATS_SERVER
+constexpr const char* kServerBinary = NATSFLEET_NATS_SERVER;
+#else
+constexpr const char* kServerBinary = "nats-server";
+#endif
+
+constexpr const char* kClusterName = "fleet";
+constexpr const char* kLoopback = "127.0.0.1";
+// Start-up is retried with fresh ports when another process grabbed one of ours between probing
+// and the server binding it; a real configuration error fails on every attempt anyway.
+constexpr int kMaxStartAttempts = 3;
+// A single probe of a healthy local server answers in milliseconds; a paused or wedged one must
+// not eat the whole readiness budget in one request.
+constexpr std::chrono::milliseconds kProbeTimeout{500};
+constexpr std::chrono::milliseconds kPauseTimeout{5'000};
+// Logs of these short-lived servers are small; the cap only guards against a runaway log.
+constexpr std::streamoff kMaxLogBytesRead = 1 << 20;
+
+std::atomic<int> next_server_number{1};
+
+// Closes the descriptor on every path, including the throwing ones.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&&) = delete;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+sockaddr_in loopback_address(int port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return addr;
+}
+
+std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+std::string make_temp_dir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern =
+      std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/natsfleet-test-XXXXXX";
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  if (::mkdtemp(buffer.data()) == nullptr) {
+    throw std::runtime_error(errno_text("mkdtemp " + pattern));
+  }
+  return buffer.data();
+}
+
+void remove_tree(const std::string& path) noexcept {
+  if (path.empty()) return;
+  std::error_code ignored;
+  std::filesystem::remove_all(path, ignored);
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& separator) {
+  std::string out;
+  for (const auto& part : parts) {
+    if (!out.empty()) out += separator;
+    out += part;
+  }
+  return out;
+}
+
+std::string describe_exit(const siginfo_t& info) {
+  switch (info.si_code) {
+    case CLD_EXITED:
+      return "exit code " + std::to_string(info.si_status);
+    case CLD_KILLED:
+    case CLD_DUMPED:
+      return std::string("killed by signal ") + ::strsignal(info.si_status);
+    default:
+      return "exited";
+  }
+}
+
+// Returns the index just past the JSON string that opens at `json[quote]`. Escapes are copied
+// verbatim rather than decoded: only server names are read, and those never contain any.
+size_t read_json_string(const std::string& json, size_t quote, std::string* out) {
+  size_t i = quote + 1;
+  std::string value;
+  while (i < json.size() && json[i] != '"') {
+    if (json[i] == '\\' && i + 1 < json.size()) value += json[i++];
+    value += json[i++];
+  }
+  if (out != nullptr) *out = std::move(value);
+  return std::min(i + 1, json.size());
+}
+
+size_t skip_space(const std::string& json, size_t i) {
+  while (i < json.size() && std::isspace(static_cast<unsigned char>(json[i])) != 0) ++i;
+  return i;
+}
+
+}  // namespace
+
+bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
+              std::chrono::milliseconds interval) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (condition()) return true;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(interval, deadline - now));
+  }
+}
+
+std::vector<int> free_loopback_ports(size_t count) {
+  std::vector<Fd> held;
+  std::vector<int> ports;
+  for (size_t i = 0; i < count; ++i) {
+    Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (fd.get() < 0) throw std::runtime_error(errno_text("socket"));
+    sockaddr_in addr = loopback_address(0);
+    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      throw std::runtime_error(errno_text("bind 127.0.0.1:0"));
+    }
+    socklen_t len = sizeof(addr);
+    if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      throw std::runtime_error(errno_text("getsockname"));
+    }
+    ports.push_back(ntohs(addr.sin_port));
+    held.push_back(std::move(fd));
+  }
+  return ports;
+}
+
+int free_loopback_port() { return free_loopback_ports(1).front(); }
+
+std::string http_get(int port, const std::string& path, int* status,
+                     std::chrono::milliseconds timeout) {
+  if (status != nullptr) *status = -1;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (fd.get() < 0) return {};
+  // Per-call socket timeouts bound connect, send and each recv; the loop below bounds the total.
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr = loopback_address(port);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return {};
+
+  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: " + kLoopback + ":" +
+                              std::to_string(port) + "\r\nConnection: close\r\n\r\n";
+  size_t sent = 0;
+  while (sent < request.size()) {
+    ssize_t n = ::send(fd.get(), request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return {};
+    sent += static_cast<size_t>(n);
+  }
+
+  // HTTP/1.0 without keep-alive: the server closes the connection after the body.
+  std::string response;
+  char buffer[4096];
+  while (true) {
+    if (std::chrono::steady_clock::now() >= deadline) return {};
+    ssize_t n = ::recv(fd.get(), buffer, sizeof(buffer), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return {};
+    if (n == 0) break;
+    response.append(buffer, static_cast<size_t>(n));
+  }
+
+  // Status line: "HTTP/1.x NNN Reason".
+  if (response.rfind("HTTP/", 0) != 0) return {};
+  size_t space = response.find(' ');
+  if (space == std::string::npos || space + 4 > response.size()) return {};
+  int code = 0;
+  for (size_t i = space + 1; i < space + 4; ++i) {
+    if (std::isdigit(static_cast<unsigned char>(response[i])) == 0) return {};
+    code = code * 10 + (response[i] - '0');
+  }
+  size_t body = response.find("\r\n\r\n");
+  if (status != nullptr) *status = code;
+  return body == std::string::npos ? std::string() : response.substr(body + 4);
+}
+
+std::string jsz_meta_leader(const std::string& jsz_body) {
+  size_t key = jsz_body.find("\"meta_cluster\"");
+  if (key == std::string::npos) return {};
+  size_t i = jsz_body.find('{', key);
+  if (i == std::string::npos) return {};
+  // Only keys directly in the meta_cluster object count; nested replica objects are skipped.
+  int depth = 0;
+  while (i < jsz_body.size()) {
+    char c = jsz_body[i];
+    if (c == '{' || c == '[') {
+      ++depth;
+      ++i;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) return {};
+      ++i;
+    } else if (c == '"') {
+      std::string token;
+      i = read_json_string(jsz_body, i, &token);
+      size_t after = skip_space(jsz_body, i);
+      if (depth == 1 && token == "leader" && after < jsz_body.size() && jsz_body[after] == ':') {
+        size_t value = skip_space(jsz_body, after + 1);
+        if (value >= jsz_body.size() || jsz_body[value] != '"') return {};
+        std::string leader;
+        read_json_string(jsz_body, value, &leader);
+        return leader;
+      }
+    } else {
+      ++i;
+    }
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// NatsServer
+
+NatsServer::NatsServer(NatsServerOptions options) : options_(std::move(options)) {
+  if (options_.server_name.empty()) {
+    options_.server_name = "n" + std::to_string(next_server_number.fetch_add(1));
+  }
+  dir_ = make_temp_dir();
+  try {
+    for (int attempt = 1;; ++attempt) {
+      std::vector<int> ports = free_loopback_ports(2);
+      ports_ = Ports{ports[0], ports[1], -1};
+      spawn();
+      std::string error;
+      StartOutcome outcome = wait_ready_for(kServerReadyTimeout, &error);
+      if (outcome == StartOutcome::ready) return;
+      kill_and_reap();
+      if (outcome != StartOutcome::port_in_use || attempt == kMaxStartAttempts) {
+        throw std::runtime_error(error);
+      }
+      // A fresh log keeps the next attempt's port-conflict detection honest.
+      std::error_code ignored;
+      std::filesystem::remove(dir_ + "/nats.log", ignored);
+    }
+  } catch (...) {
+    kill_and_reap();
+    remove_tree(dir_);
+    throw;
+  }
+}
+
+NatsServer::NatsServer(NatsServerOptions options, Ports ports, ClusterSettings cluster)
+    : options_(std::move(options)), ports_(ports), cluster_(std::move(cluster)) {
+  dir_ = make_temp_dir();
+}
+
+NatsServer::~NatsServer() {
+  kill_and_reap();
+  remove_tree(dir_);
+}
+
+std::string NatsServer::url() const {
+  return std::string("nats://") + kLoopback + ":" + std::to_string(ports_.client);
+}
+int NatsServer::port() const { return ports_.client; }
+int NatsServer::monitor_port() const { return ports_.monitor; }
+int NatsServer::cluster_port() const { return ports_.cluster; }
+std::string NatsServer::store_dir() const { return dir_ + "/store"; }
+std::string NatsServer::dir() const { return dir_; }
+std::string NatsServer::name() const { return options_.server_name; }
+pid_t NatsServer::pid() const { return running() ? pid_ : -1; }
+bool NatsServer::running() const { return pid_ > 0 && !exited(); }
+bool NatsServer::paused() const { return running() && paused_; }
+
+void NatsServer::write_config() const {
+  std::ostringstream config;
+  config << "# Generated by the natsfleet test fixture.\n"
+         << "server_name: \"" << options_.server_name << "\"\n"
+         << "listen: " << kLoopback << ":" << ports_.client << "\n"
+         << "http: " << kLoopback << ":" << ports_.monitor << "\n"
+         << "log_file: \"" << dir_ << "/nats.log\"\n";
+  if (options_.jetstream) {
+    config << "jetstream {\n"
+           << "  store_dir: \"" << store_dir() << "\"\n"
+           << "  max_memory_store: 256MB\n"
+           << "  max_file_store: 2GB\n"
+           << "}\n";
+  }
+  if (!cluster_.name.empty()) {
+    config << "cluster {\n"
+           << "  name: " << cluster_.name << "\n"
+           << "  listen: " << kLoopback << ":" << ports_.cluster << "\n"
+           << "  routes: [\n";
+    for (int route_port : cluster_.route_ports) {
+      config << "    nats-route://" << kLoopback << ":" << route_port << "\n";
+    }
+    config << "  ]\n}\n";
+  }
+  config << options_.extra_config << "\n";
+
+  const std::string path = dir_ + "/nats.conf";
+  std::ofstream out(path, std::ios::trunc);
+  out << config.str();
+  out.close();
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+void NatsServer::spawn() {
+  write_config();
+  const std::string config_path = dir_ + "/nats.conf";
+  const std::string log_path = dir_ + "/nats.log";
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  // No terminal or test-runner pipe for the child: errors printed before log_file takes over
+  // (bad config, panics) land in the same log that log_tail() reports.
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                   0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  // Client sockets the test opened without CLOEXEC must not live on inside the broker.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+#endif
+
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  // The test process may block or ignore signals (test runners, client libraries); the broker
+  // must see SIGTERM and friends normally.
+  sigset_t no_signals;
+  sigemptyset(&no_signals);
+  posix_spawnattr_setsigmask(&attributes, &no_signals);
+  sigset_t all_signals;
+  sigfillset(&all_signals);
+  posix_spawnattr_setsigdefault(&attributes, &all_signals);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+  std::string arg0 = kServerBinary;
+  std::string arg1 = "-c";
+  std::string arg2 = config_path;
+  char* argv[] = {arg0.data(), arg1.data(), arg2.data(), nullptr};
+  pid_t child = -1;
+  int rc = posix_spawnp(&child, kServerBinary, &actions, &attributes, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  if (rc != 0) {
+    throw std::runtime_error(std::string("cannot start ") + kServerBinary + ": " +
+                             std::strerror(rc));
+  }
+  pid_ = child;
+  paused_ = false;
+}
+
+bool NatsServer::exited() const {
+  if (pid_ <= 0) return true;
+  siginfo_t info{};
+  // WNOWAIT leaves the zombie in place, so pid_ stays ours (cannot be recycled) until reaped.
+  if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+    return true;
+  }
+  return info.si_pid != 0;
+}
+
+NatsServer::StartOutcome NatsServer::wait_ready_for(std::chrono::milliseconds timeout,
+                                                    std::string* error) const {
+  int status = -1;
+  std::string body;
+  std::string leader_note;
+  const bool needs_meta_leader = options_.jetstream && !cluster_.name.empty();
+  bool ready = wait_for(
+      [&] {
+        if (exited()) return true;
+        body = http_get(ports_.monitor, "/healthz", &status, kProbeTimeout);
+        if (status != 200) return false;
+        if (!needs_meta_leader) return true;
+        // /healthz already waits for the meta leader in 2.9; checking /jsz too keeps readiness
+        // meaning "JetStream requests will be served" should a later server relax /healthz.
+        int jsz_status = -1;
+        std::string jsz = http_get(ports_.monitor, "/jsz", &jsz_status, kProbeTimeout);
+        if (jsz_status == 200 && !jsz_meta_leader(jsz).empty()) return true;
+        leader_note = " (but /jsz names no meta leader yet)";
+        return false;
+      },
+      timeout);
+
+  const std::string who = "nats-server " + options_.server_name + " (client port " +
+                          std::to_string(ports_.client) + ", monitor port " +
+                          std::to_string(ports_.monitor) + ", dir " + dir_ + ")";
+  if (pid_ > 0 && exited()) {
+    siginfo_t info{};
+    ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
+    std::string tail = log_tail();
+    if (error != nullptr) {
+      *error = who + " exited during start-up (" + describe_exit(info) + "); log tail:\n" + tail;
+    }
+    return tail.find("address already in use") != std::string::npos ? StartOutcome::port_in_use
+                                                                    : StartOutcome::failed;
+  }
+  if (ready) return StartOutcome::ready;
+  if (error != nullptr) {
+    *error = who + " not ready within " + std::to_string(timeout.count()) +
+             " ms; last /healthz: " + (status < 0 ? "no answer" : std::to_string(status)) + " " +
+             body + leader_note + "\nlog tail:\n" + log_tail();
+  }
+  return StartOutcome::failed;
+}
+
+void NatsServer::wait_ready(std::chrono::milliseconds timeout) const {
+  std::string error;
+  if (wait_ready_for(timeout, &error) != StartOutcome::ready) throw std::runtime_error(error);
+}
+
+void NatsServer::reap_blocking() noexcept {
+  if (pid_ <= 0) return;
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+  paused_ = false;
+}
+
+void NatsServer::kill_and_reap() noexcept {
+  if (pid_ <= 0) return;
+  if (!exited()) {
+    if (paused_) ::kill(pid_, SIGCONT);
+    ::kill(pid_, SIGKILL);
+  }
+  reap_blocking();
+}
+
+void NatsServer::stop() {
+  if (pid_ <= 0) return;
+  if (!exited()) {
+    // A stopped process acts on SIGTERM only once continued.
+    if (paused_) ::kill(pid_, SIGCONT);
+    ::kill(pid_, SIGTERM);
+    if (!wait_for([this] { return exited(); }, kGracefulStopTimeout)) ::kill(pid_, SIGKILL);
+  }
+  reap_blocking();
+}
+
+void NatsServer::kill() { kill_and_reap(); }
+
+void NatsServer::pause() {
+  if (!running()) throw std::logic_error("pause: nats-server " + name() + " is not running");
+  if (::kill(pid_, SIGSTOP) != 0) throw std::runtime_error(errno_text("kill SIGSTOP"));
+  paused_ = true;
+  // SIGSTOP is asynchronous; callers expect the broker to be frozen when pause() returns.
+  // Reading the state from /proc avoids consuming wait notifications.
+  const std::string stat_path = "/proc/" + std::to_string(pid_) + "/stat";
+  bool stopped = wait_for(
+      [&] {
+        std::ifstream in(stat_path);
+        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        size_t paren = stat.rfind(')');  // the command name may contain spaces
+        return paren != std::string::npos && paren + 2 < stat.size() &&
+               (stat[paren + 2] == 'T' || stat[paren + 2] == 't');
+      },
+      kPauseTimeout, std::chrono::milliseconds(1));
+  if (!stopped) throw std::runtime_error("pause: nats-server " + name() + " did not stop");
+}
+
+void NatsServer::resume() {
+  if (pid_ > 0 && !exited()) ::kill(pid_, SIGCONT);
+  paused_ = false;
+}
+
+void NatsServer::restart_without_waiting() {
+  stop();
+  spawn();
+}
+
+void NatsServer::restart() {
+  restart_without_waiting();
+  wait_ready();
+}
+
+void NatsServer::restart_wiped() {
+  stop();
+  std::error_code ec;
+  std::filesystem::remove_all(store_dir(), ec);
+  if (ec) throw std::runtime_error("cannot delete " + store_dir() + ": " + ec.message());
+  restart();
+}
+
+std::string NatsServer::log_tail(size_t lines) const {
+  std::ifstream in(dir_ + "/nats.log", std::ios::binary);
+  if (!in) return {};
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff start = std::max<std::streamoff>(0, size - kMaxLogBytesRead);
+  in.seekg(start);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (lines == 0) return {};
+  // Walk back over `lines` newlines, not counting the one that ends the last line.
+  size_t end = text.size();
+  if (end > 0 && text[end - 1] == '\n') --end;
+  size_t begin = end;
+  size_t found = 0;
+  while (begin > 0) {
+    if (text[begin - 1] == '\n' && ++found == lines) break;
+    --begin;
+  }
+  return text.substr(begin);
+}
+
+// ---------------------------------------------------------------------------------------------
+// NatsCluster
+
+NatsCluster::NatsCluster(int size) {
+  if (size < 1) throw std::invalid_argument("NatsCluster size must be at least 1");
+  const auto count = static_cast<size_t>(size);
+  for (int attempt = 1;; ++attempt) {
+    nodes_.clear();
+    // Every node's route port goes into every other node's config, so all ports are picked up
+    // front, distinct from each other.
+    std::vector<int> ports = free_loopback_ports(3 * count);
+    for (size_t i = 0; i < count; ++i) {
+      NatsServer::ClusterSettings cluster{kClusterName, {}};
+      for (size_t j = 0; j < count; ++j) {
+        if (j != i) cluster.route_ports.push_back(ports[3 * j + 2]);
+      }
+      NatsServerOptions options;
+      options.server_name = "n" + std::to_string(i + 1);
+      NatsServer::Ports node_ports{ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]};
+      // The constructor is private to NatsServer, so make_unique cannot reach it.
+      nodes_.push_back(std::unique_ptr<NatsServer>(
+          new NatsServer(std::move(options), node_ports, std::move(cluster))));
+    }
+    for (auto& node : nodes_) node->spawn();
+
+    // One shared deadline, and give up at once when any node dies: no point waiting 20 s for a
+    // quorum that can no longer form.
+    wait_for(
+        [&] {
+          bool all_ready = true;
+          for (const auto& node : nodes_) {
+            if (node->exited()) return true;
+            if (all_ready && node->wait_ready_for(std::chrono::milliseconds(0), nullptr) !=
+                                 NatsServer::StartOutcome::ready) {
+              all_ready = false;
+            }
+          }
+          return all_ready;
+        },
+        kClusterReadyTimeout, std::chrono::milliseconds(50));
+
+    std::vector<std::string> errors;
+    bool port_conflict = false;
+    for (const auto& node : nodes_) {
+      std::string error;
+      NatsServer::StartOutcome outcome = node->wait_ready_for(std::chrono::milliseconds(0), &error);
+      if (outcome == NatsServer::StartOutcome::ready) continue;
+      port_conflict = port_conflict || outcome == NatsServer::StartOutcome::port_in_use;
+      errors.push_back(std::move(error));
+    }
+    if (errors.empty()) return;
+    if (!port_conflict || attempt == kMaxStartAttempts) {
+      throw std::runtime_error("NatsCluster(" + std::to_string(size) + ") did not form:\n" +
+                               join(errors, "\n\n"));
+    }
+  }
+}
+
+NatsServer& NatsCluster::node(int i) {
+  if (i < 0 || i >= size()) throw std::out_of_range("NatsCluster::node " + std::to_string(i));
+  return *nodes_[static_cast<size_t>(i)];
+}
+
+const NatsServer& NatsCluster::node(int i) const {
+  if (i < 0 || i >= size()) throw std::out_of_range("NatsCluster::node " + std::to_string(i));
+  return *nodes_[static_cast<size_t>(i)];
+}
+
+int NatsCluster::size() const { return static_cast<int>(nodes_.size()); }
+
+std::vector<std::string> NatsCluster::urls() const {
+  std::vector<std::string> out;
+  out.reserve(nodes_.size());
+  for (const auto& node : nodes_) out.push_back(node->url());
+  return out;
+}
+
+std::string NatsCluster::joined_urls() const { return join(urls(), ","); }
+
+NatsServer* NatsCluster::find(const std::string& server_name) {
+  for (auto& node : nodes_) {
+    if (node->name() == server_name) return node.get();
+  }
+  return nullptr;
+}
+
+std::string NatsCluster::meta_leader() const {
+  for (const auto& node : nodes_) {
+    if (!node->running() || node->paused()) continue;
+    int status = -1;
+    std::string jsz = http_get(node->monitor_port(), "/jsz", &status, kProbeTimeout);
+    if (status == 200) return jsz_meta_leader(jsz);
+  }
+  return {};
+}
+
+void NatsCluster::wait_ready(std::chrono::milliseconds timeout) const {
+  wait_for(
+      [&] {
+        for (const auto& node : nodes_) {
+          if (!node->running() || node->paused()) continue;
+          if (node->wait_ready_for(std::chrono::milliseconds(0), nullptr) !=
+              NatsServer::StartOutcome::ready) {
+            return false;
+          }
+        }
+        return true;
+      },
+      timeout, std::chrono::milliseconds(50));
+  std::vector<std::string> errors;
+  for (const auto& node : nodes_) {
+    if (!node->running() || node->paused()) continue;
+    std::string error;
+    if (node->wait_ready_for(std::chrono::milliseconds(0), &error) !=
+        NatsServer::StartOutcome::ready) {
+      errors.push_back(std::move(error));
+    }
+  }
+  if (!errors.empty()) {
+    throw std::runtime_error("NatsCluster not ready within " + std::to_string(timeout.count()) +
+                             " ms:\n" + join(errors, "\n\n"));
+  }
+}
+
+}  // namespace natsfleet::testing

@@ -1,0 +1,143 @@
+// Real nats-server brokers for integration tests: one server or a routed JetStream cluster on
+// free loopback ports, each node in its own temp dir, torn down by RAII so that a failing test
+// never leaks a process, a port or a store.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace natsfleet::testing {
+
+// Generous enough for a loaded CI machine running tests in parallel; a healthy server on an idle
+// machine is ready in well under a second.
+inline constexpr std::chrono::milliseconds kServerReadyTimeout{10'000};
+// Cluster formation needs routes to connect and a meta leader election on top of start-up.
+inline constexpr std::chrono::milliseconds kClusterReadyTimeout{20'000};
+// After SIGTERM, how long a server may take to shut down before it gets SIGKILL.
+inline constexpr std::chrono::milliseconds kGracefulStopTimeout{5'000};
+
+struct NatsServerOptions {
+  bool jetstream = true;
+  std::string extra_config;  // appended verbatim to the generated config file
+  std::string server_name;   // default: generated ("n1"...)
+};
+
+// One nats-server child process. Not thread-safe: drive it from the test's main thread.
+class NatsServer {
+ public:
+  // Starts the server and waits until /healthz answers 200. Throws std::runtime_error (carrying
+  // the tail of the server log) if it does not become ready within kServerReadyTimeout.
+  explicit NatsServer(NatsServerOptions options = {});
+  ~NatsServer();
+  NatsServer(const NatsServer&) = delete;
+  NatsServer& operator=(const NatsServer&) = delete;
+
+  std::string url() const;  // "nats://127.0.0.1:<port>"
+  int port() const;
+  int monitor_port() const;       // http monitoring port
+  int cluster_port() const;       // route listen port, -1 unless this is a cluster node
+  std::string store_dir() const;  // JetStream store_dir (nats-server adds "jetstream/" below it)
+  std::string dir() const;        // the fixture's temp dir (config, log, store)
+  std::string name() const;
+  pid_t pid() const;  // -1 when not running
+  bool running() const;
+  bool paused() const;
+
+  void stop();     // SIGTERM, wait for exit (SIGKILL after kGracefulStopTimeout)
+  void kill();     // SIGKILL, wait for exit
+  void pause();    // SIGSTOP; returns once the process is actually stopped
+  void resume();   // SIGCONT
+  void restart();  // start again on the same ports and store (stops first if running), wait ready
+  void restart_wiped();  // stop if running, delete the store, start on the same ports, wait ready
+
+  // Starts the process without waiting: a cluster node restarted while its peers are down cannot
+  // become healthy alone (no quorum), so the caller restarts several and then waits on them.
+  void restart_without_waiting();
+  // Throws std::runtime_error with the log tail unless /healthz answers 200 (and, for a cluster
+  // node, /jsz names a meta leader) within `timeout`. Fails fast if the process exits.
+  void wait_ready(std::chrono::milliseconds timeout = kServerReadyTimeout) const;
+
+  std::string log_tail(size_t lines = 40) const;  // last lines of the server's log file
+
+ private:
+  friend class NatsCluster;
+
+  struct Ports {
+    int client = -1;
+    int monitor = -1;
+    int cluster = -1;
+  };
+  struct ClusterSettings {
+    std::string name;  // empty: not clustered
+    std::vector<int> route_ports;
+  };
+  enum class StartOutcome { ready, port_in_use, failed };
+
+  // Used by NatsCluster: every node's route port must be known before any node starts, so nodes
+  // are built with their cluster settings and started separately.
+  NatsServer(NatsServerOptions options, Ports ports, ClusterSettings cluster);
+
+  void write_config() const;
+  void spawn();
+  StartOutcome wait_ready_for(std::chrono::milliseconds timeout, std::string* error) const;
+  bool exited() const;
+  void reap_blocking() noexcept;
+  void kill_and_reap() noexcept;
+
+  NatsServerOptions options_;
+  Ports ports_;
+  ClusterSettings cluster_;
+  std::string dir_;
+  pid_t pid_ = -1;
+  bool paused_ = false;
+};
+
+// A full-mesh routed JetStream cluster (cluster name "fleet", servers "n1".."n<size>").
+class NatsCluster {
+ public:
+  // Starts all nodes and waits (up to kClusterReadyTimeout) until every node is healthy and knows
+  // the JetStream meta leader. Throws std::runtime_error with the nodes' log tails otherwise.
+  explicit NatsCluster(int size = 3);
+
+  NatsServer& node(int i);  // 0-based: node(0) is "n1"; throws std::out_of_range
+  const NatsServer& node(int i) const;
+  int size() const;
+  std::vector<std::string> urls() const;  // client URLs of all nodes
+  std::string joined_urls() const;        // comma-separated, as nats.c accepts a server list
+  NatsServer* find(const std::string& server_name);  // by server name, nullptr if none
+
+  // Name of the JetStream meta leader as seen by the first running node, "" if none is known.
+  std::string meta_leader() const;
+  // Waits until every running, unpaused node is ready (see NatsServer::wait_ready); throws
+  // otherwise.
+  void wait_ready(std::chrono::milliseconds timeout = kClusterReadyTimeout) const;
+
+ private:
+  std::vector<std::unique_ptr<NatsServer>> nodes_;
+};
+
+// Polls `condition` every `interval` until it returns true or `timeout` passes; returns the last
+// value.
+bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
+              std::chrono::milliseconds interval = std::chrono::milliseconds(20));
+
+int free_loopback_port();  // bind 127.0.0.1:0, read the port, close
+// `count` distinct free ports: all probe sockets stay bound until every port is picked, so the
+// kernel cannot hand out the same port twice.
+std::vector<int> free_loopback_ports(size_t count);
+
+// Minimal HTTP/1.0 GET against 127.0.0.1:<port>. Returns the body; *status gets the HTTP status
+// code, or -1 if there was no parseable answer within `timeout` (refused, paused server...).
+std::string http_get(int port, const std::string& path, int* status,
+                     std::chrono::milliseconds timeout = std::chrono::milliseconds(1'000));
+
+// Value of the string field "leader" inside the "meta_cluster" object of a /jsz body, "" if none.
+std::string jsz_meta_leader(const std::string& jsz_body);
+
+}  // namespace natsfleet::testing
