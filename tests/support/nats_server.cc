@@ -266,6 +266,7 @@ NatsServer::NatsServer(NatsServerOptions options) : options_(std::move(options))
   try {
     for (int attempt = 1;; ++attempt) {
       std::vector<int> ports = free_loopback_ports(2);
+      if (options_.port > 0) ports[0] = options_.port;
       ports_ = Ports{ports[0], ports[1], -1};
       spawn();
       std::string error;

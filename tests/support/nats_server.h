@@ -26,6 +26,8 @@ struct NatsServerOptions {
   bool jetstream = true;
   std::string extra_config;  // appended verbatim to the generated config file
   std::string server_name;   // default: generated ("n1"...)
+  int port = 0;              // client port; 0: a free one (set it to start a broker a client
+                             // is already trying to reach)
 };
 
 // One nats-server child process. Not thread-safe: drive it from the test's main thread.

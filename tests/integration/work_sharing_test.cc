@@ -1,0 +1,262 @@
+// Shared work and broadcast on a healthy broker: the contract replicas rely on.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include "natsfleet/fleet.h"
+#include "support/broker_client.h"
+#include "support/fast_fleet.h"
+#include "support/nats_server.h"
+#include "support/recorder.h"
+
+extern char** environ;
+
+namespace natsfleet::testing {
+namespace {
+
+TEST(WorkSharing, TwoReplicasShareTenThousandMessagesEachExactlyOnce) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  Recorder seen;
+  Fleet a(fast_options({server.url()}, "replica-a"));
+  Fleet b(fast_options({server.url()}, "replica-b"));
+  auto spec = fast_work("jobs-worker", "jobs.run");
+  spec.ack_wait = 30s;  // nothing should be redelivered: the count of duplicates must be zero
+  ASSERT_TRUE(a.add_work(spec, [&](const Message& m) {
+    seen.record("a", m);
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(b.add_work(spec, [&](const Message& m) {
+    seen.record("b", m);
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(a.start());
+  ASSERT_TRUE(b.start());
+  ASSERT_TRUE(wait_for([&] { return a.health().ready && b.health().ready; }, 10s));
+
+  admin.publish_many("jobs.run", 10'000);
+  ASSERT_TRUE(seen.wait_distinct(10'000, 60s)) << "handled " << seen.locked([](auto& r) {
+    return r.distinct();
+  });
+  ASSERT_TRUE(wait_for([&] { return admin.consumer("JOBS", "jobs-worker").num_ack_pending == 0; },
+                       10s));
+  seen.locked([](const Recorder& r) {
+    EXPECT_EQ(r.total(), 10'000u);
+    EXPECT_EQ(r.duplicates(), 0u);
+    EXPECT_EQ(r.redelivered(), 0u);
+    // A real share: each replica handled a meaningful part, not a token message.
+    EXPECT_GT(r.of("a"), 1'000u);
+    EXPECT_GT(r.of("b"), 1'000u);
+    return 0;
+  });
+  auto info = admin.consumer("JOBS", "jobs-worker");
+  EXPECT_EQ(info.num_pending, 0u);
+  EXPECT_EQ(info.ack_floor_stream_seq, 10'000u);
+}
+
+TEST(WorkSharing, SurvivorHandlesWorkOfAReplicaKilledMidFlight) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  char out_template[] = "/tmp/natsfleet-replica-XXXXXX";
+  int fd = mkstemp(out_template);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  const std::string out = out_template;
+
+  // The doomed replica holds every message it gets and never acks.
+  std::string url = server.url();
+  std::vector<std::string> args = {NATSFLEET_REPLICA_BIN, "--server", url, "--work", "jobs-worker",
+                                   "--subject", "jobs.run", "--out", out, "--ack-wait-ms", "2000",
+                                   "--hold"};
+  std::vector<char*> argv;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  pid_t doomed = -1;
+  ASSERT_EQ(posix_spawn(&doomed, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+
+  auto held_lines = [&] {
+    std::ifstream in(out);
+    size_t n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+  };
+  // Wait until the doomed replica has bound the consumer (it creates it), then publish.
+  ASSERT_TRUE(wait_for(
+      [&] { return admin.api().consumer_info("JOBS", "jobs-worker").ok(); }, 10s));
+  admin.publish_many("jobs.run", 50);
+  ASSERT_TRUE(wait_for([&] { return held_lines() == 50; }, 10s)) << held_lines();
+  kill(doomed, SIGKILL);
+  waitpid(doomed, nullptr, 0);
+
+  Recorder seen;
+  Fleet survivor(fast_options({server.url()}, "survivor"));
+  auto spec = fast_work("jobs-worker", "jobs.run");
+  spec.ack_wait = 2s;
+  ASSERT_TRUE(survivor.add_work(spec, [&](const Message& m) {
+    seen.record("survivor", m);
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(survivor.start());
+  const auto started = std::chrono::steady_clock::now();
+  // Nothing is lost: every in-flight message comes back once ack_wait expires.
+  ASSERT_TRUE(seen.wait_distinct(50, 15s));
+  const auto took = std::chrono::steady_clock::now() - started;
+  seen.locked([](const Recorder& r) {
+    EXPECT_EQ(r.redelivered(), 50u) << "each was a redelivery of the killed replica's work";
+    return 0;
+  });
+  EXPECT_LT(took, 10s);
+  ASSERT_TRUE(wait_for([&] { return admin.consumer("JOBS", "jobs-worker").num_ack_pending == 0; },
+                       10s));
+  std::remove(out.c_str());
+}
+
+TEST(Broadcast, ReachesEveryReplica) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  Recorder seen;
+  std::vector<std::unique_ptr<Fleet>> replicas;
+  for (const char* name : {"r1", "r2", "r3"}) {
+    auto fleet = std::make_unique<Fleet>(fast_options({server.url()}, name));
+    ASSERT_TRUE(fleet->add_broadcast({.name = "status", .subject = "member.*.status"},
+                                     [&seen, name](const Message& m) {
+                                       seen.record(name, Message(name + std::string(":") +
+                                                                     m.subject(),
+                                                                 m.data(), {}));
+                                     }));
+    ASSERT_TRUE(fleet->start());
+    replicas.push_back(std::move(fleet));
+  }
+  ASSERT_TRUE(wait_for(
+      [&] {
+        for (auto& r : replicas)
+          if (!r->health().ready) return false;
+        return true;
+      },
+      10s));
+  for (int i = 0; i < 100; ++i)
+    ASSERT_TRUE(admin.connection().publish("member." + std::to_string(i) + ".status", "synced"));
+  ASSERT_TRUE(admin.connection().flush(2s));
+  ASSERT_TRUE(seen.wait_until([](const Recorder& r) { return r.total() == 300; }, 10s));
+  seen.locked([](const Recorder& r) {
+    EXPECT_EQ(r.of("r1"), 100u);
+    EXPECT_EQ(r.of("r2"), 100u);
+    EXPECT_EQ(r.of("r3"), 100u);
+    return 0;
+  });
+}
+
+TEST(Binding, WaitsForTheBrokerAndThenForTheStream) {
+  const int port = free_loopback_port();
+  const std::string url = "nats://127.0.0.1:" + std::to_string(port);
+  Recorder seen;
+  Fleet fleet(fast_options({url}, "early"));
+  ASSERT_TRUE(fleet.add_work(fast_work("late-worker", "late.jobs"), [&](const Message& m) {
+    seen.record("early", m);
+    return Disposition::ack();
+  }));
+  bool fatal = false;
+  fleet.on_fatal([&](const FatalReport&) { fatal = true; });
+  // start() must not block on a broker that is not there.
+  const auto before = std::chrono::steady_clock::now();
+  ASSERT_TRUE(fleet.start());
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 1s);
+  std::this_thread::sleep_for(1500ms);  // long enough for several connect attempts to fail
+  EXPECT_FALSE(fleet.health().ready);
+  EXPECT_EQ(fleet.health().subscriptions.at(0).state, SubscriptionState::binding);
+
+  NatsServerOptions options;
+  options.port = port;
+  NatsServer server(options);
+  ASSERT_TRUE(wait_for([&] { return fleet.health().connected; }, 10s));
+  // Connected, but no stream holds the subject yet: still binding, and saying why.
+  std::this_thread::sleep_for(500ms);
+  auto h = fleet.health().subscriptions.at(0);
+  EXPECT_EQ(h.state, SubscriptionState::binding);
+  EXPECT_NE(h.last_error.find("no stream"), std::string::npos) << h.last_error;
+
+  BrokerClient admin(server.url());
+  admin.create_stream("LATE", {"late.>"});
+  ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 10s));
+  admin.publish_many("late.jobs", 20);
+  EXPECT_TRUE(seen.wait_distinct(20, 10s));
+  EXPECT_FALSE(fatal);
+}
+
+TEST(Handlers, ExceptionIsNakWithBackoffThenTermAfterMaxDeliver) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  Fleet fleet(fast_options({server.url()}, "poison"));
+  auto spec = fast_work("jobs-worker", "jobs.run");
+  spec.max_deliver = 3;
+  std::atomic<int> attempts_on_poison{0};
+  Recorder good;
+  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) -> Disposition {
+    if (m.data() == "poison") {
+      ++attempts_on_poison;
+      throw std::runtime_error("cannot parse");
+    }
+    good.record("r", m);
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(fleet.start());
+  admin.publish("jobs.run", "poison");
+  admin.publish_many("jobs.run", 10);
+  ASSERT_TRUE(good.wait_distinct(10, 10s));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto h = fleet.health().subscriptions.at(0);
+        return h.counters.termed == 1;
+      },
+      10s));
+  EXPECT_EQ(attempts_on_poison.load(), 3);
+  auto h = fleet.health();
+  EXPECT_TRUE(h.live);
+  EXPECT_EQ(h.subscriptions.at(0).counters.handler_errors, 3u);
+  EXPECT_EQ(h.subscriptions.at(0).counters.naked, 2u);
+  ASSERT_TRUE(wait_for([&] { return admin.consumer("JOBS", "jobs-worker").num_ack_pending == 0; },
+                       5s));
+}
+
+TEST(Handlers, InProgressKeepsALongHandlerFromBeingRedelivered) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  Recorder seen;
+  Fleet a(fast_options({server.url()}, "slow-a"));
+  Fleet b(fast_options({server.url()}, "slow-b"));
+  auto spec = fast_work("jobs-worker", "jobs.run");
+  spec.ack_wait = 500ms;
+  for (auto* fleet : {&a, &b})
+    ASSERT_TRUE(fleet->add_work(spec, [&](const Message& m) {
+      for (int i = 0; i < 8; ++i) {  // 1.6 s of work, more than three times ack_wait
+        std::this_thread::sleep_for(200ms);
+        m.in_progress();
+      }
+      seen.record("any", m);
+      return Disposition::ack();
+    }));
+  ASSERT_TRUE(a.start());
+  ASSERT_TRUE(b.start());
+  ASSERT_TRUE(wait_for([&] { return a.health().ready && b.health().ready; }, 10s));
+  admin.publish("jobs.run", "long");
+  ASSERT_TRUE(seen.wait_distinct(1, 10s));
+  std::this_thread::sleep_for(1s);
+  seen.locked([](const Recorder& r) {
+    EXPECT_EQ(r.total(), 1u);
+    EXPECT_EQ(r.redelivered(), 0u);
+    return 0;
+  });
+}
+
+}  // namespace
+}  // namespace natsfleet::testing

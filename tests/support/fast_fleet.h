@@ -1,0 +1,41 @@
+// Fleet options and specs scaled down for tests: the same logic, shorter clocks.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "natsfleet/fleet.h"
+
+namespace natsfleet::testing {
+
+using namespace std::chrono_literals;
+
+inline FleetOptions fast_options(std::vector<std::string> servers, std::string name) {
+  FleetOptions o;
+  o.name = std::move(name);
+  o.servers = std::move(servers);
+  o.reconnect_wait_min = 20ms;
+  o.reconnect_wait_max = 100ms;
+  o.connect_timeout = 500ms;
+  o.request_timeout = 1s;
+  o.bind_backoff_min = 50ms;
+  o.bind_backoff_max = 300ms;
+  o.missing_lookups = 3;
+  o.missing_window = 600ms;
+  o.info_interval = 500ms;
+  return o;
+}
+
+inline WorkSpec fast_work(std::string name, std::string subject) {
+  WorkSpec w;
+  w.name = std::move(name);
+  w.subject = std::move(subject);
+  w.ack_wait = 2s;
+  w.heartbeat = 250ms;
+  w.pull_expires = 5s;
+  w.nak_backoff_min = 50ms;
+  w.nak_backoff_max = 200ms;
+  return w;
+}
+
+}  // namespace natsfleet::testing

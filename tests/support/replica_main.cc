@@ -1,0 +1,51 @@
+// A replica in its own process, for tests that kill one with SIGKILL. It consumes one work
+// subscription and appends "<stream_seq> <data>" for each message it handles to --out.
+//
+//   fleet_replica --server URL --work NAME --subject SUBJ --out FILE [--ack-wait-ms N] [--hold]
+//
+// With --hold it records messages and never answers them: they are in flight when it dies.
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "natsfleet/fleet.h"
+#include "support/fast_fleet.h"
+
+int main(int argc, char** argv) {
+  std::string server, work, subject, out;
+  bool hold = false;
+  int ack_wait_ms = 2000;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
+    if (a == "--server") server = next();
+    else if (a == "--work") work = next();
+    else if (a == "--subject") subject = next();
+    else if (a == "--out") out = next();
+    else if (a == "--ack-wait-ms") ack_wait_ms = std::stoi(next());
+    else if (a == "--hold") hold = true;
+  }
+  std::mutex mu;
+  std::ofstream file(out, std::ios::app);
+  natsfleet::Fleet fleet(natsfleet::testing::fast_options({server}, "replica-process"));
+  auto spec = natsfleet::testing::fast_work(work, subject);
+  spec.ack_wait = std::chrono::milliseconds(ack_wait_ms);
+  spec.concurrency = hold ? 64 : 1;
+  spec.max_ack_pending = 1000;
+  auto added = fleet.add_work(spec, [&](const natsfleet::Message& m) {
+    {
+      std::lock_guard lock(mu);
+      file << m.stream_seq() << ' ' << m.data() << '\n';
+      file.flush();
+    }
+    if (hold)
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(60));
+    return natsfleet::Disposition::ack();
+  });
+  if (!added || !fleet.start()) return 2;
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(60));
+}
