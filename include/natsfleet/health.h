@@ -33,6 +33,7 @@ struct SubscriptionHealth {
   SubscriptionCounters counters;
   uint64_t consumer_pending = 0;      // from the last consumer info
   uint64_t consumer_ack_pending = 0;  // from the last consumer info
+  uint64_t ack_floor = 0;  // stream sequence: all at or below it acked, as last seen on the broker
 };
 
 struct FleetHealth {

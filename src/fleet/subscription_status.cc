@@ -65,10 +65,12 @@ void SubscriptionStatus::set_location(const std::string& stream, const std::stri
   consumer_ = consumer;
 }
 
-void SubscriptionStatus::set_consumer_counts(uint64_t pending, uint64_t ack_pending) {
+void SubscriptionStatus::set_consumer_counts(uint64_t pending, uint64_t ack_pending,
+                                             uint64_t ack_floor) {
   std::lock_guard lock(mu_);
   pending_ = pending;
   ack_pending_ = ack_pending;
+  ack_floor_ = ack_floor;
 }
 
 SubscriptionHealth SubscriptionStatus::snapshot() const {
@@ -84,6 +86,7 @@ SubscriptionHealth SubscriptionStatus::snapshot() const {
     h.consumer = consumer_;
     h.consumer_pending = pending_;
     h.consumer_ack_pending = ack_pending_;
+    h.ack_floor = ack_floor_;
   }
   h.counters.received = counters.received.load();
   h.counters.acked = counters.acked.load();

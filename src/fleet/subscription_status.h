@@ -36,7 +36,7 @@ class SubscriptionStatus {
   // Records a warning; logged only when it differs from the previous one.
   void warn(const std::string& error);
   void set_location(const std::string& stream, const std::string& consumer);
-  void set_consumer_counts(uint64_t pending, uint64_t ack_pending);
+  void set_consumer_counts(uint64_t pending, uint64_t ack_pending, uint64_t ack_floor);
   SubscriptionHealth snapshot() const;
 
   AtomicCounters counters;
@@ -55,6 +55,7 @@ class SubscriptionStatus {
   std::string consumer_;
   uint64_t pending_ = 0;
   uint64_t ack_pending_ = 0;
+  uint64_t ack_floor_ = 0;
 };
 
 }  // namespace natsfleet::fleet

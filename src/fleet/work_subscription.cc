@@ -174,7 +174,7 @@ Result<void> WorkSubscription::bind() {
   last_floor_seen_ = ack_floor_;
   last_info_ = last_progress_ = Clock::now();
   status_.set_location(stream, spec_.name);
-  status_.set_consumer_counts(info->num_pending, info->num_ack_pending);
+  status_.set_consumer_counts(info->num_pending, info->num_ack_pending, ack_floor_);
   install_engine(stream);
   return {};
 }
@@ -280,8 +280,8 @@ void WorkSubscription::poll_info() {
       status_.warn("consumer info failed: " + info.error().describe());
     return;
   }
-  status_.set_consumer_counts(info->num_pending, info->num_ack_pending);
   ack_floor_ = std::max(ack_floor_, info->ack_floor_stream_seq);
+  status_.set_consumer_counts(info->num_pending, info->num_ack_pending, ack_floor_);
   const uint64_t acked = status_.counters.acked.load() + status_.counters.termed.load();
   const auto now = Clock::now();
   if (info->ack_floor_stream_seq != last_floor_seen_ || acked != last_acked_seen_ ||
@@ -389,7 +389,8 @@ void WorkSubscription::run_recovering() {
         return;
       case Lookup::consumer_missing:
         if (spec_.on_missing == OnMissing::exit) {
-          go_fatal("consumer " + spec_.name + " on stream " + stream_ + " was deleted");
+          go_fatal("consumer " + spec_.name + " on stream " + stream_ +
+                   " is missing on the broker (deleted, or lost with its store)");
           return;
         }
         if (auto made = recreate_consumer(); !made) {

@@ -1,0 +1,291 @@
+// Failure B of CONTEXT.md and its relatives: the broker goes away, comes back empty, pauses, or
+// loses the consumer; natsfleet recovers by itself or reports fatal exactly once.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "natsfleet/fleet.h"
+#include "support/broker_client.h"
+#include "support/fast_fleet.h"
+#include "support/nats_server.h"
+#include "support/recorder.h"
+
+namespace natsfleet::testing {
+namespace {
+
+// One replica consuming "jobs.run" from stream JOBS, counting fatal reports.
+struct Replica {
+  explicit Replica(const std::string& url, WorkSpec spec = fast_work("jobs-worker", "jobs.run"),
+                   FleetOptions options = {})
+      : fleet(options.servers.empty() ? fast_options({url}, "replica") : options) {
+    EXPECT_TRUE(fleet.add_work(spec, [this](const Message& m) {
+      seen.record("replica", m);
+      return Disposition::ack();
+    }));
+    fleet.on_fatal([this](const FatalReport& r) {
+      std::lock_guard lock(mu);
+      fatal_reason = r.reason;
+      ++fatal_reports;
+    });
+    EXPECT_TRUE(fleet.start());
+  }
+  int fatals() {
+    std::lock_guard lock(mu);
+    return fatal_reports;
+  }
+  std::string reason() {
+    std::lock_guard lock(mu);
+    return fatal_reason;
+  }
+  SubscriptionHealth sub() { return fleet.health().subscriptions.at(0); }
+
+  Recorder seen;
+  std::mutex mu;
+  int fatal_reports = 0;
+  std::string fatal_reason;
+  Fleet fleet;
+};
+
+TEST(Reconnect, UnlimitedByDefaultSoALongOutageRecoversWithoutFatal) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  auto options = fast_options({server.url()}, "patient");
+  ASSERT_EQ(options.max_reconnect, -1);
+  // Waits of at most 20 ms: a 4 s outage is well over 60 attempts (nats.c's default limit).
+  options.reconnect_wait_min = 10ms;
+  options.reconnect_wait_max = 20ms;
+  options.connect_timeout = 200ms;
+  Replica r(server.url(), fast_work("jobs-worker", "jobs.run"), options);
+  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  admin.publish_many("jobs.run", 20, "before-");
+  ASSERT_TRUE(r.seen.wait_distinct(20, 10s));
+
+  server.kill();
+  ASSERT_TRUE(wait_for([&] { return !r.fleet.health().connected; }, 5s));
+  EXPECT_FALSE(r.fleet.health().ready) << "readiness must drop while the broker is gone";
+  std::this_thread::sleep_for(4s);
+  server.restart();
+  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s)) << r.sub().last_error;
+  admin.publish_many("jobs.run", 20, "after-");
+  EXPECT_TRUE(r.seen.wait_distinct(40, 10s));
+  EXPECT_EQ(r.fatals(), 0);
+  EXPECT_TRUE(r.fleet.health().live);
+  EXPECT_GE(r.fleet.health().reconnects, 1u);
+}
+
+TEST(Reconnect, ClosedConnectionAfterStartIsFatalExactlyOnce) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  auto options = fast_options({server.url()}, "finite");
+  options.max_reconnect = 3;  // the only way to make nats.c give up: the default never does
+  Replica r(server.url(), fast_work("jobs-worker", "jobs.run"), options);
+  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  server.kill();
+  ASSERT_TRUE(wait_for([&] { return r.fatals() > 0; }, 10s));
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(r.fatals(), 1);
+  EXPECT_NE(r.reason().find("closed"), std::string::npos) << r.reason();
+  auto h = r.fleet.health();
+  EXPECT_FALSE(h.live);
+  EXPECT_FALSE(h.ready);
+}
+
+TEST(Reconnect, NothingIsReportedOnceShutdownHasBegun) {
+  NatsServer server;
+  auto options = fast_options({server.url()}, "leaving");
+  options.max_reconnect = 0;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  Replica r(server.url(), fast_work("jobs-worker", "jobs.run"), options);
+  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  r.fleet.shutdown(2s);  // closes the connection: its closed callback must stay quiet
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(r.fatals(), 0);
+}
+
+class ConsumerDeleted : public ::testing::TestWithParam<OnMissing> {};
+
+TEST_P(ConsumerDeleted, WhileConsumingIsRecreatedOrFatalAsConfigured) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  auto spec = fast_work("jobs-worker", "jobs.run");
+  spec.on_missing = GetParam();
+  Replica r(server.url(), spec);
+  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  admin.publish_many("jobs.run", 100, "first-");
+  ASSERT_TRUE(r.seen.wait_distinct(100, 10s));
+  // The replica has seen the ack floor move past the first hundred on the broker.
+  ASSERT_TRUE(wait_for([&] { return r.sub().ack_floor == 100; }, 5s)) << r.sub().ack_floor;
+
+  admin.delete_consumer("JOBS", "jobs-worker");
+  if (GetParam() == OnMissing::exit) {
+    ASSERT_TRUE(wait_for([&] { return r.fatals() > 0; }, 10s));
+    std::this_thread::sleep_for(300ms);
+    EXPECT_EQ(r.fatals(), 1);
+    EXPECT_NE(r.reason().find("missing"), std::string::npos) << r.reason();
+    EXPECT_EQ(r.sub().state, SubscriptionState::fatal);
+    EXPECT_FALSE(admin.api().consumer_info("JOBS", "jobs-worker").ok())
+        << "on_missing = exit must not recreate";
+    return;
+  }
+  ASSERT_TRUE(wait_for([&] { return r.sub().counters.recoveries == 1; }, 10s))
+      << r.sub().last_error;
+  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  admin.publish_many("jobs.run", 100, "second-");
+  ASSERT_TRUE(r.seen.wait_distinct(200, 10s));
+  r.seen.locked([](const Recorder& rec) {
+    // Recreated after the ack floor: the first hundred are not replayed.
+    EXPECT_EQ(rec.duplicates(), 0u);
+    return 0;
+  });
+  EXPECT_EQ(r.fatals(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(OnMissing, ConsumerDeleted,
+                         ::testing::Values(OnMissing::recreate, OnMissing::exit),
+                         [](const auto& param_info) {
+                           return param_info.param == OnMissing::recreate ? "Recreate" : "Exit";
+                         });
+
+class WipedStore : public ::testing::TestWithParam<OnMissing> {};
+
+TEST_P(WipedStore, ConsumerMissingAfterTheBrokerReturnsIsRecreatedOrFatal) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  auto spec = fast_work("jobs-worker", "jobs.run");
+  spec.on_missing = GetParam();
+  Replica r(server.url(), spec);
+  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  admin.publish_many("jobs.run", 50, "old-");
+  ASSERT_TRUE(r.seen.wait_distinct(50, 10s));
+  // The replica has learnt the ack floor (50) before the broker forgets everything.
+  ASSERT_TRUE(wait_for([&] { return r.sub().ack_floor == 50; }, 5s)) << r.sub().ack_floor;
+
+  // The broker comes back with an empty store; the deployment recreates its stream at once.
+  server.restart_wiped();
+  admin.create_stream("JOBS", {"jobs.>"});
+  if (GetParam() == OnMissing::exit) {
+    ASSERT_TRUE(wait_for([&] { return r.fatals() > 0; }, 10s));
+    EXPECT_EQ(r.fatals(), 1);
+    return;
+  }
+  ASSERT_TRUE(wait_for([&] { return r.sub().counters.recoveries >= 1; }, 10s))
+      << r.sub().last_error;
+  // The new stream starts again at sequence 1, below the old ack floor: nothing may be skipped.
+  admin.publish_many("jobs.run", 30, "new-");
+  ASSERT_TRUE(r.seen.wait_distinct(80, 10s)) << r.sub().last_error;
+  EXPECT_EQ(r.fatals(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(OnMissing, WipedStore,
+                         ::testing::Values(OnMissing::recreate, OnMissing::exit),
+                         [](const auto& param_info) {
+                           return param_info.param == OnMissing::recreate ? "Recreate" : "Exit";
+                         });
+
+TEST(Restart, PullsResumeAfterABrokerRestartWithItsStore) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  // Heartbeats and pull expiry far longer than the test: only the re-pull on reconnect can
+  // bring the messages in time.
+  auto spec = fast_work("jobs-worker", "jobs.run");
+  spec.heartbeat = 20s;
+  spec.pull_expires = 120s;
+  Replica r(server.url(), spec);
+  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  admin.publish_many("jobs.run", 50, "before-");
+  ASSERT_TRUE(r.seen.wait_distinct(50, 10s));
+
+  server.kill();
+  server.restart();
+  admin.publish_many("jobs.run", 50, "after-");
+  EXPECT_TRUE(r.seen.wait_distinct(100, 8s)) << r.sub().last_error;
+  EXPECT_EQ(r.fatals(), 0);
+}
+
+TEST(Pause, PausedBrokerIsAWarningNotFatalAndConsumptionResumes) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  Replica r(server.url());
+  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  admin.publish_many("jobs.run", 20, "before-");
+  ASSERT_TRUE(r.seen.wait_distinct(20, 10s));
+
+  server.pause();
+  // Heartbeats (250 ms) are missed; the lookup cannot get an answer: a warning, not fatal.
+  ASSERT_TRUE(wait_for([&] { return r.sub().state == SubscriptionState::recovering; }, 5s));
+  EXPECT_FALSE(r.fleet.health().ready);
+  std::this_thread::sleep_for(3s);
+  EXPECT_EQ(r.fatals(), 0);
+  EXPECT_TRUE(r.fleet.health().live);
+  server.resume();
+
+  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 15s)) << r.sub().last_error;
+  admin.publish_many("jobs.run", 20, "after-");
+  EXPECT_TRUE(r.seen.wait_distinct(40, 10s));
+  EXPECT_EQ(r.fatals(), 0);
+}
+
+TEST(Shutdown, InFlightHandlersFinishAndAreAckedTheRestGoesBackAtOnce) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  std::atomic<int> started{0}, finished{0};
+  Fleet leaving(fast_options({server.url()}, "leaving"));
+  auto spec = fast_work("jobs-worker", "jobs.run");
+  spec.concurrency = 4;
+  spec.ack_wait = 30s;  // a message left unacked would come back only after 30 s
+  ASSERT_TRUE(leaving.add_work(spec, [&](const Message&) {
+    ++started;
+    std::this_thread::sleep_for(700ms);
+    ++finished;
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(leaving.start());
+  admin.publish_many("jobs.run", 20);
+  ASSERT_TRUE(wait_for([&] { return started == 4; }, 10s));
+
+  const auto before = std::chrono::steady_clock::now();
+  leaving.shutdown(5s);
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 5s);
+  EXPECT_EQ(finished.load(), started.load()) << "shutdown returned before its handlers finished";
+  const int done = finished.load();
+  EXPECT_EQ(leaving.health().subscriptions.at(0).counters.acked, static_cast<uint64_t>(done));
+
+  // The rest was nak'd, not abandoned: a new replica gets all of it long before ack_wait.
+  Recorder seen;
+  Fleet next(fast_options({server.url()}, "next"));
+  ASSERT_TRUE(next.add_work(spec, [&](const Message& m) {
+    seen.record("next", m);
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(next.start());
+  EXPECT_TRUE(seen.wait_distinct(20 - done, 10s));
+  EXPECT_TRUE(wait_for(
+      [&] { return admin.consumer("JOBS", "jobs-worker").ack_floor_stream_seq == 20; }, 5s));
+}
+
+TEST(Shutdown, DuringAReconnectClosesInsteadOfDrainingAndKeepsItsDeadline) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  Replica r(server.url());
+  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  server.kill();
+  ASSERT_TRUE(wait_for([&] { return !r.fleet.health().connected; }, 5s));
+  const auto before = std::chrono::steady_clock::now();
+  r.fleet.shutdown(1s);
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 1500ms);
+  EXPECT_EQ(r.fatals(), 0);
+  EXPECT_EQ(r.sub().state, SubscriptionState::stopped);
+}
+
+}  // namespace
+}  // namespace natsfleet::testing
