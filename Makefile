@@ -22,7 +22,7 @@ test: build format-check
 	@cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 300
 
 demo: build
-	@$(BUILD)/examples/fleet-demo
+	@$(BUILD)/natsfleet demo
 
 bench: build
 	@$(BUILD)/bench/natsfleet-bench
