@@ -19,11 +19,11 @@ namespace natsfleet {
 using Headers = std::map<std::string, std::vector<std::string>>;
 
 namespace detail {
-// Sends progress signals for one delivery; implemented by the consume layer.
+// Sends progress signals for deliveries, one per subscription; implemented by the fleet.
 class DeliveryControl {
  public:
   virtual ~DeliveryControl() = default;
-  virtual void in_progress() = 0;
+  virtual void in_progress(const std::string& reply) = 0;
 };
 }  // namespace detail
 
@@ -42,12 +42,13 @@ class Message {
  public:
   Message() = default;
   Message(std::string subject, std::string data, Headers headers,
-          std::optional<Delivery> delivery = std::nullopt,
+          std::optional<Delivery> delivery = std::nullopt, std::string reply = {},
           std::shared_ptr<detail::DeliveryControl> control = nullptr)
       : subject_(std::move(subject)),
         data_(std::move(data)),
         headers_(std::move(headers)),
         delivery_(std::move(delivery)),
+        reply_(std::move(reply)),
         control_(std::move(control)) {}
 
   const std::string& subject() const { return subject_; }
@@ -67,7 +68,7 @@ class Message {
   // Tells the broker the handler is still working, restarting the ack_wait clock. Call it from
   // long handlers more often than ack_wait. Does nothing for core NATS messages.
   void in_progress() const {
-    if (control_) control_->in_progress();
+    if (control_ && !reply_.empty()) control_->in_progress(reply_);
   }
 
  private:
@@ -75,6 +76,7 @@ class Message {
   std::string data_;
   Headers headers_;
   std::optional<Delivery> delivery_;
+  std::string reply_;
   std::shared_ptr<detail::DeliveryControl> control_;
 };
 

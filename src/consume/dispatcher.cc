@@ -12,12 +12,14 @@ Dispatcher::~Dispatcher() {
 }
 
 void Dispatcher::submit(nats::InboundMessage&& msg) {
+  bool wake;
   {
     std::lock_guard lock(state_->mu);
     if (state_->stopping) return;
     state_->queue.push_back(std::move(msg));
+    wake = state_->waiting > 0;
   }
-  state_->work_ready.notify_one();
+  if (wake) state_->work_ready.notify_one();
 }
 
 size_t Dispatcher::queued() const {
@@ -28,7 +30,9 @@ size_t Dispatcher::queued() const {
 void Dispatcher::worker(std::shared_ptr<State> state) {
   std::unique_lock lock(state->mu);
   for (;;) {
+    ++state->waiting;
     state->work_ready.wait(lock, [&] { return state->stopping || !state->queue.empty(); });
+    --state->waiting;
     if (state->stopping) break;
     nats::InboundMessage msg = std::move(state->queue.front());
     state->queue.pop_front();

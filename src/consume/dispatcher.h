@@ -42,6 +42,7 @@ class Dispatcher {
     std::condition_variable idle;
     std::deque<nats::InboundMessage> queue;
     int running = 0;
+    int waiting = 0;  // idle workers: a submit wakes one only when someone waits
     bool stopping = false;
     Process process;
   };

@@ -65,9 +65,12 @@ void BroadcastSubscription::run() {
       auto sub = ctx_.connection->subscribe(spec_.subject, "", [this](nats::InboundMessage&& m) {
         dispatcher_->submit(std::move(m));
       });
-      if (sub) {
+      // Bound means the broker has the interest: a message published after readiness is seen.
+      if (sub && ctx_.connection->flush(std::chrono::seconds(2))) {
         subscription_ = std::move(sub.value());
         backoff.reset();
+      } else if (sub) {
+        status_.warn("subscribed, but the broker did not confirm it in time; retrying");
       } else {
         status_.warn("subscribe failed: " + sub.error().describe());
       }

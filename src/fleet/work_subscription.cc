@@ -17,15 +17,13 @@ using std::chrono::milliseconds;
 // Lets a long handler call Message::in_progress().
 class InProgress final : public detail::DeliveryControl {
  public:
-  InProgress(nats::Connection& connection, std::string reply)
-      : connection_(connection), reply_(std::move(reply)) {}
-  void in_progress() override {
-    (void)connection_.publish(reply_, std::string(consume::kInProgressBody));
+  explicit InProgress(nats::Connection& connection) : connection_(connection) {}
+  void in_progress(const std::string& reply) override {
+    (void)connection_.publish(reply, std::string(consume::kInProgressBody));
   }
 
  private:
   nats::Connection& connection_;
-  std::string reply_;
 };
 
 int derived_batch(const WorkSpec& spec) {
@@ -41,7 +39,8 @@ WorkSubscription::WorkSubscription(WorkSpec spec, WorkHandler handler, FleetCont
       ctx_(context),
       status_(spec_.name, "work", spec_.subject, context.log),
       api_(*context.connection, context.options.request_timeout),
-      tick_(std::clamp(spec_.heartbeat / 4, milliseconds(25), milliseconds(500))) {
+      tick_(std::clamp(spec_.heartbeat / 4, milliseconds(25), milliseconds(500))),
+      in_progress_(std::make_shared<InProgress>(*context.connection)) {
   dispatcher_ = std::make_unique<consume::Dispatcher>(
       spec_.concurrency, [this](nats::InboundMessage&& m) { process(std::move(m)); });
 }
@@ -435,7 +434,7 @@ void WorkSubscription::process(nats::InboundMessage&& in) {
   status_.counters.received++;
   if (delivered > 1) status_.counters.redelivered++;
   Message message(std::move(in.subject), std::move(in.data), std::move(in.headers), delivery,
-                  std::make_shared<InProgress>(*ctx_.connection, in.reply));
+                  in.reply, in_progress_);
 
   Disposition outcome = Disposition::ack();
   try {
