@@ -289,3 +289,53 @@ TEST(Shutdown, DuringAReconnectClosesInsteadOfDrainingAndKeepsItsDeadline) {
 
 }  // namespace
 }  // namespace natsfleet::testing
+
+namespace natsfleet::testing {
+namespace {
+
+TEST(Health, BoundConsumerWithPendingWorkAndNoProgressIsStalledThenRecovers) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  auto options = fast_options({server.url()}, "stuck");
+  options.stall_after = 1s;
+  Fleet fleet(options);
+  auto spec = fast_work("jobs-worker", "jobs.run");
+  spec.ack_wait = 30s;
+  std::atomic<bool> release{false};
+  ASSERT_TRUE(fleet.add_work(spec, [&](const Message&) {
+    while (!release) std::this_thread::sleep_for(10ms);  // a handler wedged on a dependency
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(fleet.start());
+  ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 10s));
+  admin.publish_many("jobs.run", 5);
+  ASSERT_TRUE(wait_for(
+      [&] { return fleet.health().subscriptions.at(0).state == SubscriptionState::stalled; }, 10s));
+  auto h = fleet.health();
+  EXPECT_FALSE(h.ready) << "a stalled subscription is not ready";
+  EXPECT_TRUE(h.live);
+  EXPECT_NE(h.subscriptions.at(0).last_error.find("no progress"), std::string::npos);
+
+  release = true;
+  EXPECT_TRUE(wait_for(
+      [&] { return fleet.health().subscriptions.at(0).state == SubscriptionState::bound; }, 10s));
+}
+
+TEST(Health, IdleConsumerIsNotStalled) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  auto options = fast_options({server.url()}, "idle");
+  options.stall_after = 500ms;
+  Fleet fleet(options);
+  ASSERT_TRUE(fleet.add_work(fast_work("jobs-worker", "jobs.run"),
+                             [](const Message&) { return Disposition::ack(); }));
+  ASSERT_TRUE(fleet.start());
+  ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 10s));
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(fleet.health().subscriptions.at(0).state, SubscriptionState::bound);
+}
+
+}  // namespace
+}  // namespace natsfleet::testing
