@@ -17,6 +17,7 @@ enum class Errc {
   invalid_argument,       // a spec or an option is unusable
   shutting_down,          // the fleet is stopping
   protocol,               // the broker answered something natsfleet cannot read
+  no_responders,          // nobody serves the subject (no stream, or JetStream unavailable)
 };
 
 const std::error_category& error_category() noexcept;

@@ -92,6 +92,15 @@ class Fleet {
   [[nodiscard]] Result<void> publish(const std::string& subject, const std::string& data,
                                      const std::string& msg_id = {});
 
+  // Publishes into a stream and waits for the stream's ack (its sequence is returned). A
+  // non-empty msg_id lets the stream drop a duplicate within its duplicate window, so a
+  // redelivered message that republishes does not publish twice. Fails with no_stream_for_subject
+  // when no stream holds the subject.
+  [[nodiscard]] Result<uint64_t> publish_to_stream(const std::string& subject,
+                                                   const std::string& data,
+                                                   const std::string& msg_id,
+                                                   std::chrono::milliseconds timeout);
+
   FleetHealth health() const;
 
   // Stops pulling, lets in-flight handlers finish and acks them, naks what was buffered but not

@@ -2,10 +2,10 @@
 // them, and reports fatal states once.
 #include "natsfleet/fleet.h"
 
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <condition_variable>
+#include <nlohmann/json.hpp>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -23,10 +23,8 @@ class Fleet::Impl {
  public:
   explicit Impl(FleetOptions options) {
     context_.options = std::move(options);
-    static auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-    context_.log = std::make_shared<spdlog::logger>(context_.options.name, sink);
-    context_.log->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%-5l%$ [%n] %v");
-    context_.log->set_level(spdlog::get_level());
+    // Logs go where the application sent spdlog's default logger, under the fleet's name.
+    context_.log = spdlog::default_logger()->clone(context_.options.name);
     context_.fatal = [this](const std::string& sub, const std::string& reason) {
       report_fatal(sub, reason);
     };
@@ -129,6 +127,27 @@ class Fleet::Impl {
     if (!connection_) return Result<void>(Errc::not_connected, "fleet not started");
     if (msg_id.empty()) return connection_->publish(subject, data);
     return connection_->publish(subject, data, Headers{{"Nats-Msg-Id", {msg_id}}});
+  }
+
+  Result<uint64_t> publish_to_stream(const std::string& subject, const std::string& data,
+                                     const std::string& msg_id,
+                                     std::chrono::milliseconds timeout) {
+    if (!connection_) return Result<uint64_t>(Errc::not_connected, "fleet not started");
+    Headers headers;
+    if (!msg_id.empty()) headers["Nats-Msg-Id"] = {msg_id};
+    auto reply = connection_->request(subject, data, headers, timeout);
+    if (!reply) {
+      if (reply.error().code == Errc::no_responders)
+        return Result<uint64_t>(Errc::no_stream_for_subject, "no stream holds " + subject);
+      return reply.error();
+    }
+    auto ack = nlohmann::json::parse(reply->data, nullptr, false);
+    if (ack.is_object() && ack.contains("error"))
+      return Error{std::error_code(ack["error"].value("err_code", 0), jetstream_category()),
+                   ack["error"].value("description", std::string("publish refused"))};
+    if (!ack.is_object() || !ack.contains("seq"))
+      return Result<uint64_t>(Errc::protocol, "unreadable publish ack from " + subject);
+    return ack["seq"].get<uint64_t>();
   }
 
   FleetHealth health() const {
@@ -252,6 +271,11 @@ Result<void> Fleet::start() { return impl_->start(); }
 Result<void> Fleet::publish(const std::string& subject, const std::string& data,
                             const std::string& msg_id) {
   return impl_->publish(subject, data, msg_id);
+}
+Result<uint64_t> Fleet::publish_to_stream(const std::string& subject, const std::string& data,
+                                           const std::string& msg_id,
+                                           std::chrono::milliseconds timeout) {
+  return impl_->publish_to_stream(subject, data, msg_id, timeout);
 }
 FleetHealth Fleet::health() const { return impl_->health(); }
 void Fleet::shutdown(std::chrono::milliseconds deadline) { impl_->shutdown(deadline); }

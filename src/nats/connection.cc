@@ -308,6 +308,27 @@ Result<InboundMessage> Connection::request(const std::string& subject, const std
   return in;
 }
 
+Result<InboundMessage> Connection::request(const std::string& subject, const std::string& data,
+                                           const Headers& headers,
+                                           std::chrono::milliseconds timeout) {
+  natsMsg* raw = nullptr;
+  natsStatus s = natsMsg_Create(&raw, subject.c_str(), nullptr, data.data(),
+                                static_cast<int>(data.size()));
+  if (s != NATS_OK) return status_error(s, "request");
+  MsgPtr msg(raw);
+  for (const auto& [key, values] : headers)
+    for (const auto& v : values)
+      if ((s = natsMsgHeader_Add(msg.get(), key.c_str(), v.c_str())) != NATS_OK)
+        return status_error(s, "request header");
+  natsMsg* reply_raw = nullptr;
+  s = natsConnection_RequestMsg(&reply_raw, shared_->nc, msg.get(), timeout.count());
+  if (s != NATS_OK) return status_error(s, subject.c_str());
+  MsgPtr reply(reply_raw);
+  InboundMessage in;
+  copy_message(reply.get(), in);
+  return in;
+}
+
 Result<std::unique_ptr<Subscription>> Connection::subscribe(const std::string& subject,
                                                             const std::string& queue,
                                                             MessageCallback callback) {

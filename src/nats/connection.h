@@ -92,6 +92,8 @@ class Connection {
   // A request/reply round trip (JetStream API calls). A 503 status is "no responders".
   Result<InboundMessage> request(const std::string& subject, const std::string& data,
                                  std::chrono::milliseconds timeout);
+  Result<InboundMessage> request(const std::string& subject, const std::string& data,
+                                 const Headers& headers, std::chrono::milliseconds timeout);
   Result<std::unique_ptr<Subscription>> subscribe(const std::string& subject,
                                                   const std::string& queue,
                                                   MessageCallback callback);

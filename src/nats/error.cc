@@ -25,6 +25,8 @@ class FleetCategory final : public std::error_category {
         return "shutting down";
       case Errc::protocol:
         return "unexpected answer from the broker";
+      case Errc::no_responders:
+        return "no responders";
     }
     return "natsfleet error " + std::to_string(value);
   }

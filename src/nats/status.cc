@@ -9,6 +9,8 @@ Error status_error(natsStatus status, const char* context) {
   switch (status) {
     case NATS_TIMEOUT:
       return {make_error_code(Errc::timeout), text};
+    case NATS_NO_RESPONDERS:
+      return {make_error_code(Errc::no_responders), text};
     case NATS_CONNECTION_CLOSED:
     case NATS_CONNECTION_DISCONNECTED:
     case NATS_NOT_YET_CONNECTED:
