@@ -312,8 +312,8 @@ Result<InboundMessage> Connection::request(const std::string& subject, const std
                                            const Headers& headers,
                                            std::chrono::milliseconds timeout) {
   natsMsg* raw = nullptr;
-  natsStatus s = natsMsg_Create(&raw, subject.c_str(), nullptr, data.data(),
-                                static_cast<int>(data.size()));
+  natsStatus s =
+      natsMsg_Create(&raw, subject.c_str(), nullptr, data.data(), static_cast<int>(data.size()));
   if (s != NATS_OK) return status_error(s, "request");
   MsgPtr msg(raw);
   for (const auto& [key, values] : headers)
@@ -365,7 +365,8 @@ void Connection::shutdown(std::chrono::milliseconds deadline) {
   auto until = std::chrono::steady_clock::now() + deadline;
   ConnectionState st = state();
   if (st == ConnectionState::closed) return;
-  // Drain is only legal on a connected connection; while reconnecting it would hang.
+  // Drain is only legal on a connected connection (nats.c refuses it while reconnecting):
+  // then, and when no time is left, close.
   if (st == ConnectionState::connected && deadline.count() > 0 &&
       natsConnection_DrainTimeout(shared_->nc, deadline.count()) == NATS_OK) {
     std::unique_lock lock(shared_->mu);
