@@ -49,8 +49,9 @@ struct FleetOptions {
   // a new JetStream leader may briefly not know a consumer.
   int missing_lookups = 3;
   std::chrono::milliseconds missing_window = std::chrono::seconds(2);
-  // How often bound work subscriptions read their consumer's info (ack floor, pending).
-  std::chrono::milliseconds info_interval = std::chrono::seconds(5);
+  // How often bound work subscriptions read their consumer's info (ack floor, pending). The ack
+  // floor read here is where a recreated consumer starts: more often, fewer replays.
+  std::chrono::milliseconds info_interval = std::chrono::seconds(1);
   // A bound work subscription with pending messages and no progress for this long is stalled.
   std::chrono::milliseconds stall_after = std::chrono::seconds(60);
 };

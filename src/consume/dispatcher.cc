@@ -11,15 +11,16 @@ Dispatcher::~Dispatcher() {
   if (!stopped_) stop(std::chrono::milliseconds(0), nullptr);
 }
 
-void Dispatcher::submit(nats::InboundMessage&& msg) {
+std::optional<nats::InboundMessage> Dispatcher::submit(nats::InboundMessage&& msg) {
   bool wake;
   {
     std::lock_guard lock(state_->mu);
-    if (state_->stopping) return;
+    if (state_->stopping) return std::move(msg);
     state_->queue.push_back(std::move(msg));
     wake = state_->waiting > 0;
   }
   if (wake) state_->work_ready.notify_one();
+  return std::nullopt;
 }
 
 size_t Dispatcher::queued() const {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -27,8 +28,8 @@ class Dispatcher {
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
 
-  // Queues a message; after stop() it is dropped (the broker redelivers it after ack_wait).
-  void submit(nats::InboundMessage&& msg);
+  // Queues a message. After stop() the message is handed back, for the caller to nak.
+  std::optional<nats::InboundMessage> submit(nats::InboundMessage&& msg);
   // Refuses new work, rejects the queue, waits for running handlers until `deadline`.
   // Returns false when some handler was still running at the deadline (its thread is left to
   // finish on its own).

@@ -47,6 +47,16 @@ void PullEngine::stop() {
   sub.reset();  // outside the lock: it waits for a running delivery, which takes the lock
 }
 
+void PullEngine::stop_pulling() {
+  std::lock_guard lock(mu_);
+  pulling_ = false;
+}
+
+int64_t PullEngine::outstanding() const {
+  std::lock_guard lock(mu_);
+  return requested_;
+}
+
 void PullEngine::on_message(nats::InboundMessage&& msg) {
   if (msg.status == 0) {
     {
@@ -141,7 +151,7 @@ void PullEngine::refill() {
   int64_t want = 0;
   {
     std::lock_guard lock(mu_);
-    if (!running_) return;
+    if (!running_ || !pulling_) return;
     const int64_t in_hand = requested_ + buffered_;
     // Pipelining: ask again once half the window is free, so the next batch is in flight while
     // the current one is handled.

@@ -42,6 +42,10 @@ class PullEngine {
   Result<void> start();
   // Unsubscribes: no more deliveries once it returns.
   void stop();
+  // Sends no more pull requests; what the broker still sends for earlier ones is delivered.
+  void stop_pulling();
+  // Messages asked for and not yet delivered (nor released by a status).
+  int64_t outstanding() const;
 
   void message_done();
   // Forgets outstanding requests (they may be gone) and pulls afresh.
@@ -69,6 +73,7 @@ class PullEngine {
 
   mutable std::mutex mu_;
   bool running_ = false;
+  bool pulling_ = true;
   int64_t requested_ = 0;  // asked for and not yet delivered nor released by a status
   int64_t buffered_ = 0;   // delivered and not yet finished
   Clock::time_point last_activity_{};

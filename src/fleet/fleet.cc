@@ -5,8 +5,8 @@
 #include <spdlog/spdlog.h>
 
 #include <condition_variable>
-#include <nlohmann/json.hpp>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
@@ -130,8 +130,7 @@ class Fleet::Impl {
   }
 
   Result<uint64_t> publish_to_stream(const std::string& subject, const std::string& data,
-                                     const std::string& msg_id,
-                                     std::chrono::milliseconds timeout) {
+                                     const std::string& msg_id, std::chrono::milliseconds timeout) {
     if (!connection_) return Result<uint64_t>(Errc::not_connected, "fleet not started");
     Headers headers;
     if (!msg_id.empty()) headers["Nats-Msg-Id"] = {msg_id};
@@ -273,8 +272,8 @@ Result<void> Fleet::publish(const std::string& subject, const std::string& data,
   return impl_->publish(subject, data, msg_id);
 }
 Result<uint64_t> Fleet::publish_to_stream(const std::string& subject, const std::string& data,
-                                           const std::string& msg_id,
-                                           std::chrono::milliseconds timeout) {
+                                          const std::string& msg_id,
+                                          std::chrono::milliseconds timeout) {
   return impl_->publish_to_stream(subject, data, msg_id, timeout);
 }
 FleetHealth Fleet::health() const { return impl_->health(); }

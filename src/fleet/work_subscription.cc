@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "consume/ack_metadata.h"
 #include "fleet/backoff.h"
@@ -69,19 +70,38 @@ void WorkSubscription::begin_shutdown() {
     woken_ = true;
     wake_.notify_all();
   }
+  // Keep the inbox: what the broker still sends for earlier pulls is nak'd back below rather
+  // than dropped (it would wait out ack_wait).
   std::lock_guard lock(engine_mu_);
-  if (engine_) engine_->stop();
+  if (engine_) engine_->stop_pulling();
+}
+
+void WorkSubscription::give_back(nats::InboundMessage&& m) {
+  send_ack(m.reply, consume::nak_body(milliseconds(0)));
+  status_.counters.naked++;
 }
 
 bool WorkSubscription::finish_handlers(Clock::time_point deadline) {
-  if (!dispatcher_) return true;
-  auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+  auto left = [&] {
+    return std::max(std::chrono::duration_cast<milliseconds>(deadline - Clock::now()),
+                    milliseconds(0));
+  };
   // Buffered messages that never started go back at once rather than after ack_wait.
-  bool done = dispatcher_->stop(std::max(left, milliseconds(0)), [this](nats::InboundMessage&& m) {
-    send_ack(m.reply, consume::nak_body(milliseconds(0)));
-    status_.counters.naked++;
-  });
+  bool done =
+      dispatcher_->stop(left(), [this](nats::InboundMessage&& m) { give_back(std::move(m)); });
   if (!done) status_.warn("a handler was still running at the shutdown deadline");
+  // Messages the broker sent for pulls made before the stop arrive shortly (with a backlog, at
+  // once): wait a moment for them and give them back too. Then the inbox goes.
+  const auto grace_end = Clock::now() + std::min(left(), milliseconds(250));
+  while (Clock::now() < grace_end) {
+    {
+      std::lock_guard lock(engine_mu_);
+      if (!engine_ || engine_->outstanding() == 0) break;
+    }
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  std::lock_guard lock(engine_mu_);
+  if (engine_) engine_->stop();
   return done;
 }
 
@@ -194,7 +214,9 @@ void WorkSubscription::install_engine(const std::string& stream) {
   };
   engine_ = std::make_unique<consume::PullEngine>(
       *ctx_.connection, options,
-      [this](nats::InboundMessage&& m) { dispatcher_->submit(std::move(m)); },
+      [this](nats::InboundMessage&& m) {
+        if (auto refused = dispatcher_->submit(std::move(m))) give_back(std::move(*refused));
+      },
       [this](const consume::PullStatus& s) { on_pull_signal(s); });
   if (auto started = engine_->start(); !started) {
     status_.warn("cannot subscribe the pull inbox: " + started.error().describe());

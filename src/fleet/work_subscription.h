@@ -56,6 +56,8 @@ class WorkSubscription final : public Supervised {
   void process(nats::InboundMessage&& msg);
   void on_pull_signal(const consume::PullStatus& status);
   void send_ack(const std::string& reply, std::string_view body);
+  // Naks a message this replica will not handle, so another replica gets it at once.
+  void give_back(nats::InboundMessage&& msg);
 
   // Sleeps until `d` passes or something happens (a signal, a reconnect, shutdown).
   void wait_for(std::chrono::milliseconds d);
