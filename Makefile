@@ -26,6 +26,7 @@ demo: build
 
 bench: build
 	@$(BUILD)/bench/natsfleet-bench
+	@$(BUILD)/bench/natsfleet-daemon-bench
 
 # Integration tests under AddressSanitizer + UBSan, and under ThreadSanitizer.
 asan: deps

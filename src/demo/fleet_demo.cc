@@ -6,13 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <map>
-#include <mutex>
+#include <nlohmann/json.hpp>
 #include <ostream>
-#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -20,7 +19,6 @@
 #include "broker/embedded_broker.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
-#include "natsfleet/fleet.h"
 
 extern char** environ;
 
@@ -34,8 +32,6 @@ constexpr const char* kStream = "DEMO";
 constexpr const char* kSubject = "demo.jobs";
 constexpr const char* kWork = "demo-worker";
 
-std::atomic<bool> replica_stop{false};
-
 template <typename F>
 bool wait_until(F&& done, std::chrono::milliseconds timeout) {
   const auto until = Clock::now() + timeout;
@@ -46,102 +42,106 @@ bool wait_until(F&& done, std::chrono::milliseconds timeout) {
   return done();
 }
 
-// One replica process and what it recorded.
+// What a replica's file sink holds: payload -> times handled, and redeliveries among them.
+struct Handled {
+  std::map<std::string, int> times;
+  size_t records = 0;
+  size_t redelivered = 0;
+};
+
+// One `natsfleet run` process, its config, its sink file and its log.
 struct Replica {
   std::string name;
-  std::string record_file;
-  std::string log_file;
+  std::string dir;
   pid_t pid = -1;
   size_t log_lines_shown = 0;
 
+  std::string config_file() const { return dir + "/" + name + ".toml"; }
+  std::string sink_file() const { return dir + "/" + name + ".jsonl"; }
+  std::string log_file() const { return dir + "/" + name + ".log"; }
+
+  void write_config() const {
+    std::ofstream out(config_file());
+    out << "# written by natsfleet demo\n"
+        << "name = \"" << name << "\"\n"
+        << "shutdown_timeout = \"5s\"\n"
+        << "[health]\n"
+        << "listen = \"127.0.0.1:" << broker::free_loopback_port() << "\"\n"
+        << "[[work]]\n"
+        << "name = \"" << kWork << "\"\n"
+        << "subject = \"" << kSubject << "\"\n"
+        << "ack_wait = \"3s\"\n"
+        << "heartbeat = \"1s\"\n"
+        << "concurrency = 4\n"
+        << "sink = { type = \"file\", path = \"" << sink_file() << "\" }\n";
+  }
+
   bool spawn(const std::string& self, const std::string& server) {
-    std::vector<std::string> args = {self, "demo", "--replica", name, "--server", server,
-                                     "--out", record_file};
+    write_config();
+    std::vector<std::string> args = {self, "run", config_file(), "--server", server};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 2, log_file.c_str(),
-                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
-    int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_addopen(&actions, 2, log_file().c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                     0644);
+    // The parent blocks SIGINT/SIGTERM for its signal thread; the replica must get them.
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
     return rc == 0;
   }
 
-  void signal_and_wait(int sig) {
-    if (pid <= 0) return;
+  int signal_and_wait(int sig) {
+    if (pid <= 0) return -1;
     ::kill(pid, sig);
-    ::waitpid(pid, nullptr, 0);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
     pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
 
-  // The replica's state changes since last time, indented under the story.
+  // The replica's own log lines since last time, indented under the story.
   void show_new_log(std::ostream& out) {
-    std::ifstream in(log_file);
+    std::ifstream in(log_file());
     std::string line;
     size_t n = 0;
     while (std::getline(in, line)) {
       if (n++ < log_lines_shown) continue;
-      // Drop the timestamp: the story has its own order.
-      auto bracket = line.find(" [");
-      out << "      " << name << " | " << (bracket == std::string::npos ? line : line.substr(bracket + 1))
-          << "\n";
+      auto bracket = line.find(" [");  // drop the timestamp: the story has its own order
+      out << "      " << (bracket == std::string::npos ? line : line.substr(bracket + 1)) << "\n";
     }
     log_lines_shown = n;
   }
 
-  // payload -> times handled, and how many of those were redeliveries.
-  void read(std::map<std::string, int>& handled, size_t& lines, size_t& redelivered) const {
-    std::ifstream in(record_file);
-    std::string payload;
-    uint64_t delivered = 0;
-    while (in >> payload >> delivered) {
-      ++handled[payload];
-      ++lines;
-      if (delivered > 1) ++redelivered;
+  void read(Handled& h) const {
+    std::ifstream in(sink_file());
+    std::string line;
+    while (std::getline(in, line)) {
+      auto record = nlohmann::json::parse(line, nullptr, false);
+      if (!record.is_object()) continue;
+      ++h.times[record.value("data", std::string())];
+      ++h.records;
+      if (record.value("delivered", 1) > 1) ++h.redelivered;
     }
   }
 };
 
 }  // namespace
 
-int run_demo_replica(const std::string& name, const std::string& server,
-                     const std::string& record_file) {
-  signal(SIGTERM, [](int) { replica_stop = true; });
-  signal(SIGINT, [](int) { replica_stop = true; });
-  std::ofstream record(record_file, std::ios::app);
-  std::mutex mu;
-  FleetOptions options;
-  options.name = name;
-  options.servers = {server};
-  options.reconnect_wait_max = 500ms;
-  options.info_interval = 1s;
-  Fleet fleet(options);
-  WorkSpec spec{.name = kWork, .subject = kSubject};
-  spec.ack_wait = 3s;
-  spec.heartbeat = 1s;
-  spec.concurrency = 4;
-  auto added = fleet.add_work(spec, [&](const Message& m) {
-    std::this_thread::sleep_for(2ms);  // the "work"
-    std::lock_guard lock(mu);
-    record << m.data() << ' ' << m.delivered() << '\n';
-    record.flush();
-    return Disposition::ack();
-  });
-  std::atomic<bool> fatal{false};
-  fleet.on_fatal([&](const FatalReport&) { fatal = true; });
-  if (!added || !fleet.start()) return 2;
-  while (!replica_stop && !fatal) std::this_thread::sleep_for(50ms);
-  fleet.shutdown(5s);
-  return fatal ? 70 : 0;
-}
-
 int run_demo(const DemoOptions& options, std::ostream& out) {
   const auto started = Clock::now();
   auto say = [&](const std::string& text) { out << text << "\n" << std::flush; };
 
-  say("natsfleet demo: work shared by two replicas, through a crash and a broker restart.");
+  say("natsfleet demo: two replicas of `natsfleet run` share work through a crash, a broker");
+  say("restart and a consumer deleted by hand.");
   say("");
   say("1. Starting an embedded nats-server with JetStream.");
   broker::EmbeddedBroker broker;
@@ -170,14 +170,13 @@ int run_demo(const DemoOptions& options, std::ostream& out) {
   say(std::string("   stream ") + kStream + " holds subject " + kSubject);
 
   say("");
-  say("2. Starting two replicas of one service, each its own process, both declaring work '" +
-      std::string(kWork) + "'.");
+  say("2. Starting replica-a and replica-b: `natsfleet run` with the same work '" +
+      std::string(kWork) + "', each writing what it handles to its own file sink.");
   std::vector<Replica> replicas(2);
   replicas[0].name = "replica-a";
   replicas[1].name = "replica-b";
   for (auto& r : replicas) {
-    r.record_file = broker.state_dir() + "/" + r.name + ".handled";
-    r.log_file = broker.state_dir() + "/" + r.name + ".log";
+    r.dir = broker.state_dir();
     if (!r.spawn(options.self_executable, broker.url())) {
       say("   cannot start " + r.name);
       return 1;
@@ -198,87 +197,113 @@ int run_demo(const DemoOptions& options, std::ostream& out) {
 
   say("");
   say("3. Publishing " + std::to_string(options.messages) +
-      " jobs, one every millisecond or so, while things go wrong:");
-  const int kill_at = options.messages / 3;
-  const int restart_at = 2 * options.messages / 3;
-  for (int i = 0; i < options.messages; ++i) {
-    if (i == kill_at) {
-      say("");
-      say("4. Killing replica-b with SIGKILL after " + std::to_string(i) +
-          " jobs: whatever it had in flight was never acked.");
-      replicas[1].signal_and_wait(SIGKILL);
-    }
-    if (i == restart_at) {
-      say("");
-      say("5. Killing the broker and starting it again on the same port and store.");
-      broker.kill();
-      std::this_thread::sleep_for(1s);
-      if (auto ok = broker.start(); !ok) {
-        say("   cannot restart the broker: " + ok.error().describe());
-        return 1;
+      " jobs in bursts of 20, while things go wrong:");
+  auto publish = [&](int first, int count) {
+    for (int i = first; i < first + count; ++i) {
+      const std::string payload = "job-" + std::to_string(i);
+      // A JetStream publish is acked by the stream; while the broker is away it is retried.
+      while (true) {
+        auto ack = conn.request(kSubject, payload, 2s);
+        if (ack && ack->status == 0 && ack->data.find("\"seq\"") != std::string::npos) break;
+        std::this_thread::sleep_for(100ms);
       }
-      say("   broker back on " + broker.url());
+      if (i % 20 == 19) std::this_thread::sleep_for(20ms);
     }
-    const std::string payload = "job-" + std::to_string(i);
-    // A JetStream publish is acked by the stream; during the restart it is retried.
-    while (true) {
-      auto ack = conn.request(kSubject, payload, 2s);
-      if (ack && ack->status == 0 && ack->data.find("\"seq\"") != std::string::npos) break;
-      std::this_thread::sleep_for(100ms);
-    }
-    std::this_thread::sleep_for(1ms);
-  }
-  say("   all " + std::to_string(options.messages) + " jobs published and stored.");
-
-  say("");
-  say("6. Waiting for the survivor to finish, including replica-b's unacked work once its "
-      "ack_wait (3s) ran out.");
-  std::map<std::string, int> handled;
-  auto tally = [&] {
-    handled.clear();
-    size_t lines = 0, redelivered = 0;
-    for (const auto& r : replicas) r.read(handled, lines, redelivered);
-    return handled.size() >= static_cast<size_t>(options.messages);
   };
-  wait_until(tally, 60s);
-  std::this_thread::sleep_for(500ms);
-  tally();
-  replicas[0].signal_and_wait(SIGTERM);
-  say("   what the replicas logged along the way:");
-  for (auto& r : replicas) r.show_new_log(out);
-
-  std::map<std::string, int> by_a, by_b;
-  size_t lines_a = 0, lines_b = 0, redelivered_a = 0, redelivered_b = 0;
-  replicas[0].read(by_a, lines_a, redelivered_a);
-  replicas[1].read(by_b, lines_b, redelivered_b);
-  size_t lost = 0;
-  for (int i = 0; i < options.messages; ++i)
-    if (!handled.count("job-" + std::to_string(i))) ++lost;
-  size_t by_both = 0, twice_by_a = 0;
-  for (const auto& [payload, n] : by_a) {
-    if (by_b.count(payload)) ++by_both;
-    if (n > 1) ++twice_by_a;
+  auto handled_all = [&](int count) {
+    Handled all;
+    for (const auto& r : replicas) r.read(all);
+    for (int i = 0; i < count; ++i)
+      if (!all.times.count("job-" + std::to_string(i))) return false;
+    return true;
+  };
+  const int n = options.messages;
+  publish(0, n / 3);
+  say("");
+  say("4. After " + std::to_string(n / 3) +
+      " jobs: replica-b hangs (SIGSTOP) while jobs keep coming, then is killed with SIGKILL.");
+  say("   Whatever it was holding was never acked.");
+  ::kill(replicas[1].pid, SIGSTOP);
+  publish(n / 3, n / 6);
+  replicas[1].signal_and_wait(SIGKILL);
+  publish(n / 3 + n / 6, n / 3 - n / 6);
+  say("");
+  say("5. After " + std::to_string(2 * (n / 3)) +
+      " jobs: killing the broker with SIGKILL, and starting it again a second later on the same "
+      "port and store.");
+  broker.kill();
+  std::this_thread::sleep_for(1s);
+  if (auto ok = broker.start(); !ok) {
+    say("   cannot restart the broker: " + ok.error().describe());
+    return 1;
   }
+  publish(2 * (n / 3), n - 2 * (n / 3));
+  replicas[0].show_new_log(out);
+  say("   all " + std::to_string(n) +
+      " jobs stored; waiting for replica-a to finish them, including replica-b's unacked work "
+      "once its ack_wait (3s) runs out.");
+  // Finished means finished on the broker: nothing pending, nothing awaiting an ack.
+  const bool first_round = wait_until(
+      [&] {
+        auto info = api.consumer_info(kStream, kWork);
+        return handled_all(n) && info && info->num_pending == 0 && info->num_ack_pending == 0;
+      },
+      60s);
+  std::this_thread::sleep_for(1500ms);  // replica-a reads the ack floor every second
+  Handled after_crashes;
+  replicas[0].read(after_crashes);
+  say(first_round ? "   done: replica-a took over " + std::to_string(after_crashes.redelivered) +
+                        " redelivered messages."
+                  : "   not everything was handled within a minute.");
+
+  const int extra = std::max(n / 10, 10);
+  say("");
+  say("6. Deleting consumer '" + std::string(kWork) +
+      "' by hand, as an operator might, then publishing " + std::to_string(extra) + " more jobs.");
+  (void)api.delete_consumer(kStream, kWork);
+  publish(n, extra);
+  wait_until([&] { return handled_all(n + extra); }, 30s);
+  std::this_thread::sleep_for(500ms);
+  replicas[0].show_new_log(out);
 
   say("");
-  say("7. The account:");
+  say("7. Stopping replica-a with SIGTERM.");
+  const int exit_code = replicas[0].signal_and_wait(SIGTERM);
+  replicas[0].show_new_log(out);
+  say("   replica-a exited with " + std::to_string(exit_code) + ".");
+
+  Handled a, b, all;
+  replicas[0].read(a);
+  replicas[1].read(b);
+  for (const auto& r : replicas) r.read(all);
+  const int published = n + extra;
+  size_t lost = 0;
+  for (int i = 0; i < published; ++i)
+    if (!all.times.count("job-" + std::to_string(i))) ++lost;
+  size_t by_both = 0;
+  for (const auto& [payload, times] : a.times)
+    if (b.times.count(payload)) ++by_both;
+  const size_t repeated_before = after_crashes.records - after_crashes.times.size();
+  const size_t replayed = (a.records - after_crashes.records) - static_cast<size_t>(extra);
+
+  say("");
+  say("8. The account:");
   auto row = [&](const std::string& label, size_t value, const std::string& note = {}) {
     std::ostringstream line;
-    line << "   " << std::left << std::setw(34) << label << std::right << std::setw(6) << value;
+    line << "   " << std::left << std::setw(30) << label << std::right << std::setw(6) << value;
     if (!note.empty()) line << "   " << note;
     say(line.str());
   };
-  row("published", static_cast<size_t>(options.messages));
-  row("handled by replica-a", lines_a, "the survivor");
-  row("handled by replica-b", lines_b, "before it was killed");
-  row("taken over from replica-b", redelivered_a,
-      "redelivered to replica-a after ack_wait");
+  row("published", static_cast<size_t>(published));
+  row("handled by replica-a", a.records, "the survivor");
+  row("handled by replica-b", b.records, "before it was killed");
+  row("taken over by replica-a", after_crashes.redelivered,
+      "redelivered after ack_wait: replica-b's unacked work");
   row("handled by both replicas", by_both, "replica-b died before its ack went out");
-  row("handled twice by replica-a", twice_by_a,
-      "acks lost in the broker's SIGKILL; JetStream redelivers");
+  row("repeated after the broker crash", repeated_before, "acks the killed broker had not stored");
+  row("replayed after the recreate", replayed, "acked after the last ack floor replica-a saw");
   row("lost", lost);
-  say("   (at-least-once: a crash can repeat a message, never drop one; handlers must be "
-      "idempotent)");
+  say("   Delivery is at-least-once: a crash may repeat a message, never drop one.");
   const auto took = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started);
   say("");
   say(lost == 0 ? "Nothing was lost. (" + std::to_string(took.count()) + " s)"

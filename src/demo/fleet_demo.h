@@ -1,6 +1,7 @@
-// `natsfleet demo`: the whole story on an embedded broker, told in plain words. Two replicas
-// (separate processes) share work; one is killed with SIGKILL mid-way; the broker is restarted;
-// the survivor takes over and recovers; a final account shows nothing was lost.
+// `natsfleet demo`: the whole story on an embedded broker, told in plain words. Two replicas of
+// `natsfleet run` (separate processes) share work into file sinks; one is killed with SIGKILL;
+// the broker is killed and restarted; the shared consumer is deleted by hand; the survivor
+// recovers each time, and a final account shows what was handled, repeated and lost.
 #pragma once
 
 #include <iosfwd>
@@ -9,16 +10,11 @@
 namespace natsfleet::demo {
 
 struct DemoOptions {
-  std::string self_executable;  // re-executed as `<self> demo --replica ...` for each replica
+  std::string self_executable;  // the natsfleet binary, run as `<self> run <config>` per replica
   int messages = 3000;
 };
 
 // Returns 0 when every published message was handled, 1 otherwise.
 int run_demo(const DemoOptions& options, std::ostream& out);
-
-// The replica side: consumes work "demo-worker" and appends "<payload> <delivered>" per handled
-// message to `record_file` until SIGTERM. Returns the process exit code.
-int run_demo_replica(const std::string& name, const std::string& server,
-                     const std::string& record_file);
 
 }  // namespace natsfleet::demo

@@ -95,7 +95,7 @@ class Fleet::Impl {
     nats::ConnectionEvents events{
         .connected = [this] { on_connection(true); },
         .disconnected = [this] { on_connection(false); },
-        .closed = [this] { on_closed(); },
+        .closed = [this](const std::string& why) { on_closed(why); },
         .async_error = [this](const std::string& e) { context_.log->warn("nats: {}", e); },
     };
     // Fatal reports are allowed from here on: a closed handler fires only once the connection
@@ -198,9 +198,10 @@ class Fleet::Impl {
     for (auto& sub : subs_) sub->connection_changed(connected);
   }
 
-  void on_closed() {
+  void on_closed(const std::string& why) {
     if (shutting_down_) return;
-    report_fatal("", "the connection to the broker closed and will not reconnect");
+    report_fatal("", "the connection to the broker closed and will not reconnect" +
+                         (why.empty() ? std::string() : " (last error: " + why + ")"));
   }
 
   void report_fatal(const std::string& subscription, const std::string& reason) {

@@ -54,10 +54,13 @@ void on_disconnected(natsConnection*, void* closure) {
   });
 }
 
-void on_closed(natsConnection*, void* closure) {
+void on_closed(natsConnection* nc, void* closure) {
   auto* s = shared_of(closure);
   guarded("closed", [&] {
-    if (s->events.closed) s->events.closed();
+    const char* text = nullptr;
+    std::string why;
+    if (nc && natsConnection_GetLastError(nc, &text) != NATS_OK && text) why = text;
+    if (s->events.closed) s->events.closed(why);
   });
   std::lock_guard lock(s->mu);
   s->closed = true;

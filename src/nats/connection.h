@@ -35,7 +35,7 @@ struct ConnectOptions {
 struct ConnectionEvents {
   std::function<void()> connected;  // first connect and every reconnect
   std::function<void()> disconnected;
-  std::function<void()> closed;  // for good: no more reconnects
+  std::function<void(const std::string& why)> closed;  // for good: no more reconnects
   std::function<void(const std::string&)> async_error;
 };
 

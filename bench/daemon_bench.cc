@@ -1,0 +1,289 @@
+// The daemon measured as users run it (`natsfleet run` in its own process), each figure beside
+// its target:
+//   throughput with a file sink (fsync never) vs a raw nats.c fetch loop writing the same file
+//   idle memory (RSS) with 10 subscriptions
+//   broker back -> first message handled, after an outage
+//   survivor: new messages after the other replica is killed; the dead replica's in-flight work
+//
+//   natsfleet-daemon-bench [--messages N]
+#include <fcntl.h>
+#include <nats/nats.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "broker/embedded_broker.h"
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+struct Admin {
+  natsConnection* nc = nullptr;
+  jsCtx* js = nullptr;
+  explicit Admin(const std::string& url) {
+    natsOptions* o = nullptr;
+    natsOptions_Create(&o);
+    natsOptions_SetURL(o, url.c_str());
+    natsOptions_SetMaxReconnect(o, -1);
+    natsOptions_SetReconnectWait(o, 50);
+    if (natsConnection_Connect(&nc, o) != NATS_OK) die("connect " + url);
+    natsOptions_Destroy(o);
+    natsConnection_JetStream(&js, nc, nullptr);
+  }
+  ~Admin() {
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+  }
+  void stream(const char* name, const char* subject) {
+    jsStreamConfig cfg;
+    jsStreamConfig_Init(&cfg);
+    cfg.Name = name;
+    const char* subjects[] = {subject};
+    cfg.Subjects = subjects;
+    cfg.SubjectsLen = 1;
+    jsStreamInfo* si = nullptr;
+    jsErrCode err{};
+    if (js_AddStream(&si, js, &cfg, nullptr, &err) != NATS_OK) die("add stream");
+    jsStreamInfo_Destroy(si);
+  }
+  // Ack floor and delivered count of a consumer: cheap to poll, unlike reading a sink file.
+  std::pair<uint64_t, uint64_t> progress(const char* stream, const char* consumer) {
+    jsConsumerInfo* ci = nullptr;
+    jsErrCode err{};
+    if (js_GetConsumerInfo(&ci, js, stream, consumer, nullptr, &err) != NATS_OK) return {0, 0};
+    std::pair<uint64_t, uint64_t> p{ci->AckFloor.Stream, ci->Delivered.Stream};
+    jsConsumerInfo_Destroy(ci);
+    return p;
+  }
+  void publish(const char* subject, int count, int size, const std::string& prefix = "m") {
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    std::string payload(static_cast<size_t>(size), 'x');
+    for (int i = 0; i < count; ++i) {
+      std::string body = prefix + std::to_string(i) + payload;
+      if (js_PublishAsync(js, subject, body.data(), static_cast<int>(body.size()), &po) != NATS_OK)
+        die("publish");
+    }
+    if (js_PublishAsyncComplete(js, nullptr) != NATS_OK) die("publish complete");
+  }
+};
+
+size_t count_lines(const std::string& path) {
+  std::ifstream in(path);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+struct Daemon {
+  pid_t pid = -1;
+  std::string dir, name;
+  Daemon(const std::string& d, const std::string& n, const std::string& config,
+         const std::string& url)
+      : dir(d), name(n) {
+    std::ofstream(dir + "/" + name + ".toml") << config;
+    std::vector<std::string> args = {NATSFLEET_CLI_BIN, "run", dir + "/" + name + ".toml",
+                                     "--server", url};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    const std::string log = dir + "/" + name + ".log";
+    posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) die("spawn");
+    posix_spawn_file_actions_destroy(&fa);
+  }
+  ~Daemon() { stop(SIGTERM); }
+  void stop(int sig) {
+    if (pid <= 0) return;
+    ::kill(pid, sig);
+    ::waitpid(pid, nullptr, 0);
+    pid = -1;
+  }
+  long rss_kib() const {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    return -1;
+  }
+};
+
+std::string work_block(const std::string& name, const std::string& subject, const std::string& sink,
+                       const std::string& extra = {}) {
+  return "[[work]]\nname = \"" + name + "\"\nsubject = \"" + subject + "\"\n" + extra +
+         "sink = { type = \"file\", path = \"" + sink + "\" }\n";
+}
+
+// The baseline: a raw nats.c fetch loop that writes each payload to a file, then acks it.
+double raw_loop(Admin& admin, const std::string& file, int messages) {
+  jsSubOptions so;
+  jsSubOptions_Init(&so);
+  so.Stream = "TP";
+  so.Config.AckPolicy = js_AckExplicit;
+  so.Config.MaxAckPending = 1000;
+  natsSubscription* sub = nullptr;
+  jsErrCode err{};
+  if (js_PullSubscribe(&sub, admin.js, "tp.jobs", "raw", nullptr, &so, &err) != NATS_OK)
+    die("pull subscribe");
+  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  int got = 0;
+  Clock::time_point start{};
+  while (got < messages) {
+    natsMsgList list{};
+    natsStatus s = natsSubscription_Fetch(&list, sub, 256, 5000, &err);
+    if (s != NATS_OK && s != NATS_TIMEOUT) die("fetch");
+    if (got == 0 && list.Count > 0) start = Clock::now();
+    for (int i = 0; i < list.Count; ++i) {
+      std::string line(natsMsg_GetData(list.Msgs[i]), natsMsg_GetDataLength(list.Msgs[i]));
+      line += '\n';
+      if (::write(fd, line.data(), line.size()) < 0) die("write");
+      natsMsg_Ack(list.Msgs[i], nullptr);
+    }
+    got += list.Count;
+    natsMsgList_Destroy(&list);
+  }
+  ::close(fd);
+  const double rate = messages / seconds_since(start);
+  natsSubscription_Unsubscribe(sub);
+  natsSubscription_Destroy(sub);
+  return rate;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int messages = 100'000;
+  for (int i = 1; i + 1 < argc; i += 2)
+    if (!std::strcmp(argv[i], "--messages")) messages = std::atoi(argv[i + 1]);
+  natsfleet::broker::EmbeddedBroker broker;
+  if (auto ok = broker.start(); !ok) die(ok.error().describe());
+  const std::string dir = broker.state_dir();
+  Admin admin(broker.url());
+
+  // 1. Throughput.
+  admin.stream("TP", "tp.jobs");
+  admin.publish("tp.jobs", messages, 100);
+  const double raw = raw_loop(admin, dir + "/raw.out", messages);
+  {
+    const std::string sink = dir + "/daemon.jsonl";
+    Daemon d(dir, "tp",
+             "name = \"tp\"\n[health]\nlisten = \"127.0.0.1:0\"\n" +
+                 work_block("tp-daemon", "tp.jobs", sink, "concurrency = 4\n"),
+             broker.url());
+    while (admin.progress("TP", "tp-daemon").second == 0) std::this_thread::sleep_for(1ms);
+    const auto start = Clock::now();
+    const uint64_t first = admin.progress("TP", "tp-daemon").first;
+    while (admin.progress("TP", "tp-daemon").first < static_cast<uint64_t>(messages))
+      std::this_thread::sleep_for(5ms);
+    const double rate =
+        static_cast<double>(static_cast<uint64_t>(messages) - first) / seconds_since(start);
+    if (count_lines(sink) < static_cast<size_t>(messages)) die("the sink file lacks records");
+    std::printf("throughput, %d messages of ~100 B, file sink (fsync never), ack each:\n",
+                messages);
+    std::printf("  raw nats.c fetch loop + write(2): %8.0f msg/s\n", raw);
+    std::printf("  natsfleet run (concurrency 4):    %8.0f msg/s\n", rate);
+    std::printf("  ratio natsfleet/raw:              %8.2f   (target >= 1.0)\n", rate / raw);
+  }
+
+  // 2. Idle memory with 10 subscriptions.
+  {
+    std::string config = "name = \"idle\"\n[health]\nlisten = \"127.0.0.1:0\"\n";
+    for (int i = 0; i < 10; ++i) {
+      const std::string subject = "idle.s" + std::to_string(i);
+      admin.stream(("IDLE" + std::to_string(i)).c_str(), subject.c_str());
+      config += work_block("idle-" + std::to_string(i), subject,
+                           dir + "/idle" + std::to_string(i) + ".jsonl");
+    }
+    Daemon d(dir, "idle", config, broker.url());
+    std::this_thread::sleep_for(3s);
+    std::printf("idle RSS, 10 work subscriptions: %ld KiB = %.1f MiB   (target <= 20 MiB)\n",
+                d.rss_kib(), static_cast<double>(d.rss_kib()) / 1024.0);
+  }
+
+  // 3. Broker back -> first message handled.
+  {
+    admin.stream("OUT", "out.jobs");
+    const std::string sink = dir + "/outage.jsonl";
+    Daemon d(dir, "out",
+             "name = \"out\"\n[health]\nlisten = \"127.0.0.1:0\"\n" +
+                 work_block("out-daemon", "out.jobs", sink, "heartbeat = \"1s\"\n"),
+             broker.url());
+    admin.publish("out.jobs", 1, 10, "warm");
+    while (count_lines(sink) < 1) std::this_thread::sleep_for(5ms);
+    broker.kill();
+    std::this_thread::sleep_for(5s);
+    if (auto ok = broker.start(); !ok) die(ok.error().describe());
+    const auto back = Clock::now();
+    admin.publish("out.jobs", 1, 10, "after");
+    while (count_lines(sink) < 2) std::this_thread::sleep_for(2ms);
+    std::printf(
+        "broker back after a 5 s outage -> first message handled: %.2f s   (target <= 2 s)\n",
+        seconds_since(back));
+  }
+
+  // 4. Survivor: new messages, and the dead replica's in-flight messages.
+  {
+    admin.stream("SV", "sv.jobs");
+    const std::string a_sink = dir + "/sv-a.jsonl", b_sink = dir + "/sv-b.jsonl";
+    const std::string extra = "ack_wait = \"5s\"\nheartbeat = \"1s\"\nconcurrency = 4\n";
+    Daemon a(dir, "sva",
+             "name = \"sva\"\n[health]\nlisten = \"127.0.0.1:0\"\n" +
+                 work_block("sv", "sv.jobs", a_sink, extra),
+             broker.url());
+    Daemon b(dir, "svb",
+             "name = \"svb\"\n[health]\nlisten = \"127.0.0.1:0\"\n" +
+                 work_block("sv", "sv.jobs", b_sink, extra),
+             broker.url());
+    std::this_thread::sleep_for(2s);
+    // b hangs with messages in hand, then dies.
+    ::kill(b.pid, SIGSTOP);
+    admin.publish("sv.jobs", 200, 10, "held");
+    std::this_thread::sleep_for(200ms);
+    const size_t a_before = count_lines(a_sink);
+    b.stop(SIGKILL);
+    const auto killed = Clock::now();
+    admin.publish("sv.jobs", 1, 10, "fresh");
+    auto has_fresh = [&] {
+      std::ifstream in(a_sink);
+      for (std::string line; std::getline(in, line);)
+        if (line.find("\"fresh0") != std::string::npos) return true;
+      return false;
+    };
+    while (!has_fresh()) std::this_thread::sleep_for(2ms);
+    const double fresh = seconds_since(killed);
+    while (count_lines(a_sink) < 201) std::this_thread::sleep_for(5ms);  // 200 held + fresh
+    const double held = seconds_since(killed);
+    std::printf(
+        "survivor, other replica killed: new message handled after %.2f s   (target <= 1 s)\n",
+        fresh);
+    std::printf(
+        "survivor: the dead replica's %zu in-flight messages all handled after %.2f s   "
+        "(target <= ack_wait 5 s + 1 s)\n",
+        static_cast<size_t>(200 - a_before), held);
+  }
+  return 0;
+}

@@ -1,0 +1,522 @@
+#include "config/daemon_config.h"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <optional>
+#include <span>
+#include <sstream>
+#include <utility>
+
+#include "config/duration.h"
+#include "config/url.h"
+#include "natsfleet/validate.h"
+
+namespace natsfleet::config {
+namespace {
+
+using std::chrono::milliseconds;
+using Names = std::span<const std::string_view>;
+
+constexpr std::string_view kTopKeys[] = {"name",   "servers",    "credentials",
+                                         "tls",    "log_format", "shutdown_timeout",
+                                         "health", "work",       "broadcast"};
+constexpr std::string_view kTlsKeys[] = {"ca", "cert", "key"};
+constexpr std::string_view kHealthKeys[] = {"listen"};
+constexpr std::string_view kWorkKeys[] = {"name",       "subject",     "stream",          "shape",
+                                          "ack_wait",   "max_deliver", "max_ack_pending", "start",
+                                          "on_missing", "heartbeat",   "concurrency",     "sink"};
+constexpr std::string_view kBroadcastKeys[] = {"name", "subject", "concurrency", "sink"};
+constexpr std::string_view kFileSinkKeys[] = {"type", "path", "fsync"};
+constexpr std::string_view kStdoutSinkKeys[] = {"type"};
+constexpr std::string_view kWorkerSinkKeys[] = {"type", "command", "timeout"};
+constexpr std::string_view kHttpSinkKeys[] = {"type", "url", "timeout", "headers"};
+
+constexpr milliseconds kWorkerTimeout{30000};
+constexpr milliseconds kHttpTimeout{10000};
+
+int line_of(const toml::node& node) { return static_cast<int>(node.source().begin.line); }
+
+std::string type_name(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::date:
+      return "a date";
+    case toml::node_type::time:
+      return "a time";
+    case toml::node_type::date_time:
+      return "a date-time";
+    default:
+      return "nothing";
+  }
+}
+
+std::string join(Names names) {
+  std::string out;
+  for (std::string_view name : names) {
+    if (!out.empty()) out += ", ";
+    out += name;
+  }
+  return out;
+}
+
+std::string in_quotes(std::string_view text) { return "'" + std::string(text) + "'"; }
+
+// One table of the config. Every type or value problem becomes a ConfigError naming the dotted
+// key: the key's own line when it is present, the table's line when it is missing.
+class TableReader {
+ public:
+  TableReader(const std::string& file, const toml::table& table, std::string path)
+      : file_(file), table_(table), path_(std::move(path)) {}
+
+  std::string path(std::string_view key) const {
+    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  }
+  int line() const { return std::max(1, line_of(table_)); }
+  int line(std::string_view key) const {
+    auto it = table_.find(key);
+    if (it == table_.end()) return line();
+    return static_cast<int>(it->first.source().begin.line);
+  }
+  const toml::node* find(std::string_view key) const { return table_.get(key); }
+
+  [[noreturn]] void fail(std::string_view key, std::string problem) const {
+    throw ConfigError(file_, line(key), path(key), std::move(problem));
+  }
+  [[noreturn]] void fail_table(std::string problem) const {
+    throw ConfigError(file_, line(), path_, std::move(problem));
+  }
+  [[noreturn]] void fail_at(const toml::node& node, std::string key_path,
+                            std::string problem) const {
+    throw ConfigError(file_, line_of(node), std::move(key_path), std::move(problem));
+  }
+
+  // A typo must not silently fall back to a default, so a key this table does not know is an error.
+  // The first unknown key by line is reported, whatever order the table keeps its keys in.
+  void reject_unknown(Names known, std::string_view where) const {
+    const toml::key* first = nullptr;
+    for (auto&& [key, value] : table_) {
+      if (std::find(known.begin(), known.end(), key.str()) != known.end()) continue;
+      if (!first || key.source().begin.line < first->source().begin.line) first = &key;
+    }
+    if (first)
+      fail(first->str(), "unknown key in " + std::string(where) + " (known: " + join(known) + ")");
+  }
+
+  std::optional<std::string> string(std::string_view key) const {
+    const toml::node* node = find(key);
+    if (!node) return std::nullopt;
+    if (!node->is_string()) fail(key, "expected a string, got " + type_name(*node));
+    return node->as_string()->get();
+  }
+
+  std::string required_string(std::string_view key, std::string_view hint = {}) const {
+    auto value = string(key);
+    if (!value)
+      fail(key, "missing" + (hint.empty() ? std::string() : " (" + std::string(hint) + ")"));
+    return *value;
+  }
+
+  // A string that may not be empty when given.
+  std::optional<std::string> non_empty_string(std::string_view key) const {
+    auto value = string(key);
+    if (value && value->empty()) fail(key, "is empty");
+    return value;
+  }
+
+  std::optional<std::string> choice(std::string_view key,
+                                    std::initializer_list<std::string_view> choices) const {
+    const Names allowed(choices.begin(), choices.size());
+    auto value = string(key);
+    if (value && std::find(allowed.begin(), allowed.end(), *value) == allowed.end())
+      fail(key, "must be one of " + join(allowed) + ", got " + in_quotes(*value));
+    return value;
+  }
+
+  std::optional<int> integer(std::string_view key) const {
+    const toml::node* node = find(key);
+    if (!node) return std::nullopt;
+    if (!node->is_integer()) fail(key, "expected an integer, got " + type_name(*node));
+    const std::int64_t value = node->as_integer()->get();
+    if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max())
+      fail(key, std::to_string(value) + " is out of range");
+    return static_cast<int>(value);
+  }
+
+  // Only strings: a bare 30 could mean seconds or milliseconds, and guessing wrong is silent.
+  std::optional<milliseconds> duration(std::string_view key) const {
+    const toml::node* node = find(key);
+    if (!node) return std::nullopt;
+    if (!node->is_string())
+      fail(key, "expected a duration string like \"30s\", got " + type_name(*node));
+    const std::string& text = node->as_string()->get();
+    auto value = parse_duration(text);
+    if (!value)
+      fail(key,
+           in_quotes(text) +
+               " is not a duration: use a string like \"250ms\", \"30s\", \"2m\" or \"1m30s\"");
+    return value;
+  }
+
+  const toml::table* table(std::string_view key) const {
+    const toml::node* node = find(key);
+    if (!node) return nullptr;
+    if (!node->is_table()) fail(key, "expected a table, got " + type_name(*node));
+    return node->as_table();
+  }
+
+  // An array of strings, each element's error at its own line as key[i].
+  std::optional<std::vector<std::string>> strings(std::string_view key) const {
+    const toml::node* node = find(key);
+    if (!node) return std::nullopt;
+    if (!node->is_array()) fail(key, "expected an array of strings, got " + type_name(*node));
+    const toml::array& items = *node->as_array();
+    std::vector<std::string> out;
+    for (size_t i = 0; i < items.size(); ++i) {
+      const toml::node& item = *items.get(i);
+      if (!item.is_string())
+        fail_at(item, path(key) + "[" + std::to_string(i) + "]",
+                "expected a string, got " + type_name(item));
+      out.push_back(item.as_string()->get());
+    }
+    return out;
+  }
+
+  // [[name]] tables: absent or `name = []` is none.
+  std::vector<const toml::table*> tables(std::string_view key) const {
+    std::vector<const toml::table*> out;
+    const toml::node* node = find(key);
+    if (!node) return out;
+    if (!node->is_array())
+      fail(key,
+           "expected an array of tables ([[" + std::string(key) + "]]), got " + type_name(*node));
+    const toml::array& items = *node->as_array();
+    for (size_t i = 0; i < items.size(); ++i) {
+      const toml::node& item = *items.get(i);
+      if (!item.is_table())
+        fail_at(item, path(key) + "[" + std::to_string(i) + "]",
+                "expected a table, got " + type_name(item));
+      out.push_back(item.as_table());
+    }
+    return out;
+  }
+
+ private:
+  const std::string& file_;
+  const toml::table& table_;
+  std::string path_;
+};
+
+// validate_work judges one field here, so that its answer can be blamed on that field's key: every
+// other field of the probe is valid, and max_ack_pending is as large as can be so that no
+// concurrency is refused for it.
+std::string work_field_problem(const std::function<void(WorkSpec&)>& set) {
+  WorkSpec probe{.name = "probe", .subject = "probe"};
+  probe.max_ack_pending = std::numeric_limits<int>::max();
+  set(probe);
+  return validate_work(probe);
+}
+
+std::string broadcast_field_problem(const std::function<void(BroadcastSpec&)>& set) {
+  BroadcastSpec probe{.name = "probe", .subject = "probe"};
+  set(probe);
+  return validate_broadcast(probe);
+}
+
+// RFC 9110 token characters: anything else in a header name breaks the request.
+bool is_header_name(std::string_view name) {
+  if (name.empty()) return false;
+  return std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::isalnum(c) ||
+           std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+  });
+}
+
+class ConfigParser {
+ public:
+  explicit ConfigParser(const std::string& file)
+      : file_(file), base_dir_(std::filesystem::path(file).parent_path()) {}
+
+  DaemonConfig parse(std::string_view text) {
+    toml::table root;
+    try {
+      root = toml::parse(text, std::string_view(file_));
+    } catch (const toml::parse_error& error) {
+      throw ConfigError(file_, static_cast<int>(error.source().begin.line), "",
+                        std::string(error.description()));
+    }
+    DaemonConfig config;
+    config.file = file_;
+    TableReader top(file_, root, "");
+    top.reject_unknown(kTopKeys, "the top level");
+    read_fleet(top, config);
+    read_health(top, config);
+    if (auto format = top.choice("log_format", {"text", "json"})) config.log_format = *format;
+    if (auto timeout = top.duration("shutdown_timeout")) config.shutdown_timeout = *timeout;
+
+    // A name is one durable consumer or one subscription: two entries with the same name would
+    // fight over it, work and broadcast alike. Name -> where it was first declared.
+    std::map<std::string, std::string, std::less<>> owners;
+    auto claim = [&](const toml::table& table, const std::string& path, const std::string& name) {
+      auto [it, fresh] =
+          owners.emplace(name, path + " (line " + std::to_string(line_of(table)) + ")");
+      if (!fresh)
+        TableReader(file_, table, path)
+            .fail("name", in_quotes(name) + " is already the name of " + it->second);
+    };
+    const auto work_tables = top.tables("work");
+    for (size_t i = 0; i < work_tables.size(); ++i) {
+      config.work.push_back(read_work(*work_tables[i], i));
+      claim(*work_tables[i], "work[" + std::to_string(i) + "]", config.work.back().spec.name);
+    }
+    const auto broadcast_tables = top.tables("broadcast");
+    for (size_t i = 0; i < broadcast_tables.size(); ++i) {
+      config.broadcast.push_back(read_broadcast(*broadcast_tables[i], i));
+      claim(*broadcast_tables[i], "broadcast[" + std::to_string(i) + "]",
+            config.broadcast.back().spec.name);
+    }
+    if (config.work.empty() && config.broadcast.empty())
+      top.fail("work", "nothing to consume: declare at least one [[work]] or [[broadcast]]");
+    return config;
+  }
+
+ private:
+  // Files named in the config live next to it, wherever the daemon is started from.
+  std::string resolve(const std::string& path) const {
+    if (std::filesystem::path(path).is_absolute()) return path;
+    return (base_dir_ / path).string();
+  }
+
+  void read_fleet(const TableReader& top, DaemonConfig& config) const {
+    config.fleet.name = top.required_string("name", "the service name");
+    if (auto bad = check_name(config.fleet.name); !bad.empty()) top.fail("name", bad);
+
+    if (auto servers = top.strings("servers")) {
+      if (servers->empty()) top.fail("servers", "is empty: omit it for the embedded broker");
+      const toml::array& items = *top.find("servers")->as_array();
+      for (size_t i = 0; i < servers->size(); ++i) {
+        const std::string& server = (*servers)[i];
+        auto url = parse_url(server);
+        if (!url || (url->scheme != "nats" && url->scheme != "tls") ||
+            (!url->rest.empty() && url->rest != "/"))
+          top.fail_at(*items.get(i), "servers[" + std::to_string(i) + "]",
+                      in_quotes(server) + " is not a nats:// or tls:// URL with a host");
+        if (url->port == 0)
+          top.fail_at(*items.get(i), "servers[" + std::to_string(i) + "]",
+                      in_quotes(server) + " has port 0");
+      }
+      config.fleet.servers = std::move(*servers);
+    }
+
+    if (auto credentials = top.non_empty_string("credentials"))
+      config.fleet.credentials_file = resolve(*credentials);
+
+    if (const toml::table* tls_table = top.table("tls")) {
+      TableReader tls(file_, *tls_table, "tls");
+      tls.reject_unknown(kTlsKeys, "tls");
+      auto ca = tls.non_empty_string("ca");
+      auto cert = tls.non_empty_string("cert");
+      auto key = tls.non_empty_string("key");
+      if (!ca && !cert && !key) top.fail("tls", "is empty: give ca, or cert and key, or all three");
+      // A certificate is useless without its key and the other way round.
+      if (key && !cert) tls.fail("cert", "missing: a client key needs its certificate");
+      if (cert && !key) tls.fail("key", "missing: a client certificate needs its key");
+      if (ca) config.fleet.tls.ca = resolve(*ca);
+      if (cert) config.fleet.tls.cert = resolve(*cert);
+      if (key) config.fleet.tls.key = resolve(*key);
+    }
+  }
+
+  void read_health(const TableReader& top, DaemonConfig& config) const {
+    const toml::table* health_table = top.table("health");
+    if (!health_table) return;
+    TableReader health(file_, *health_table, "health");
+    health.reject_unknown(kHealthKeys, "[health]");
+    auto listen = health.string("listen");
+    if (!listen) return;
+    // Port 0 is allowed: the OS picks a free one (tests run many daemons side by side).
+    auto url = parse_url("tcp://" + *listen);
+    if (!url || !url->port || !url->userinfo.empty() || !url->rest.empty())
+      health.fail("listen", in_quotes(*listen) + " is not host:port (like \"127.0.0.1:9464\")");
+    config.health_listen = *listen;
+  }
+
+  WorkConfig read_work(const toml::table& table, size_t index) const {
+    TableReader work(file_, table, "work[" + std::to_string(index) + "]");
+    work.reject_unknown(kWorkKeys, "[[work]]");
+    WorkConfig config;
+    config.line = work.line();
+    WorkSpec& spec = config.spec;
+    auto check = [&](std::string_view key, const std::function<void(WorkSpec&)>& set) {
+      if (auto bad = work_field_problem(set); !bad.empty()) work.fail(key, bad);
+    };
+
+    spec.name = work.required_string("name", "the shared consumer's name");
+    if (auto bad = check_name(spec.name); !bad.empty()) work.fail("name", bad);
+    spec.subject = work.required_string("subject");
+    if (auto bad = check_subject(spec.subject); !bad.empty()) work.fail("subject", bad);
+    if (auto stream = work.string("stream")) {
+      spec.stream = *stream;
+      check("stream", [&](WorkSpec& s) { s.stream = spec.stream; });
+    }
+    if (auto shape = work.choice("shape", {"pull", "push-queue"})) config.shape = *shape;
+    if (auto ack_wait = work.duration("ack_wait")) {
+      spec.ack_wait = *ack_wait;
+      check("ack_wait", [&](WorkSpec& s) { s.ack_wait = spec.ack_wait; });
+    }
+    if (auto max_deliver = work.integer("max_deliver")) {
+      spec.max_deliver = *max_deliver;
+      check("max_deliver", [&](WorkSpec& s) { s.max_deliver = spec.max_deliver; });
+    }
+    if (auto max_ack_pending = work.integer("max_ack_pending")) {
+      spec.max_ack_pending = *max_ack_pending;
+      check("max_ack_pending", [&](WorkSpec& s) { s.max_ack_pending = spec.max_ack_pending; });
+    }
+    if (auto start = work.choice("start", {"all", "new"}))
+      spec.start = *start == "all" ? StartAt::all : StartAt::new_messages;
+    if (auto on_missing = work.choice("on_missing", {"recreate", "exit"}))
+      spec.on_missing = *on_missing == "recreate" ? OnMissing::recreate : OnMissing::exit;
+    if (auto heartbeat = work.duration("heartbeat")) {
+      spec.heartbeat = *heartbeat;
+      check("heartbeat", [&](WorkSpec& s) { s.heartbeat = spec.heartbeat; });
+    }
+    if (auto concurrency = work.integer("concurrency")) {
+      spec.concurrency = *concurrency;
+      check("concurrency", [&](WorkSpec& s) { s.concurrency = spec.concurrency; });
+    }
+    // Each field passed alone, so what is left is a combination: max_ack_pending below
+    // concurrency. Blame the key the user wrote.
+    if (auto bad = validate_work(spec); !bad.empty())
+      work.fail(work.find("max_ack_pending") || !work.find("concurrency") ? "max_ack_pending"
+                                                                          : "concurrency",
+                bad);
+
+    config.sink = read_sink(work);
+    return config;
+  }
+
+  BroadcastConfig read_broadcast(const toml::table& table, size_t index) const {
+    TableReader broadcast(file_, table, "broadcast[" + std::to_string(index) + "]");
+    broadcast.reject_unknown(kBroadcastKeys, "[[broadcast]]");
+    BroadcastConfig config;
+    config.line = broadcast.line();
+    BroadcastSpec& spec = config.spec;
+    spec.name = broadcast.required_string("name");
+    if (auto bad = check_name(spec.name); !bad.empty()) broadcast.fail("name", bad);
+    spec.subject = broadcast.required_string("subject");
+    if (auto bad = check_subject(spec.subject); !bad.empty()) broadcast.fail("subject", bad);
+    if (auto concurrency = broadcast.integer("concurrency")) {
+      spec.concurrency = *concurrency;
+      if (auto bad =
+              broadcast_field_problem([&](BroadcastSpec& s) { s.concurrency = *concurrency; });
+          !bad.empty())
+        broadcast.fail("concurrency", bad);
+    }
+    if (auto bad = validate_broadcast(spec); !bad.empty()) broadcast.fail_table(bad);
+    config.sink = read_sink(broadcast);
+    return config;
+  }
+
+  SinkConfig read_sink(const TableReader& owner) const {
+    const toml::table* table = owner.table("sink");
+    if (!table) owner.fail("sink", "missing (like sink = { type = \"stdout\" })");
+    TableReader sink(file_, *table, owner.path("sink"));
+    SinkConfig config;
+    config.line = sink.line();
+    // Which keys a sink knows depends on its type, so the type is read first.
+    config.type = sink.required_string("type", "file, stdout, worker or http");
+    if (config.type == "file") {
+      sink.reject_unknown(kFileSinkKeys, "a file sink");
+      auto path = sink.non_empty_string("path");
+      if (!path) sink.fail("path", "missing (a file sink needs a path)");
+      config.path = resolve(*path);
+      if (auto fsync = sink.choice("fsync", {"never", "batch"})) config.fsync = *fsync;
+    } else if (config.type == "stdout") {
+      sink.reject_unknown(kStdoutSinkKeys, "a stdout sink");
+    } else if (config.type == "worker") {
+      sink.reject_unknown(kWorkerSinkKeys, "a worker sink");
+      auto command = sink.strings("command");
+      if (!command)
+        sink.fail("command",
+                  "missing (the worker's argv, like [\"/usr/bin/python3\", \"worker.py\"])");
+      if (command->empty()) sink.fail("command", "is empty: give the program and its arguments");
+      if (command->front().empty()) sink.fail("command", "the program (first element) is empty");
+      config.command = std::move(*command);
+      config.timeout = read_sink_timeout(sink, kWorkerTimeout);
+    } else if (config.type == "http") {
+      sink.reject_unknown(kHttpSinkKeys, "an http sink");
+      config.url = sink.required_string("url");
+      auto url = parse_url(config.url);
+      if (!url || (url->scheme != "http" && url->scheme != "https"))
+        sink.fail("url", in_quotes(config.url) + " is not an http:// or https:// URL with a host");
+      config.timeout = read_sink_timeout(sink, kHttpTimeout);
+      if (const toml::table* headers_table = sink.table("headers")) {
+        TableReader headers(file_, *headers_table, sink.path("headers"));
+        for (auto&& [name, value] : *headers_table) {
+          if (!is_header_name(name.str())) headers.fail(name.str(), "is not a valid header name");
+          auto text = headers.string(name.str());
+          // A line break in a value would smuggle another header into the request.
+          if (text->find_first_of("\r\n") != std::string::npos)
+            headers.fail(name.str(), "a header value cannot contain a line break");
+          config.headers.emplace(std::string(name.str()), *text);
+        }
+      }
+    } else if (config.type == "websocket") {
+      sink.fail("type", "websocket sinks are not supported yet");
+    } else {
+      sink.fail("type", "unknown sink type " + in_quotes(config.type) +
+                            " (known: file, stdout, worker, http)");
+    }
+    return config;
+  }
+
+  static milliseconds read_sink_timeout(const TableReader& sink, milliseconds fallback) {
+    auto timeout = sink.duration("timeout");
+    if (!timeout) return fallback;
+    if (timeout->count() <= 0) sink.fail("timeout", "must be more than 0s");
+    return *timeout;
+  }
+
+  const std::string& file_;
+  std::filesystem::path base_dir_;
+};
+
+}  // namespace
+
+DaemonConfig parse_config(std::string_view text, const std::string& file_name) {
+  return ConfigParser(file_name).parse(text);
+}
+
+DaemonConfig load_config(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    throw ConfigError(path, 0, "", "cannot read: is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path, 0, "", std::string("cannot read: ") + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw ConfigError(path, 0, "", std::string("cannot read: ") + std::strerror(errno));
+  return parse_config(text.str(), path);
+}
+
+}  // namespace natsfleet::config

@@ -1,0 +1,149 @@
+#include "config/lint.h"
+
+#include <algorithm>
+
+#include "config/duration.h"
+#include "config/url.h"
+
+namespace natsfleet::config {
+namespace {
+
+constexpr int kFileLine = 1;
+
+std::string where(const std::string& file, int line) { return file + ":" + std::to_string(line); }
+
+// Two work entries handle the same messages: same subject, and not two explicit, different
+// streams (a subject belongs to one stream, so that pair is a different misconfiguration).
+bool same_messages(const WorkConfig& a, const WorkConfig& b) {
+  if (a.spec.subject != b.spec.subject) return false;
+  return a.spec.stream.empty() || b.spec.stream.empty() || a.spec.stream == b.spec.stream;
+}
+
+void lint_sink(const std::string& file, const SinkConfig& sink, std::vector<LintFinding>& out) {
+  if (sink.type != "http") return;
+  auto url = parse_url(sink.url);
+  if (url && url->scheme == "http" && !is_loopback_host(url->host))
+    out.push_back({file, sink.line, "plain-http-remote",
+                   "http sink posts to " + url->host +
+                       " over plain http://: messages and headers cross the network unencrypted; "
+                       "use https://"});
+}
+
+void sort_by_line(std::vector<LintFinding>& findings) {
+  std::stable_sort(findings.begin(), findings.end(),
+                   [](const LintFinding& a, const LintFinding& b) { return a.line < b.line; });
+}
+
+}  // namespace
+
+std::string to_string(const LintFinding& finding) {
+  return where(finding.file, finding.line) + ": " + finding.rule + ": " + finding.message;
+}
+
+std::vector<LintFinding> lint(const DaemonConfig& config) {
+  std::vector<LintFinding> out;
+  const std::string& file = config.file;
+  if (config.fleet.servers.empty())
+    out.push_back({file, kFileLine, "embedded-broker",
+                   "no servers: run starts an embedded broker whose streams live on this machine "
+                   "only; fine for a demo, not for production"});
+
+  for (size_t i = 0; i < config.work.size(); ++i) {
+    const WorkConfig& work = config.work[i];
+    const WorkSpec& spec = work.spec;
+    for (size_t j = 0; j < i; ++j) {
+      if (!same_messages(config.work[j], work) || config.work[j].spec.name == spec.name) continue;
+      out.push_back({file, work.line, "duplicate-subject",
+                     "work '" + spec.name + "' consumes '" + spec.subject + "' like work '" +
+                         config.work[j].spec.name + "' (line " +
+                         std::to_string(config.work[j].line) +
+                         "): two consumers, so every message is handled twice"});
+      break;
+    }
+    if (spec.max_deliver == -1)
+      out.push_back({file, work.line, "unlimited-redelivery",
+                     "work '" + spec.name +
+                         "' has max_deliver = -1: a message its sink always fails is redelivered "
+                         "for ever; set a limit so it is terminated"});
+    if (spec.max_ack_pending < spec.concurrency)
+      out.push_back({file, work.line, "ack-pending-below-concurrency",
+                     "work '" + spec.name + "' has max_ack_pending " +
+                         std::to_string(spec.max_ack_pending) + " below concurrency " +
+                         std::to_string(spec.concurrency) + ": some handlers can never get work"});
+    if ((work.sink.type == "http" || work.sink.type == "worker") &&
+        spec.ack_wait < work.sink.timeout)
+      out.push_back({file, work.line, "ack-wait-below-sink-timeout",
+                     "work '" + spec.name + "' has ack_wait " + format_duration(spec.ack_wait) +
+                         " below its " + work.sink.type + " sink's timeout " +
+                         format_duration(work.sink.timeout) +
+                         ": the broker redelivers a message while the sink is still on it"});
+    if (work.sink.type == "stdout")
+      out.push_back({file, work.sink.line, "stdout-sink-for-work",
+                     "work '" + spec.name +
+                         "' is acknowledged once written to stdout, which nothing keeps: use a "
+                         "file, worker or http sink"});
+    lint_sink(file, work.sink, out);
+  }
+
+  for (const BroadcastConfig& broadcast : config.broadcast) {
+    for (const WorkConfig& work : config.work) {
+      if (work.spec.name != broadcast.spec.name) continue;
+      out.push_back({file, broadcast.line, "broadcast-shadows-work",
+                     "broadcast '" + broadcast.spec.name + "' has the name of work at line " +
+                         std::to_string(work.line) + ": logs, metrics and status mix them up"});
+      break;
+    }
+    lint_sink(file, broadcast.sink, out);
+  }
+  sort_by_line(out);
+  return out;
+}
+
+std::vector<LintFinding> lint_all(const std::vector<DaemonConfig>& configs) {
+  std::vector<std::vector<LintFinding>> per_file;
+  for (const DaemonConfig& config : configs) per_file.push_back(lint(config));
+
+  for (size_t f = 0; f < configs.size(); ++f) {
+    const DaemonConfig& config = configs[f];
+    // Against earlier files only, so a pair is reported once, on the later entry.
+    for (const WorkConfig& work : config.work) {
+      bool found = false;
+      for (size_t g = 0; g < f && !found; ++g) {
+        for (const WorkConfig& other : configs[g].work) {
+          if (!same_messages(other, work) || other.spec.name == work.spec.name) continue;
+          per_file[f].push_back({config.file, work.line, "duplicate-subject",
+                                 "work '" + work.spec.name + "' consumes '" + work.spec.subject +
+                                     "' like work '" + other.spec.name + "' in " +
+                                     where(configs[g].file, other.line) +
+                                     ": two consumers, so every message is handled twice"});
+          found = true;
+          break;
+        }
+      }
+    }
+    for (const BroadcastConfig& broadcast : config.broadcast) {
+      bool found = false;
+      for (size_t g = 0; g < configs.size() && !found; ++g) {
+        if (g == f) continue;
+        for (const WorkConfig& work : configs[g].work) {
+          if (work.spec.name != broadcast.spec.name) continue;
+          per_file[f].push_back(
+              {config.file, broadcast.line, "broadcast-shadows-work",
+               "broadcast '" + broadcast.spec.name + "' has the name of work in " +
+                   where(configs[g].file, work.line) + ": logs, metrics and status mix them up"});
+          found = true;
+          break;
+        }
+      }
+    }
+  }
+
+  std::vector<LintFinding> out;
+  for (auto& findings : per_file) {
+    sort_by_line(findings);
+    out.insert(out.end(), findings.begin(), findings.end());
+  }
+  return out;
+}
+
+}  // namespace natsfleet::config

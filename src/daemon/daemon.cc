@@ -1,0 +1,256 @@
+#include "daemon/daemon.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "broker/embedded_broker.h"
+#include "health/daemon_metrics.h"
+#include "health/health_server.h"
+#include "nats/connection.h"
+#include "nats/jetstream_api.h"
+#include "natsfleet/fleet.h"
+#include "sinks/sink.h"
+
+namespace natsfleet::daemon {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+struct Daemon::State {
+  config::DaemonConfig config;
+  std::vector<std::string> server_overrides;
+  std::shared_ptr<spdlog::logger> log;
+  std::unique_ptr<broker::EmbeddedBroker> broker;
+  health::DaemonMetrics metrics;
+  std::vector<std::unique_ptr<sinks::Sink>> sinks;
+  std::unique_ptr<Fleet> fleet;
+  std::unique_ptr<health::HealthServer> health_server;
+  std::string fatal_reason;
+};
+
+namespace {
+
+sinks::SinkOptions sink_options(const config::SinkConfig& c) {
+  sinks::SinkOptions o;
+  o.type = c.type;
+  o.path = c.path;
+  o.fsync = c.fsync;
+  o.command = c.command;
+  if (c.timeout.count() > 0) o.timeout = c.timeout;
+  o.url = c.url;
+  o.headers = c.headers;
+  return o;
+}
+
+// The embedded broker keeps its store and its port beside the config, so a restarted daemon
+// finds its messages and clients find it where it was.
+std::unique_ptr<broker::EmbeddedBroker> start_embedded_broker(const config::DaemonConfig& cfg,
+                                                              spdlog::logger& log) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(cfg.file).parent_path();
+  if (dir.empty()) dir = ".";
+  dir = fs::absolute(dir / ".natsfleet" / cfg.fleet.name / "broker").lexically_normal();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  int port = 0;
+  if (std::ifstream in(dir / "port"); in) in >> port;
+  broker::EmbeddedBrokerOptions options;
+  options.state_dir = dir.string();
+  options.port = port;
+  auto b = std::make_unique<broker::EmbeddedBroker>(options);
+  auto started = b->start();
+  if (!started && port != 0) {
+    // The remembered port is taken: pick another.
+    options.port = 0;
+    b = std::make_unique<broker::EmbeddedBroker>(options);
+    started = b->start();
+  }
+  if (!started) {
+    log.error("cannot start the embedded broker: {}", started.error().describe());
+    return nullptr;
+  }
+  std::ofstream(dir / "port") << b->port() << "\n";
+  log.info("no servers configured: embedded nats-server with JetStream on {}, state in {}",
+           b->url(), b->state_dir());
+  return b;
+}
+
+// On its own embedded broker the daemon also provides the streams: a file stream per work
+// subject that no stream holds yet (on a real broker, streams are the operator's).
+bool ensure_streams(const std::string& url, const config::DaemonConfig& cfg, spdlog::logger& log) {
+  nats::ConnectOptions options;
+  options.servers = {url};
+  options.name = cfg.fleet.name + "-setup";
+  auto conn = nats::Connection::open(options, {});
+  if (!conn) return false;
+  const auto until = Clock::now() + 10s;
+  while (!conn.value()->connected() && Clock::now() < until) std::this_thread::sleep_for(20ms);
+  nats::JetStreamApi api(*conn.value(), 2s);
+  for (const auto& work : cfg.work) {
+    if (api.find_stream(work.spec.subject)) continue;
+    std::string name = work.spec.stream;
+    if (name.empty()) {
+      name = work.spec.name;
+      for (char& c : name) c = c == '-' ? '_' : static_cast<char>(std::toupper(c));
+    }
+    nlohmann::json config = {
+        {"name", name}, {"subjects", {work.spec.subject}}, {"storage", "file"}};
+    if (auto made = api.create_stream(config); !made) {
+      log.error("embedded broker: cannot create stream {} for {}: {}", name, work.spec.subject,
+                made.error().describe());
+      return false;
+    }
+    log.info("embedded broker: created stream {} for subject {}", name, work.spec.subject);
+  }
+  conn.value()->shutdown(1s);
+  return true;
+}
+
+// Stored publishes wait for the stream's ack and carry the message id (a redelivery does not
+// publish twice); a subject no stream holds (a relay's status, say) goes out as plain NATS.
+Result<void> publish_all(Fleet& fleet, const std::vector<sinks::Publish>& messages) {
+  for (const auto& p : messages) {
+    auto stored = fleet.publish_to_stream(p.subject, p.data, p.msg_id, 5s);
+    if (stored) continue;
+    if (stored.error().code == Errc::no_stream_for_subject) {
+      if (auto sent = fleet.publish(p.subject, p.data, p.msg_id); sent) continue;
+    }
+    return Error{stored.error().code, "publish to " + p.subject + ": " + stored.error().describe()};
+  }
+  return {};
+}
+
+}  // namespace
+
+Daemon::Daemon(config::DaemonConfig config, std::vector<std::string> servers)
+    : state_(std::make_unique<State>()) {
+  state_->config = std::move(config);
+  state_->server_overrides = std::move(servers);
+  state_->log = spdlog::default_logger()->clone(state_->config.fleet.name);
+}
+
+Daemon::~Daemon() = default;
+
+int Daemon::run(StopRequest& stop) {
+  State& s = *state_;
+  auto& log = *s.log;
+  FleetOptions options = s.config.fleet;
+  if (!s.server_overrides.empty()) options.servers = s.server_overrides;
+  if (options.servers.empty()) {
+    s.broker = start_embedded_broker(s.config, log);
+    if (!s.broker) return kExitFatal;
+    if (!ensure_streams(s.broker->url(), s.config, log)) return kExitFatal;
+    options.servers = {s.broker->url()};
+  }
+
+  s.fleet = std::make_unique<Fleet>(options);
+  Fleet& fleet = *s.fleet;
+  for (const auto& work : s.config.work) {
+    s.metrics.register_subscription(work.spec.name);
+  }
+  for (const auto& bc : s.config.broadcast) s.metrics.register_subscription(bc.spec.name);
+
+  try {
+    for (const auto& work : s.config.work) {
+      s.sinks.push_back(sinks::make_sink(sink_options(work.sink)));
+      sinks::Sink* sink = s.sinks.back().get();
+      const std::string name = work.spec.name;
+      auto added = fleet.add_work(work.spec, [&s, sink, name](const Message& m) {
+        const auto started = Clock::now();
+        sinks::SinkResult result = sink->deliver(m, name);
+        // What the worker asked to publish goes out (and is stored) before the ack.
+        if (auto published = publish_all(*s.fleet, result.publish); !published) {
+          result.disposition = Disposition::nak(1s);
+          result.error = published.error().describe();
+        } else {
+          s.metrics.count_published(name, result.publish.size());
+        }
+        if (!result.error.empty()) s.metrics.count_sink_error(name);
+        s.metrics.observe(name, Clock::now() - started, result.disposition.kind());
+        return result.disposition;
+      });
+      if (!added) {
+        log.error("{}", added.error().describe());
+        return kExitUsage;
+      }
+      log.info("work {}: {} -> {}", name, work.spec.subject, sink->describe());
+    }
+    for (const auto& bc : s.config.broadcast) {
+      s.sinks.push_back(sinks::make_sink(sink_options(bc.sink)));
+      sinks::Sink* sink = s.sinks.back().get();
+      const std::string name = bc.spec.name;
+      auto added = fleet.add_broadcast(bc.spec, [&s, sink, name](const Message& m) {
+        const auto started = Clock::now();
+        // A broadcast cannot be redelivered: a sink failure is counted and logged, not retried.
+        sinks::SinkResult result = sink->deliver(m, name);
+        if (!result.error.empty()) {
+          s.metrics.count_sink_error(name);
+          SPDLOG_LOGGER_DEBUG(s.log, "broadcast {}: sink: {}", name, result.error);
+        }
+        s.metrics.observe(name, Clock::now() - started, result.disposition.kind());
+      });
+      if (!added) {
+        log.error("{}", added.error().describe());
+        return kExitUsage;
+      }
+      log.info("broadcast {}: {} -> {}", name, bc.spec.subject, sink->describe());
+    }
+  } catch (const std::invalid_argument& e) {
+    log.error("{}: {}", s.config.file, e.what());
+    return kExitUsage;
+  }
+
+  fleet.on_fatal([&s, &stop](const FatalReport& report) {
+    {
+      std::lock_guard lock(stop.mu_);
+      s.fatal_reason =
+          report.subscription.empty() ? report.reason : report.subscription + ": " + report.reason;
+    }
+    stop.request();
+  });
+
+  if (!s.config.health_listen.empty()) {
+    health::HealthServerOptions health_options;
+    health_options.listen = s.config.health_listen;
+    s.health_server = std::make_unique<health::HealthServer>(
+        health_options, [&fleet] { return fleet.health(); }, s.metrics, s.config.fleet.name);
+    if (auto started = s.health_server->start(); !started) {
+      log.error("health endpoints: {}", started.error().describe());
+      return kExitFatal;
+    }
+    log.info("health endpoints on http://{}:{} (/healthz /readyz /metrics /status)",
+             s.config.health_listen.substr(0, s.config.health_listen.rfind(':')),
+             s.health_server->port());
+  }
+
+  if (auto started = fleet.start(); !started) {
+    log.error("cannot start: {}", started.error().describe());
+    return kExitUsage;
+  }
+
+  {
+    std::unique_lock lock(stop.mu_);
+    stop.cv_.wait(lock, [&] { return stop.requested_; });
+  }
+  std::string fatal;
+  {
+    std::lock_guard lock(stop.mu_);
+    fatal = s.fatal_reason;
+  }
+  if (fatal.empty())
+    log.info("stop requested: shutting down within {} ms", s.config.shutdown_timeout.count());
+  else
+    log.error("fatal: {}; exiting with {} so the orchestrator restarts this process", fatal,
+              kExitFatal);
+  fleet.shutdown(s.config.shutdown_timeout);
+  for (auto& sink : s.sinks) sink->stop();
+  if (s.health_server) s.health_server->stop();
+  if (s.broker) s.broker->stop();
+  return fatal.empty() ? kExitOk : kExitFatal;
+}
+
+}  // namespace natsfleet::daemon

@@ -1,0 +1,59 @@
+// `natsfleet run`: a config turned into a running fleet. Each subscription hands its messages to
+// a sink; health endpoints tell the truth; with no servers configured, an embedded broker runs.
+//
+//   Daemon daemon(config::load_config(path), overrides);
+//   int code = daemon.run(stop);   // blocks until `stop` fires or a fatal state: 0 or 70
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "config/config_error.h"
+#include "config/daemon_config.h"
+#include "config/lint.h"
+
+namespace natsfleet::daemon {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitFatal = 70;
+
+// Set from the signal thread; run() returns once it fires.
+class StopRequest {
+ public:
+  void request() {
+    std::lock_guard lock(mu_);
+    requested_ = true;
+    cv_.notify_all();
+  }
+  bool requested() const {
+    std::lock_guard lock(mu_);
+    return requested_;
+  }
+
+ private:
+  friend class Daemon;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool requested_ = false;
+};
+
+class Daemon {
+ public:
+  // `servers` (from --server) replaces the config's servers when not empty.
+  Daemon(config::DaemonConfig config, std::vector<std::string> servers);
+  ~Daemon();
+
+  // Runs until `stop` is requested (exit 0 after a clean shutdown) or a fatal state (exit 70).
+  int run(StopRequest& stop);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace natsfleet::daemon

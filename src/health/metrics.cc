@@ -1,0 +1,236 @@
+#include "health/metrics.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <iterator>
+#include <map>
+#include <utility>
+#include <vector>
+
+namespace natsfleet::health {
+namespace {
+
+using Labels = std::vector<std::pair<std::string_view, std::string_view>>;
+
+constexpr std::array<SubscriptionState, 6> kAllStates = {
+    SubscriptionState::binding, SubscriptionState::bound, SubscriptionState::recovering,
+    SubscriptionState::stalled, SubscriptionState::fatal, SubscriptionState::stopped};
+
+// Writes one family at a time: a family's HELP, TYPE and all of its series stay together, which
+// the format requires.
+class Writer {
+ public:
+  explicit Writer(std::string& out) : out_(out) {}
+
+  void family(std::string_view name, std::string_view type, std::string_view help) {
+    fmt::format_to(std::back_inserter(out_), "# HELP {} {}\n# TYPE {} {}\n", name, help, name,
+                   type);
+  }
+
+  void sample(std::string_view name, const Labels& labels, uint64_t value) {
+    begin(name, labels);
+    fmt::format_to(std::back_inserter(out_), " {}\n", value);
+  }
+
+  void sample(std::string_view name, const Labels& labels, double value) {
+    begin(name, labels);
+    // {} is the shortest text that reads back as the same double.
+    fmt::format_to(std::back_inserter(out_), " {}\n", value);
+  }
+
+ private:
+  void begin(std::string_view name, const Labels& labels) {
+    out_ += name;
+    if (labels.empty()) return;
+    out_ += '{';
+    bool first = true;
+    for (const auto& [key, value] : labels) {
+      if (!first) out_ += ',';
+      first = false;
+      out_ += key;
+      out_ += "=\"";
+      out_ += escape_label_value(value);
+      out_ += '"';
+    }
+    out_ += '}';
+  }
+
+  std::string& out_;
+};
+
+Labels subscription_labels(const std::string& service, const SubscriptionHealth& s) {
+  return {{"service", service}, {"subscription", s.name}, {"kind", s.kind}};
+}
+
+// Consumer figures mean something only where a JetStream consumer exists; a core NATS broadcast
+// reporting "0 pending" would read as a healthy backlog.
+bool has_consumer(const SubscriptionHealth& s) { return s.kind == "work" || !s.consumer.empty(); }
+
+void render_fleet(Writer& w, const FleetHealth& health, const std::string& service) {
+  const Labels base = {{"service", service}};
+  w.family("natsfleet_up", "gauge", "1 while the fleet is live, 0 once it reached a fatal state.");
+  w.sample("natsfleet_up", base, uint64_t{health.live ? 1u : 0u});
+  w.family("natsfleet_ready", "gauge",
+           "1 when connected and every subscription is bound, 0 otherwise.");
+  w.sample("natsfleet_ready", base, uint64_t{health.ready ? 1u : 0u});
+  w.family("natsfleet_connected", "gauge", "1 while the connection to the broker is up.");
+  w.sample("natsfleet_connected", base, uint64_t{health.connected ? 1u : 0u});
+  w.family("natsfleet_reconnects_total", "counter", "Reconnections to the broker.");
+  w.sample("natsfleet_reconnects_total", base, health.reconnects);
+}
+
+void render_subscriptions(Writer& w, const FleetHealth& health, const std::string& service) {
+  const auto& subs = health.subscriptions;
+
+  w.family("natsfleet_messages_total", "counter",
+           "Deliveries handed to handlers (received) and how they ended (acked, naked, termed).");
+  for (const auto& s : subs) {
+    const std::pair<std::string_view, uint64_t> outcomes[] = {{"received", s.counters.received},
+                                                              {"acked", s.counters.acked},
+                                                              {"naked", s.counters.naked},
+                                                              {"termed", s.counters.termed}};
+    for (const auto& [outcome, value] : outcomes) {
+      Labels labels = subscription_labels(service, s);
+      labels.emplace_back("outcome", outcome);
+      w.sample("natsfleet_messages_total", labels, value);
+    }
+  }
+
+  struct CounterFamily {
+    std::string_view name;
+    std::string_view help;
+    uint64_t SubscriptionCounters::*field;
+  };
+  const CounterFamily counters[] = {
+      {"natsfleet_redeliveries_total", "Deliveries with a delivered count above 1.",
+       &SubscriptionCounters::redelivered},
+      {"natsfleet_handler_errors_total", "Handlers that threw (the message was nak'd).",
+       &SubscriptionCounters::handler_errors},
+      {"natsfleet_recoveries_total",
+       "Consumers recreated or pulls restarted after missed heartbeats.",
+       &SubscriptionCounters::recoveries},
+  };
+  for (const auto& family : counters) {
+    w.family(family.name, "counter", family.help);
+    for (const auto& s : subs)
+      w.sample(family.name, subscription_labels(service, s), s.counters.*family.field);
+  }
+
+  w.family("natsfleet_subscription_state", "gauge",
+           "1 for the state the subscription is in, 0 for the others.");
+  for (const auto& s : subs) {
+    for (SubscriptionState state : kAllStates) {
+      Labels labels = subscription_labels(service, s);
+      labels.emplace_back("state", to_string(state));
+      w.sample("natsfleet_subscription_state", labels, uint64_t{state == s.state ? 1u : 0u});
+    }
+  }
+
+  struct GaugeFamily {
+    std::string_view name;
+    std::string_view help;
+    uint64_t SubscriptionHealth::*field;
+  };
+  const GaugeFamily gauges[] = {
+      {"natsfleet_consumer_pending", "Messages the consumer has not delivered yet (last info).",
+       &SubscriptionHealth::consumer_pending},
+      {"natsfleet_consumer_ack_pending", "Messages delivered but not acked yet (last info).",
+       &SubscriptionHealth::consumer_ack_pending},
+      {"natsfleet_consumer_ack_floor",
+       "Stream sequence at or below which every message is acked (last info).",
+       &SubscriptionHealth::ack_floor},
+  };
+  for (const auto& family : gauges) {
+    w.family(family.name, "gauge", family.help);
+    for (const auto& s : subs) {
+      if (has_consumer(s)) w.sample(family.name, subscription_labels(service, s), s.*family.field);
+    }
+  }
+}
+
+void render_daemon(Writer& w, const FleetHealth& health, const DaemonMetrics& metrics,
+                   const std::string& service) {
+  const auto snapshots = metrics.snapshot();
+  std::map<std::string_view, std::string_view> kinds;
+  for (const auto& s : health.subscriptions) kinds.emplace(s.name, s.kind);
+  auto labels_of = [&](const DaemonMetrics::SubscriptionSnapshot& s) {
+    Labels labels = {{"service", service}, {"subscription", s.name}};
+    // A subscription the fleet does not report has no known kind; leave the label out rather
+    // than guess.
+    if (auto it = kinds.find(s.name); it != kinds.end()) labels.emplace_back("kind", it->second);
+    return labels;
+  };
+
+  w.family("natsfleet_handler_latency_seconds", "histogram",
+           "Time the sink took to accept or refuse a message.");
+  for (const auto& s : snapshots) {
+    const Labels labels = labels_of(s);
+    for (std::size_t i = 0; i < LatencyHistogram::kBucketCount; ++i) {
+      const std::string le = i < LatencyHistogram::kUpperBoundsSeconds.size()
+                                 ? fmt::format("{}", LatencyHistogram::kUpperBoundsSeconds[i])
+                                 : std::string("+Inf");
+      Labels bucket = labels;
+      bucket.emplace_back("le", le);
+      w.sample("natsfleet_handler_latency_seconds_bucket", bucket, s.latency.cumulative[i]);
+    }
+    w.sample("natsfleet_handler_latency_seconds_sum", labels, s.latency.sum_seconds);
+    w.sample("natsfleet_handler_latency_seconds_count", labels, s.latency.count);
+  }
+
+  w.family("natsfleet_sink_results_total", "counter", "Sink verdicts per outcome.");
+  for (const auto& s : snapshots) {
+    const std::pair<std::string_view, uint64_t> outcomes[] = {
+        {"ack", s.acked}, {"nak", s.naked}, {"term", s.termed}};
+    for (const auto& [outcome, value] : outcomes) {
+      Labels labels = labels_of(s);
+      labels.emplace_back("outcome", outcome);
+      w.sample("natsfleet_sink_results_total", labels, value);
+    }
+  }
+
+  w.family("natsfleet_published_total", "counter", "Messages workers asked the daemon to publish.");
+  for (const auto& s : snapshots) w.sample("natsfleet_published_total", labels_of(s), s.published);
+
+  w.family("natsfleet_sink_errors_total", "counter",
+           "Sink failures (write error, worker died, HTTP error or timeout).");
+  for (const auto& s : snapshots) {
+    w.sample("natsfleet_sink_errors_total", labels_of(s), s.sink_errors);
+  }
+}
+
+}  // namespace
+
+std::string escape_label_value(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string render_metrics(const FleetHealth& health, const DaemonMetrics& metrics,
+                           const std::string& service) {
+  std::string out;
+  out.reserve(4096 + health.subscriptions.size() * 4096);
+  Writer w(out);
+  render_fleet(w, health, service);
+  render_subscriptions(w, health, service);
+  render_daemon(w, health, metrics, service);
+  return out;
+}
+
+}  // namespace natsfleet::health

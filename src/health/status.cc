@@ -1,0 +1,47 @@
+#include "health/status.h"
+
+#include <nlohmann/json.hpp>
+
+namespace natsfleet::health {
+
+std::string render_status(const FleetHealth& health, const std::string& service) {
+  // ordered_json keeps the documented field order, which is what a person reading curl expects.
+  using Json = nlohmann::ordered_json;
+  Json subscriptions = Json::array();
+  for (const auto& s : health.subscriptions) {
+    subscriptions.push_back({
+        {"name", s.name},
+        {"kind", s.kind},
+        {"subject", s.subject},
+        {"stream", s.stream},
+        {"consumer", s.consumer},
+        {"state", to_string(s.state)},
+        {"last_error", s.last_error},
+        {"counters",
+         {
+             {"received", s.counters.received},
+             {"acked", s.counters.acked},
+             {"naked", s.counters.naked},
+             {"termed", s.counters.termed},
+             {"redelivered", s.counters.redelivered},
+             {"handler_errors", s.counters.handler_errors},
+             {"recoveries", s.counters.recoveries},
+         }},
+        {"consumer_pending", s.consumer_pending},
+        {"consumer_ack_pending", s.consumer_ack_pending},
+        {"ack_floor", s.ack_floor},
+    });
+  }
+  Json doc = {
+      {"service", service},
+      {"live", health.live},
+      {"ready", health.ready},
+      {"connected", health.connected},
+      {"reconnects", health.reconnects},
+      {"fatal_reason", health.fatal_reason},
+      {"subscriptions", std::move(subscriptions)},
+  };
+  return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace natsfleet::health

@@ -1,0 +1,142 @@
+#include "sinks/file_sink.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "sinks/record.h"
+
+namespace natsfleet::sinks {
+namespace {
+
+// Disk trouble clears slowly; a short pause keeps a full disk from spinning the broker.
+constexpr std::chrono::milliseconds kRetryDelay{1000};
+
+std::string errno_text(const std::string& what, const std::string& path, int err) {
+  return what + " " + path + ": " + std::strerror(err);
+}
+
+}  // namespace
+
+FileSink::FileSink(std::string path, FsyncPolicy fsync) : path_(std::move(path)), fsync_(fsync) {
+  std::lock_guard lock(mu_);
+  if (auto error = open_locked(); !error.empty()) healthy_ = false;
+}
+
+FileSink::~FileSink() { stop(); }
+
+std::string FileSink::describe() const {
+  return "file " + path_ + (fsync_ == FsyncPolicy::batch ? " (fsync batch)" : "");
+}
+
+bool FileSink::healthy() const {
+  std::lock_guard lock(mu_);
+  return healthy_;
+}
+
+uint64_t FileSink::sync_count() const {
+  std::lock_guard lock(mu_);
+  return sync_count_;
+}
+
+void FileSink::stop() {
+  std::unique_lock lock(mu_);
+  stopped_ = true;
+  // A sync leader works on fd_ without the lock; the descriptor must outlive its fdatasync.
+  synced_.wait(lock, [this] { return !syncing_; });
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+std::string FileSink::open_locked() {
+  std::error_code ec;
+  const auto parent = std::filesystem::path(path_).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (ec) return "create directory " + parent.string() + ": " + ec.message();
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_text("open", path_, errno);
+  fd_ = fd;
+  return {};
+}
+
+std::string FileSink::write_locked(const std::string& record) {
+  // One write(2) per line under mu_ keeps lines whole; a torn line left by an earlier failure
+  // is closed off first so this record still parses on its own line.
+  const std::string line = torn_ ? "\n" + record : std::string();
+  const std::string& bytes = torn_ ? line : record;
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd_, bytes.data() + written, bytes.size() - written);
+    if (n > 0) {
+      written += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    const int err = n < 0 ? errno : EIO;
+    if (written > 0) {
+      // Cut the fragment off again; if that fails, remember to start the next line afresh.
+      const off_t end = ::lseek(fd_, 0, SEEK_CUR);
+      if (end < 0 || ::ftruncate(fd_, end - static_cast<off_t>(written)) != 0) torn_ = true;
+    }
+    return errno_text("write", path_, err);
+  }
+  torn_ = false;
+  return {};
+}
+
+std::string FileSink::sync_locked(std::unique_lock<std::mutex>& lock) {
+  // Group commit: whoever finds no sync running leads one for every write made so far (the
+  // current round) and wakes the rest; writes arriving meanwhile join the next round.
+  const auto round = round_;
+  while (!round->done) {
+    if (syncing_) {
+      synced_.wait(lock);
+      continue;
+    }
+    syncing_ = true;
+    auto leading = std::exchange(round_, std::make_shared<SyncRound>());
+    const int fd = fd_;
+    lock.unlock();
+    int rc = 0;
+    do {
+      rc = ::fdatasync(fd);
+    } while (rc != 0 && errno == EINTR);
+    const int err = errno;
+    lock.lock();
+    ++sync_count_;
+    if (rc != 0) leading->error = errno_text("fdatasync", path_, err);
+    leading->done = true;
+    syncing_ = false;
+    synced_.notify_all();
+  }
+  return round->error;
+}
+
+SinkResult FileSink::deliver(const Message& message, const std::string& subscription) {
+  try {
+    std::string line = record_json(message, subscription);
+    line += '\n';
+    std::unique_lock lock(mu_);
+    auto failed = [&](std::string error) {
+      healthy_ = false;
+      return SinkResult{Disposition::nak(kRetryDelay), {}, std::move(error)};
+    };
+    if (stopped_) return SinkResult{Disposition::nak(kRetryDelay), {}, "file sink stopped"};
+    if (fd_ < 0)
+      if (auto error = open_locked(); !error.empty()) return failed(std::move(error));
+    if (auto error = write_locked(line); !error.empty()) return failed(std::move(error));
+    if (fsync_ == FsyncPolicy::batch)
+      if (auto error = sync_locked(lock); !error.empty()) return failed(std::move(error));
+    healthy_ = true;
+    return {};
+  } catch (const std::exception& e) {
+    return SinkResult{Disposition::nak(kRetryDelay), {}, std::string("file sink: ") + e.what()};
+  }
+}
+
+}  // namespace natsfleet::sinks

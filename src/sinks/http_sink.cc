@@ -1,0 +1,376 @@
+#include "sinks/http_sink.h"
+
+#include <openssl/ssl.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <cctype>
+#include <stdexcept>
+
+#include "sinks/record.h"
+
+namespace natsfleet::sinks {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = net::ssl;
+using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::chrono::seconds kMaxRetryAfter{300};
+constexpr std::chrono::seconds kBackoffBase{1};
+constexpr std::chrono::seconds kBackoffMax{60};
+// The body is only read for the error text; a huge one is cut off, not buffered.
+constexpr uint64_t kMaxResponseBody = 1u << 20;
+
+bool iequals_prefix(std::string_view text, std::string_view prefix) {
+  if (text.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(text[i])) != prefix[i]) return false;
+  return true;
+}
+
+bool is_ip_literal(const std::string& host) {
+  boost::system::error_code ec;
+  net::ip::make_address(host, ec);
+  return !ec;
+}
+
+std::string short_body(const std::string& body) {
+  std::string text = body.substr(0, 200);
+  for (char& c : text)
+    if (c == '\n' || c == '\r') c = ' ';
+  return text;
+}
+
+}  // namespace
+
+std::optional<HttpUrl> parse_http_url(std::string_view url, std::string& why) {
+  HttpUrl out;
+  std::string_view rest;
+  if (iequals_prefix(url, "http://")) {
+    rest = url.substr(7);
+  } else if (iequals_prefix(url, "https://")) {
+    out.tls = true;
+    rest = url.substr(8);
+  } else {
+    why = "url must start with http:// or https://";
+    return std::nullopt;
+  }
+  if (rest.find('#') != std::string_view::npos) {
+    why = "url may not have a fragment";
+    return std::nullopt;
+  }
+  const size_t authority_end = rest.find_first_of("/?");
+  std::string_view authority = rest.substr(0, authority_end);
+  std::string_view target =
+      authority_end == std::string_view::npos ? std::string_view() : rest.substr(authority_end);
+  if (authority.find('@') != std::string_view::npos) {
+    why = "url may not carry credentials; use headers";
+    return std::nullopt;
+  }
+  std::string_view port;
+  if (!authority.empty() && authority.front() == '[') {
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos) {
+      why = "url has an unclosed IPv6 address";
+      return std::nullopt;
+    }
+    out.host = std::string(authority.substr(1, close - 1));
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') {
+        why = "url has junk after its IPv6 address";
+        return std::nullopt;
+      }
+      port = after.substr(1);
+    }
+  } else {
+    const size_t colon = authority.find(':');
+    out.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) port = authority.substr(colon + 1);
+  }
+  if (out.host.empty()) {
+    why = "url has no host";
+    return std::nullopt;
+  }
+  if (port.empty()) {
+    out.port = out.tls ? "443" : "80";
+  } else {
+    if (port.size() > 5 ||
+        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      why = "url has a bad port";
+      return std::nullopt;
+    }
+    const int number = std::stoi(std::string(port));
+    if (number < 1 || number > 65535) {
+      why = "url has a bad port";
+      return std::nullopt;
+    }
+    out.port = std::string(port);
+  }
+  out.target = target.empty()          ? "/"
+               : target.front() == '?' ? "/" + std::string(target)
+                                       : std::string(target);
+  return out;
+}
+
+std::chrono::milliseconds http_retry_delay(std::string_view retry_after, uint64_t delivered) {
+  while (!retry_after.empty() && std::isspace(static_cast<unsigned char>(retry_after.front())))
+    retry_after.remove_prefix(1);
+  while (!retry_after.empty() && std::isspace(static_cast<unsigned char>(retry_after.back())))
+    retry_after.remove_suffix(1);
+  if (!retry_after.empty() && std::all_of(retry_after.begin(), retry_after.end(),
+                                          [](char c) { return c >= '0' && c <= '9'; })) {
+    // More than six digits is past the cap anyway; this keeps stoll in range.
+    if (retry_after.size() > 6) return kMaxRetryAfter;
+    return std::min<std::chrono::milliseconds>(
+        std::chrono::seconds(std::stoll(std::string(retry_after))), kMaxRetryAfter);
+  }
+  std::chrono::milliseconds delay = kBackoffBase;
+  for (uint64_t i = 1; i < delivered && delay < kBackoffMax; ++i) delay *= 2;
+  return std::min<std::chrono::milliseconds>(delay, kBackoffMax);
+}
+
+struct HttpSink::Tls {
+  ssl::context context{ssl::context::tls_client};
+};
+
+// One TCP (or TLS) connection with its own io_context, used by one delivery at a time. Each
+// step starts an asynchronous operation and runs the context until it completes or the
+// delivery's deadline passes, which gives a synchronous call with a real timeout.
+class HttpSink::Connection {
+ public:
+  struct Reply {
+    beast::error_code error;
+    bool got_bytes = false;  // some of a response arrived (so the request was not just lost)
+    http::response<http::string_body> response;
+    bool reusable = false;
+  };
+
+  explicit Connection(Tls* tls) : resolver_(ioc_) {
+    if (tls)
+      secure_.emplace(ioc_, tls->context);
+    else
+      plain_.emplace(ioc_);
+  }
+
+  beast::tcp_stream& lowest() { return secure_ ? beast::get_lowest_layer(*secure_) : *plain_; }
+
+  // An idle connection the server has closed (or written to) is readable; it is not reused.
+  bool looks_alive() {
+    if (!lowest().socket().is_open()) return false;
+    pollfd p{lowest().socket().native_handle(), POLLIN, 0};
+    return ::poll(&p, 1, 0) == 0;
+  }
+
+  beast::error_code connect(const HttpUrl& url, Clock::time_point deadline) {
+    tcp::resolver::results_type endpoints;
+    auto ec = run(deadline, [&](auto done) {
+      resolver_.async_resolve(url.host, url.port,
+                              [&endpoints, done](beast::error_code e, auto results) mutable {
+                                endpoints = std::move(results);
+                                done(e);
+                              });
+    });
+    if (ec) return ec;
+    ec = run(deadline, [&](auto done) { lowest().async_connect(endpoints, done); });
+    if (ec) return ec;
+    lowest().socket().set_option(tcp::no_delay(true), ec);
+    if (!secure_) return {};
+    // SNI carries names only; certificates for IP literals are checked against the address.
+    if (!is_ip_literal(url.host) &&
+        !SSL_set_tlsext_host_name(secure_->native_handle(), url.host.c_str()))
+      return beast::error_code(static_cast<int>(::ERR_get_error()), net::error::get_ssl_category());
+    secure_->set_verify_mode(ssl::verify_peer, ec);
+    if (!ec) secure_->set_verify_callback(ssl::host_name_verification(url.host), ec);
+    if (ec) return ec;
+    return run(deadline,
+               [&](auto done) { secure_->async_handshake(ssl::stream_base::client, done); });
+  }
+
+  Reply exchange(http::request<http::string_body>& request, Clock::time_point deadline) {
+    Reply reply;
+    reply.error = run(deadline, [&](auto done) {
+      if (secure_)
+        http::async_write(*secure_, request, done);
+      else
+        http::async_write(*plain_, request, done);
+    });
+    if (reply.error) return reply;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(kMaxResponseBody);
+    reply.error = run(deadline, [&](auto done) {
+      if (secure_)
+        http::async_read(*secure_, buffer_, parser, done);
+      else
+        http::async_read(*plain_, buffer_, parser, done);
+    });
+    reply.got_bytes = parser.got_some();
+    if (reply.error == http::error::body_limit && parser.is_header_done()) {
+      reply.error = {};  // the status is what matters; the connection is not reused
+      reply.response = parser.release();
+      return reply;
+    }
+    if (reply.error) return reply;
+    reply.response = parser.release();
+    reply.reusable = reply.response.keep_alive();
+    return reply;
+  }
+
+ private:
+  template <class Start>
+  beast::error_code run(Clock::time_point deadline, Start&& start) {
+    std::optional<beast::error_code> result;
+    start([&result](beast::error_code ec, auto&&...) { result = ec; });
+    ioc_.restart();
+    ioc_.run_until(deadline);
+    if (!result) {
+      // Cancelling makes the pending operation complete; its handler must run before `result`
+      // goes out of scope.
+      resolver_.cancel();
+      lowest().close();
+      ioc_.restart();
+      ioc_.run();
+      return beast::error::timeout;
+    }
+    return *result;
+  }
+
+  net::io_context ioc_;
+  tcp::resolver resolver_;
+  std::optional<beast::tcp_stream> plain_;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> secure_;
+  beast::flat_buffer buffer_;
+};
+
+HttpSink::HttpSink(HttpOptions options) : options_(std::move(options)) {
+  std::string why;
+  auto url = parse_http_url(options_.url, why);
+  if (!url) throw std::invalid_argument("http sink: " + why + ": " + options_.url);
+  url_ = std::move(*url);
+  const bool default_port = url_.port == (url_.tls ? "443" : "80");
+  const bool v6 = url_.host.find(':') != std::string::npos;
+  host_header_ = (v6 ? "[" + url_.host + "]" : url_.host) + (default_port ? "" : ":" + url_.port);
+  if (url_.tls) {
+    tls_ = std::make_unique<Tls>();
+    boost::system::error_code ec;
+    tls_->context.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                              ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                              ssl::context::no_tlsv1_1);
+    tls_->context.set_default_verify_paths(ec);
+    if (ec) throw std::invalid_argument("http sink: system CA certificates: " + ec.message());
+    if (!options_.ca_file.empty()) {
+      tls_->context.load_verify_file(options_.ca_file, ec);
+      if (ec)
+        throw std::invalid_argument("http sink: ca file " + options_.ca_file + ": " + ec.message());
+    }
+  }
+}
+
+HttpSink::~HttpSink() { stop(); }
+
+void HttpSink::stop() {
+  std::vector<std::unique_ptr<Connection>> idle;
+  {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    idle.swap(idle_);
+  }
+}
+
+std::unique_ptr<HttpSink::Connection> HttpSink::take_idle() {
+  std::lock_guard lock(mu_);
+  while (!idle_.empty()) {
+    auto connection = std::move(idle_.back());
+    idle_.pop_back();
+    if (connection->looks_alive()) return connection;
+  }
+  return nullptr;
+}
+
+void HttpSink::give_back(std::unique_ptr<Connection> connection) {
+  std::lock_guard lock(mu_);
+  if (!stopped_ && idle_.size() < options_.max_idle_connections)
+    idle_.push_back(std::move(connection));
+}
+
+SinkResult HttpSink::deliver(const Message& message, const std::string& subscription) {
+  const auto retry = [&](std::string error, std::string_view retry_after = {}) {
+    return SinkResult{
+        Disposition::nak(http_retry_delay(retry_after, message.delivered())), {}, std::move(error)};
+  };
+  try {
+    {
+      std::lock_guard lock(mu_);
+      if (stopped_) return retry("http sink stopped");
+    }
+    const auto deadline = Clock::now() + options_.timeout;
+    http::request<http::string_body> request{http::verb::post, url_.target, 11};
+    request.set(http::field::host, host_header_);
+    request.set(http::field::user_agent, "natsfleet");
+    request.set(http::field::content_type, "application/json");
+    request.set("Nats-Subject", message.subject());
+    if (const auto& d = message.delivery()) {
+      request.set("Nats-Stream", d->stream);
+      request.set("Nats-Sequence", std::to_string(d->stream_seq));
+    }
+    request.set("Nats-Delivered", std::to_string(message.delivered()));
+    for (const auto& [name, value] : options_.headers) request.set(name, value);
+    request.body() = record_json(message, subscription);
+    request.prepare_payload();
+
+    Connection::Reply reply;
+    // A kept-alive connection may have been closed by the server just as it was reused; one
+    // retry on a fresh connection covers that without hiding a server that really fails.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      auto connection = take_idle();
+      const bool reused = connection != nullptr;
+      if (!connection) {
+        connection = std::make_unique<Connection>(tls_.get());
+        if (auto ec = connection->connect(url_, deadline)) {
+          if (ec == beast::error::timeout)
+            return retry("POST " + options_.url + ": timed out after " +
+                         std::to_string(options_.timeout.count()) + "ms");
+          return retry("POST " + options_.url + ": " + ec.message());
+        }
+      }
+      reply = connection->exchange(request, deadline);
+      if (reply.error && reused && !reply.got_bytes && reply.error != beast::error::timeout)
+        continue;
+      if (!reply.error && reply.reusable) give_back(std::move(connection));
+      break;
+    }
+    if (reply.error == beast::error::timeout)
+      return retry("POST " + options_.url + ": timed out after " +
+                   std::to_string(options_.timeout.count()) + "ms");
+    if (reply.error) return retry("POST " + options_.url + ": " + reply.error.message());
+
+    const unsigned status = reply.response.result_int();
+    const std::string text = "POST " + options_.url + ": " + std::to_string(status) + " " +
+                             short_body(reply.response.body());
+    if (status >= 200 && status < 300) return {};
+    // 408 is a 4xx the server means as "try again", like 429 and 5xx.
+    if (status == 408 || status == 429 || status >= 500) {
+      const auto retry_after = reply.response[http::field::retry_after];
+      return retry(text, std::string_view(retry_after.data(), retry_after.size()));
+    }
+    if (status >= 400) return SinkResult{Disposition::term(), {}, text};
+    // 1xx and 3xx: redirects are not followed; the endpoint is misconfigured, so keep the
+    // message and let max_deliver decide.
+    return retry(text + " (redirects are not followed)");
+  } catch (const std::exception& e) {
+    return retry(std::string("http sink: ") + e.what());
+  }
+}
+
+}  // namespace natsfleet::sinks

@@ -1,0 +1,73 @@
+// POSTs each sink record to an HTTP(S) endpoint and maps the response to a disposition:
+// 2xx ack; 408, 429 and 5xx (and timeouts, refused or broken connections) nak with a delay that
+// honours Retry-After; any other 4xx term. Connections are kept alive and reused.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sinks/sink.h"
+
+namespace natsfleet::sinks {
+
+struct HttpOptions {
+  std::string url;                             // http://host[:port][/path] or https://...
+  std::chrono::milliseconds timeout{30000};    // the whole exchange: connect, TLS, request, reply
+  std::map<std::string, std::string> headers;  // sent with every request, after the Nats-* ones
+  std::string ca_file;  // PEM trusted in addition to the system CAs (a private CA, tests)
+  size_t max_idle_connections = 16;
+};
+
+struct HttpUrl {
+  bool tls = false;
+  std::string host;    // without brackets for IPv6
+  std::string port;    // explicit or the scheme's default
+  std::string target;  // path and query, "/" at least
+};
+
+// nullopt (with `why`) unless the scheme is http or https and a host is present. Userinfo and
+// fragments are refused rather than silently dropped.
+std::optional<HttpUrl> parse_http_url(std::string_view url, std::string& why);
+
+// The redelivery delay for a retryable failure: Retry-After in its delta-seconds form, capped at
+// 5 minutes; otherwise (absent, or an HTTP date) 1s doubling with each delivery, capped at 60s.
+std::chrono::milliseconds http_retry_delay(std::string_view retry_after, uint64_t delivered);
+
+class HttpSink : public Sink {
+ public:
+  // Throws std::invalid_argument for an unusable url or a ca_file that cannot be loaded.
+  explicit HttpSink(HttpOptions options);
+  ~HttpSink() override;
+  HttpSink(const HttpSink&) = delete;
+  HttpSink& operator=(const HttpSink&) = delete;
+
+  // Headers sent: Content-Type: application/json, Nats-Subject, Nats-Delivered, and for
+  // JetStream messages Nats-Stream and Nats-Sequence (the stream sequence).
+  SinkResult deliver(const Message& message, const std::string& subscription) override;
+  std::string describe() const override { return "http " + options_.url; }
+  void stop() override;
+
+ private:
+  class Connection;
+  struct Tls;
+
+  std::unique_ptr<Connection> take_idle();
+  void give_back(std::unique_ptr<Connection> connection);
+
+  const HttpOptions options_;
+  HttpUrl url_;
+  std::string host_header_;
+  std::unique_ptr<Tls> tls_;  // null for http
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Connection>> idle_;
+  bool stopped_ = false;
+};
+
+}  // namespace natsfleet::sinks

@@ -1,0 +1,42 @@
+// The worker sink's wire protocol, kept apart from the process handling so it can be tested
+// alone. The sink writes sink records with an "id" first; the worker answers one JSON a line:
+//   {"id":7,"result":"nak","delay":"5s","publish":[{"subject":"a.b","data":"..."}]}
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sinks/sink.h"
+
+namespace natsfleet::sinks {
+
+// Failures of the worker sink itself (worker gone, bad answer) nak with this delay.
+inline constexpr std::chrono::milliseconds kWorkerRetryDelay{1000};
+
+struct WorkerAnswer {
+  uint64_t id = 0;
+  // ack | nak(delay) | term; an unknown or missing result, an unreadable delay or a malformed
+  // publish entry is a nak (kWorkerRetryDelay) with `error` saying why. Publish msg_ids are
+  // left empty: they depend on the message (see publish_msg_id()).
+  SinkResult result;
+};
+
+// nullopt (with `why` set) when the line is not a JSON object with a non-negative integer "id":
+// the sink logs it and goes on reading.
+std::optional<WorkerAnswer> parse_worker_answer(std::string_view line, std::string& why);
+
+// "250ms", "5s", "1.5s", "2m", "1h", "1m30s", or a JSON number of seconds; nullopt otherwise.
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+
+// The Nats-Msg-Id of the index-th message a worker publishes for `message`, stable across
+// redeliveries so the stream drops a repeat: "<stream>:<stream_seq>:<index>" for JetStream
+// messages. Core NATS messages have no sequence; they get "<subject>:<FNV-1a 64 of the payload,
+// 16 hex digits>:<index>", so the replicas of a fleet that all receive the same broadcast publish
+// its consequences once (and two equal payloads on one subject within the stream's duplicate
+// window publish once: the price of having no sequence).
+std::string publish_msg_id(const Message& message, size_t index);
+
+}  // namespace natsfleet::sinks

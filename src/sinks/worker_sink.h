@@ -1,0 +1,106 @@
+// Hands messages to ONE long-lived worker process: sink records (with an "id") on its stdin, one
+// JSON answer a line on its stdout (see worker_protocol.h), many deliveries in flight at once.
+// The worker is started without a shell, restarted with backoff when it dies or wedges, and its
+// stderr goes straight to ours.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "sinks/sink.h"
+
+namespace natsfleet::sinks {
+
+struct WorkerOptions {
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
+  // An answer must come within this; otherwise the delivery naks and the worker, considered
+  // wedged, is killed (SIGKILL) and restarted.
+  std::chrono::milliseconds timeout{30000};
+  // Restart waits double from min to max while the worker keeps dying young.
+  std::chrono::milliseconds restart_min{100};
+  std::chrono::milliseconds restart_max{10000};
+  // More than crash_limit deaths within crash_window make the sink unhealthy until a worker has
+  // stayed up for stable_after (which also resets the restart backoff).
+  int crash_limit = 5;
+  std::chrono::milliseconds crash_window{60000};
+  std::chrono::milliseconds stable_after{30000};
+  // stop(): after closing its stdin, how long the worker may take to finish and exit before
+  // SIGTERM, and how long after SIGTERM before SIGKILL.
+  std::chrono::milliseconds stop_grace{2000};
+  std::chrono::milliseconds term_grace{1000};
+};
+
+class WorkerSink : public Sink {
+ public:
+  // Starts the worker in the background; deliveries wait (up to timeout) for it to be up.
+  explicit WorkerSink(WorkerOptions options);
+  // Calls stop().
+  ~WorkerSink() override;
+  WorkerSink(const WorkerSink&) = delete;
+  WorkerSink& operator=(const WorkerSink&) = delete;
+
+  // Blocks until the worker answers this delivery, dies (nak 1s, "worker exited"), or the
+  // timeout passes (nak 1s, "worker timed out").
+  SinkResult deliver(const Message& message, const std::string& subscription) override;
+  bool healthy() const override;
+  std::string describe() const override;
+  // Closes the worker's stdin, lets it answer what is in flight for up to stop_grace, then
+  // SIGTERM, then SIGKILL. What is still unanswered naks. Idempotent.
+  void stop() override;
+
+  // For tests and /status: the current worker's pid (0 while none runs) and how many workers
+  // have been started so far.
+  pid_t worker_pid() const;
+  uint64_t starts() const;
+
+ private:
+  struct Worker;
+  struct InFlight;
+  using Clock = std::chrono::steady_clock;
+
+  // The supervisor thread: starts the worker, reads its answers, settles deliveries that ran
+  // out of time, notices deaths and runs the stop sequence.
+  void supervise();
+  void spawn_locked(Clock::time_point now);
+  void note_death_locked(Clock::time_point started, Clock::time_point now);
+  // Drains the worker's stdout; false once it is closed.
+  bool read_answers(Worker& worker);
+  void handle_line(std::string_view line);
+  // Naks what the current worker holds, then waits for it to exit: politely until
+  // `polite_until`, then SIGTERM and `term_grace`, then SIGKILL. Unlocks while waiting.
+  void retire_worker(std::unique_lock<std::mutex>& lock, const std::string& reason,
+                     Clock::time_point polite_until, std::chrono::milliseconds term_grace);
+  void expire_deliveries(std::unique_lock<std::mutex>& lock, Clock::time_point now);
+  void complete_locked(InFlight& entry, SinkResult result);
+  void wake();
+
+  const WorkerOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable worker_up_;
+  std::shared_ptr<Worker> worker_;  // null while none runs
+  std::map<uint64_t, std::shared_ptr<InFlight>> in_flight_;
+  uint64_t next_id_ = 1;
+  uint64_t starts_ = 0;
+  bool stopping_ = false;
+  bool stopped_ = false;
+  Clock::time_point restart_at_{};
+  int quick_deaths_ = 0;  // consecutive deaths of young workers: the backoff exponent
+  std::deque<Clock::time_point> deaths_;  // within crash_window
+  bool crash_looping_ = false;
+  int wake_fd_ = -1;    // an eventfd that interrupts the supervisor's poll
+  std::mutex join_mu_;  // stop() may be called from several threads
+  std::thread supervisor_;
+};
+
+}  // namespace natsfleet::sinks

@@ -1,0 +1,174 @@
+// `natsfleet run` as users run it: separate processes against a real nats-server, killed,
+// signalled and restarted.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "support/broker_client.h"
+#include "support/daemon_process.h"
+#include "support/nats_server.h"
+
+namespace natsfleet::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string work_config(const std::string& name, const std::string& sink_path, int health_port,
+                        const std::string& extra_work = {}) {
+  return "name = \"" + name + "\"\n" +
+         "shutdown_timeout = \"5s\"\n"
+         "[health]\n"
+         "listen = \"127.0.0.1:" +
+         std::to_string(health_port) +
+         "\"\n"
+         "[[work]]\n"
+         "name = \"jobs-worker\"\n"
+         "subject = \"jobs.run\"\n"
+         "ack_wait = \"2s\"\n"
+         "heartbeat = \"500ms\"\n"
+         "concurrency = 4\n" +
+         extra_work + "sink = { type = \"file\", path = \"" + sink_path + "\" }\n";
+}
+
+int readyz(int port) {
+  int status = 0;
+  http_get(port, "/readyz", &status);
+  return status;
+}
+
+TEST(Daemon, TwoReplicasShareWorkAndASigkillLosesNothing) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  TempDir dir;
+  const int port_a = free_loopback_port(), port_b = free_loopback_port();
+  DaemonProcess a(dir.path(), "a", work_config("a", dir.path() + "/a.jsonl", port_a),
+                  {"--server", server.url()});
+  DaemonProcess b(dir.path(), "b", work_config("b", dir.path() + "/b.jsonl", port_b),
+                  {"--server", server.url()});
+  a.start();
+  b.start();
+  ASSERT_TRUE(wait_for([&] { return readyz(port_a) == 200 && readyz(port_b) == 200; }, 15s))
+      << a.log() << b.log();
+
+  constexpr int kMessages = 20'000;
+  std::thread publisher([&] { admin.publish_many("jobs.run", kMessages); });
+  // At about a third, replica b dies without a chance to ack what it holds.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return read_sink_file(dir.path() + "/a.jsonl").records +
+                   read_sink_file(dir.path() + "/b.jsonl").records >=
+               kMessages / 3;
+      },
+      60s));
+  b.signal(SIGKILL);
+  publisher.join();
+
+  std::set<std::string> distinct;
+  size_t total = 0;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        distinct.clear();
+        total = 0;
+        for (const char* f : {"/a.jsonl", "/b.jsonl"}) {
+          auto sink = read_sink_file(dir.path() + f);
+          total += sink.records;
+          distinct.insert(sink.payloads.begin(), sink.payloads.end());
+        }
+        return distinct.size() == kMessages;
+      },
+      60s))
+      << "distinct " << distinct.size() << "\n"
+      << a.log();
+  RecordProperty("duplicates", static_cast<int>(total - distinct.size()));
+  std::printf("20000 messages, replica b killed: %zu records, %zu duplicates, 0 lost\n", total,
+              total - distinct.size());
+  a.signal(SIGTERM);
+  EXPECT_EQ(a.wait_exit(10s), 0) << a.log();
+}
+
+class ConsumerDeletedByHand : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ConsumerDeletedByHand, IsRecreatedOrExits70) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  TempDir dir;
+  const int port = free_loopback_port();
+  DaemonProcess d(
+      dir.path(), "d",
+      work_config("d", dir.path() + "/d.jsonl", port, "on_missing = \"" + GetParam() + "\"\n"),
+      {"--server", server.url()});
+  d.start();
+  ASSERT_TRUE(wait_for([&] { return readyz(port) == 200; }, 15s)) << d.log();
+  admin.publish_many("jobs.run", 100, "first-");
+  ASSERT_TRUE(
+      wait_for([&] { return read_sink_file(dir.path() + "/d.jsonl").records >= 100; }, 15s));
+  admin.delete_consumer("JOBS", "jobs-worker");
+  if (GetParam() == "exit") {
+    EXPECT_EQ(d.wait_exit(15s), 70) << d.log();
+    return;
+  }
+  ASSERT_TRUE(wait_for([&] { return admin.api().consumer_info("JOBS", "jobs-worker").ok(); }, 15s))
+      << d.log();
+  admin.publish_many("jobs.run", 100, "second-");
+  ASSERT_TRUE(wait_for([&] { return read_sink_file(dir.path() + "/d.jsonl").records >= 200; }, 15s))
+      << d.log();
+  EXPECT_TRUE(d.running());
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(10s), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(OnMissing, ConsumerDeletedByHand, ::testing::Values("recreate", "exit"));
+
+TEST(Daemon, SigtermMidStreamExitsZeroAndEveryWrittenRecordWasAcked) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  TempDir dir;
+  const int port = free_loopback_port();
+  const std::string sink = dir.path() + "/s.jsonl";
+  // fsync = "batch" makes each record wait for the disk: the backlog lasts long enough to be
+  // interrupted.
+  std::string config = work_config("s", sink, port);
+  config.replace(config.find("ack_wait = \"2s\""), 15, "ack_wait = \"60s\"");
+  config.replace(config.find("\" }\n"), 4, "\", fsync = \"batch\" }\n");
+  DaemonProcess d(dir.path(), "s", config, {"--server", server.url()});
+  constexpr size_t kMessages = 5'000;
+  admin.publish_many("jobs.run", kMessages);
+  d.start();
+  ASSERT_TRUE(wait_for([&] { return read_sink_file(sink).records >= 300; }, 30s)) << d.log();
+  const auto before = std::chrono::steady_clock::now();
+  d.signal(SIGTERM);
+  auto code = d.wait_exit(10s);
+  ASSERT_TRUE(code.has_value()) << "did not exit within the deadline\n" << d.log();
+  EXPECT_EQ(*code, 0) << d.log();
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 7s);
+
+  // Everything written was acked: the ack floor stands exactly at the last written record (what
+  // was buffered but never written was nak'd back, and waits for the next replica).
+  const size_t written = read_sink_file(sink).records;
+  ASSERT_LT(written, kMessages) << "the daemon finished before SIGTERM: not mid-stream";
+  auto info = admin.consumer("JOBS", "jobs-worker");
+  EXPECT_EQ(info.ack_floor_stream_seq, written) << "written " << written;
+
+  // A restart continues where it stopped: no written record comes back (ack_wait is 60 s, so a
+  // redelivery here could only be a message that was written but not acked).
+  DaemonProcess again(dir.path(), "s", config, {"--server", server.url()});
+  again.start();
+  ASSERT_TRUE(wait_for([&] { return read_sink_file(sink).records >= kMessages; }, 120s))
+      << again.log();
+  auto all = read_sink_file(sink);
+  std::set<std::string> distinct(all.payloads.begin(), all.payloads.end());
+  EXPECT_EQ(distinct.size(), kMessages);
+  EXPECT_EQ(all.records, kMessages) << "duplicates after a clean SIGTERM";
+  again.signal(SIGTERM);
+  EXPECT_EQ(again.wait_exit(10s), 0);
+}
+
+}  // namespace
+}  // namespace natsfleet::testing

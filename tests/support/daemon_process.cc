@@ -1,0 +1,103 @@
+#include "support/daemon_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace natsfleet::testing {
+
+DaemonProcess::DaemonProcess(std::string dir, std::string name, std::string config,
+                             std::vector<std::string> extra_args)
+    : dir_(std::move(dir)), name_(std::move(name)), extra_args_(std::move(extra_args)) {
+  std::ofstream(config_path()) << config;
+}
+
+DaemonProcess::~DaemonProcess() {
+  if (pid_ > 0 && !exit_code_) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+void DaemonProcess::start() {
+  std::vector<std::string> args = {NATSFLEET_CLI_BIN, "run", config_path()};
+  args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string log_path = dir_ + "/" + name_ + ".log";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                   0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  exit_code_.reset();
+  if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0)
+    throw std::runtime_error("cannot start natsfleet");
+  posix_spawn_file_actions_destroy(&actions);
+}
+
+void DaemonProcess::signal(int sig) {
+  if (pid_ > 0 && !exit_code_) ::kill(pid_, sig);
+}
+
+std::optional<int> DaemonProcess::wait_exit(std::chrono::milliseconds timeout) {
+  if (exit_code_) return exit_code_;
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return exit_code_;
+    }
+    if (std::chrono::steady_clock::now() >= until) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+bool DaemonProcess::running() { return pid_ > 0 && !wait_exit(std::chrono::milliseconds(0)); }
+
+std::string DaemonProcess::log() const {
+  std::ifstream in(dir_ + "/" + name_ + ".log");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TempDir::TempDir() {
+  std::string pattern = "/tmp/natsfleet-e2e-XXXXXX";
+  if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp");
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+SinkFile read_sink_file(const std::string& path) {
+  SinkFile f;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto record = nlohmann::json::parse(line, nullptr, false);
+    if (!record.is_object()) continue;
+    ++f.records;
+    if (record.value("delivered", 1) > 1) ++f.redelivered;
+    f.payloads.push_back(record.value("data", std::string()));
+  }
+  return f;
+}
+
+}  // namespace natsfleet::testing

@@ -1,0 +1,59 @@
+// `natsfleet run` as a separate process for end-to-end tests: writes its config, starts it,
+// signals it, waits for its exit code, and keeps its log for failure messages.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace natsfleet::testing {
+
+class DaemonProcess {
+ public:
+  // `config` is the TOML text; it is written to <dir>/<name>.toml.
+  DaemonProcess(std::string dir, std::string name, std::string config,
+                std::vector<std::string> extra_args = {});
+  // Kills the process (SIGKILL) if still running.
+  ~DaemonProcess();
+  DaemonProcess(const DaemonProcess&) = delete;
+  DaemonProcess& operator=(const DaemonProcess&) = delete;
+
+  void start();
+  void signal(int sig);
+  // The exit code (or 128 + signal) once it exited within `timeout`, nullopt otherwise.
+  std::optional<int> wait_exit(std::chrono::milliseconds timeout);
+  bool running();
+  std::string log() const;
+  std::string config_path() const { return dir_ + "/" + name_ + ".toml"; }
+
+ private:
+  std::string dir_;
+  std::string name_;
+  std::vector<std::string> extra_args_;
+  pid_t pid_ = -1;
+  std::optional<int> exit_code_;
+};
+
+// A temporary directory removed with everything in it when the object goes.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Lines of a JSONL sink file parsed: payload ("data") -> how many times it was written.
+struct SinkFile {
+  size_t records = 0;
+  size_t redelivered = 0;
+  std::vector<std::string> payloads;
+};
+SinkFile read_sink_file(const std::string& path);
+
+}  // namespace natsfleet::testing

@@ -1,0 +1,289 @@
+// Configs that are right: every value lands in the typed config, defaults fill the rest, and file
+// paths are found next to the config file.
+#include "config/daemon_config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <unistd.h>
+
+namespace natsfleet::config {
+namespace {
+
+using std::chrono::milliseconds;
+
+// The contract's example, verbatim.
+constexpr const char* kContractExample =
+    R"(name = "mailer"                          # service name: client name, logs, metrics label
+servers = ["nats://127.0.0.1:4222"]      # omitted: embedded broker
+credentials = "svc.creds"                # optional
+tls = { ca = "ca.pem", cert = "cert.pem", key = "key.pem" }   # optional; all files
+log_format = "text"                      # text | json   (optional, default text)
+shutdown_timeout = "10s"                 # optional: how long SIGTERM waits for handlers
+[health]
+listen = "127.0.0.1:9464"                # /healthz /readyz /metrics /status ; default 127.0.0.1:9464
+[[work]]
+name = "mail-relay"                      # the shared consumer's name
+subject = "mail.outgoing"
+stream = ""                              # optional; found by subject when empty
+shape = "pull"                           # pull | push-queue   (push-queue: accept and record it; the runtime may reject it later)
+ack_wait = "30s"
+max_deliver = 5
+max_ack_pending = 1000
+start = "all"                            # all | new
+on_missing = "recreate"                  # recreate | exit
+heartbeat = "5s"
+concurrency = 1
+sink = { type = "file", path = "out/mail.jsonl" }
+[[broadcast]]
+name = "status"
+subject = "member.*.status"
+concurrency = 1                           # optional
+sink = { type = "stdout" }
+)";
+
+std::string source_dir() { return NATSFLEET_SOURCE_DIR; }
+
+TEST(DaemonConfig, ContractExampleParsesIntoExactValues) {
+  const DaemonConfig config = parse_config(kContractExample, "/etc/natsfleet/mailer.toml");
+  EXPECT_EQ(config.file, "/etc/natsfleet/mailer.toml");
+  EXPECT_EQ(config.fleet.name, "mailer");
+  EXPECT_EQ(config.fleet.servers, std::vector<std::string>{"nats://127.0.0.1:4222"});
+  EXPECT_EQ(config.fleet.credentials_file, "/etc/natsfleet/svc.creds");
+  EXPECT_EQ(config.fleet.tls.ca, "/etc/natsfleet/ca.pem");
+  EXPECT_EQ(config.fleet.tls.cert, "/etc/natsfleet/cert.pem");
+  EXPECT_EQ(config.fleet.tls.key, "/etc/natsfleet/key.pem");
+  EXPECT_EQ(config.log_format, "text");
+  EXPECT_EQ(config.shutdown_timeout, milliseconds(10000));
+  EXPECT_EQ(config.health_listen, "127.0.0.1:9464");
+
+  ASSERT_EQ(config.work.size(), 1u);
+  const WorkConfig& work = config.work[0];
+  EXPECT_EQ(work.line, 9);
+  EXPECT_EQ(work.shape, "pull");
+  EXPECT_EQ(work.spec.name, "mail-relay");
+  EXPECT_EQ(work.spec.subject, "mail.outgoing");
+  EXPECT_EQ(work.spec.stream, "");
+  EXPECT_EQ(work.spec.shape, WorkShape::pull);
+  EXPECT_EQ(work.spec.ack_wait, milliseconds(30000));
+  EXPECT_EQ(work.spec.max_deliver, 5);
+  EXPECT_EQ(work.spec.max_ack_pending, 1000);
+  EXPECT_EQ(work.spec.start, StartAt::all);
+  EXPECT_EQ(work.spec.on_missing, OnMissing::recreate);
+  EXPECT_EQ(work.spec.heartbeat, milliseconds(5000));
+  EXPECT_EQ(work.spec.concurrency, 1);
+  EXPECT_EQ(work.sink.type, "file");
+  EXPECT_EQ(work.sink.path, "/etc/natsfleet/out/mail.jsonl");
+  EXPECT_EQ(work.sink.fsync, "never");
+  EXPECT_EQ(work.sink.line, 21);
+
+  ASSERT_EQ(config.broadcast.size(), 1u);
+  const BroadcastConfig& broadcast = config.broadcast[0];
+  EXPECT_EQ(broadcast.line, 22);
+  EXPECT_EQ(broadcast.spec.name, "status");
+  EXPECT_EQ(broadcast.spec.subject, "member.*.status");
+  EXPECT_EQ(broadcast.spec.concurrency, 1);
+  EXPECT_EQ(broadcast.sink.type, "stdout");
+  EXPECT_EQ(broadcast.sink.line, 26);
+}
+
+TEST(DaemonConfig, OmittedKeysTakeTheDefaults) {
+  const DaemonConfig config = parse_config(R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "stdout" }
+[[broadcast]]
+name = "b"
+subject = "c.>"
+sink = { type = "stdout" }
+)",
+                                           "svc.toml");
+  const WorkSpec defaults;
+  EXPECT_TRUE(config.fleet.servers.empty());
+  EXPECT_EQ(config.fleet.credentials_file, "");
+  EXPECT_EQ(config.fleet.tls.ca, "");
+  EXPECT_EQ(config.fleet.connect_timeout, FleetOptions{}.connect_timeout);
+  EXPECT_EQ(config.health_listen, "127.0.0.1:9464");
+  EXPECT_EQ(config.log_format, "text");
+  EXPECT_EQ(config.shutdown_timeout, milliseconds(10000));
+  const WorkConfig& work = config.work.at(0);
+  EXPECT_EQ(work.shape, "pull");
+  EXPECT_EQ(work.spec.stream, defaults.stream);
+  EXPECT_EQ(work.spec.ack_wait, defaults.ack_wait);
+  EXPECT_EQ(work.spec.max_deliver, defaults.max_deliver);
+  EXPECT_EQ(work.spec.max_ack_pending, defaults.max_ack_pending);
+  EXPECT_EQ(work.spec.start, defaults.start);
+  EXPECT_EQ(work.spec.on_missing, defaults.on_missing);
+  EXPECT_EQ(work.spec.heartbeat, defaults.heartbeat);
+  EXPECT_EQ(work.spec.concurrency, defaults.concurrency);
+  EXPECT_EQ(work.spec.batch, defaults.batch);
+  EXPECT_EQ(work.spec.pull_expires, defaults.pull_expires);
+  EXPECT_EQ(config.broadcast.at(0).spec.concurrency, BroadcastSpec{}.concurrency);
+}
+
+TEST(DaemonConfig, EveryValueOtherThanTheDefaultIsRead) {
+  const DaemonConfig config = parse_config(R"(name = "svc"
+servers = ["tls://user:secret@broker-1:4443", "nats://[::1]:4222"]
+log_format = "json"
+shutdown_timeout = "1m30s"
+[health]
+listen = "[::1]:0"
+[[work]]
+name = "w"
+subject = "jobs.>"
+stream = "JOBS"
+shape = "push-queue"
+ack_wait = "2m"
+max_deliver = -1
+max_ack_pending = 64
+start = "new"
+on_missing = "exit"
+heartbeat = "250ms"
+concurrency = 8
+sink = { type = "file", path = "/var/lib/svc/jobs.jsonl", fsync = "batch" }
+)",
+                                           "svc.toml");
+  EXPECT_EQ(config.fleet.servers,
+            (std::vector<std::string>{"tls://user:secret@broker-1:4443", "nats://[::1]:4222"}));
+  EXPECT_EQ(config.log_format, "json");
+  EXPECT_EQ(config.shutdown_timeout, milliseconds(90000));
+  EXPECT_EQ(config.health_listen, "[::1]:0");
+  const WorkConfig& work = config.work.at(0);
+  EXPECT_EQ(work.shape, "push-queue");
+  EXPECT_EQ(work.spec.shape, WorkShape::pull);
+  EXPECT_EQ(work.spec.stream, "JOBS");
+  EXPECT_EQ(work.spec.ack_wait, milliseconds(120000));
+  EXPECT_EQ(work.spec.max_deliver, -1);
+  EXPECT_EQ(work.spec.max_ack_pending, 64);
+  EXPECT_EQ(work.spec.start, StartAt::new_messages);
+  EXPECT_EQ(work.spec.on_missing, OnMissing::exit);
+  EXPECT_EQ(work.spec.heartbeat, milliseconds(250));
+  EXPECT_EQ(work.spec.concurrency, 8);
+  EXPECT_EQ(work.sink.path, "/var/lib/svc/jobs.jsonl");
+  EXPECT_EQ(work.sink.fsync, "batch");
+}
+
+TEST(DaemonConfig, WorkerAndHttpSinksReadWithTheirDefaultTimeouts) {
+  const DaemonConfig config = parse_config(R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "worker", command = ["/usr/bin/python3", "worker.py"] }
+[[work]]
+name = "v"
+subject = "a.c"
+sink = { type = "worker", command = ["/usr/bin/worker"], timeout = "5s" }
+[[work]]
+name = "h"
+subject = "a.d"
+sink = { type = "http", url = "http://127.0.0.1:8080/hook" }
+[[broadcast]]
+name = "g"
+subject = "a.e"
+[broadcast.sink]
+type = "http"
+url = "https://hooks.example.com/x"
+timeout = "2s"
+headers = { "Authorization" = "Bearer x", X-Source = "natsfleet" }
+)",
+                                           "svc.toml");
+  EXPECT_EQ(config.work.at(0).sink.command,
+            (std::vector<std::string>{"/usr/bin/python3", "worker.py"}));
+  EXPECT_EQ(config.work.at(0).sink.timeout, milliseconds(30000));
+  EXPECT_EQ(config.work.at(1).sink.timeout, milliseconds(5000));
+  EXPECT_EQ(config.work.at(2).sink.url, "http://127.0.0.1:8080/hook");
+  EXPECT_EQ(config.work.at(2).sink.timeout, milliseconds(10000));
+  EXPECT_TRUE(config.work.at(2).sink.headers.empty());
+  const SinkConfig& hook = config.broadcast.at(0).sink;
+  EXPECT_EQ(hook.line, 17);
+  EXPECT_EQ(hook.url, "https://hooks.example.com/x");
+  EXPECT_EQ(hook.timeout, milliseconds(2000));
+  EXPECT_EQ(hook.headers, (std::map<std::string, std::string>{{"Authorization", "Bearer x"},
+                                                              {"X-Source", "natsfleet"}}));
+}
+
+TEST(DaemonConfig, RelativeFileSinkPathIsResolvedAgainstTheConfigDirectory) {
+  constexpr const char* kText = R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "file", path = "out/w.jsonl" }
+[[work]]
+name = "v"
+subject = "a.c"
+sink = { type = "file", path = "/abs/v.jsonl" }
+)";
+  const DaemonConfig nested = parse_config(kText, "deploy/prod/svc.toml");
+  EXPECT_EQ(nested.work.at(0).sink.path, "deploy/prod/out/w.jsonl");
+  EXPECT_EQ(nested.work.at(1).sink.path, "/abs/v.jsonl");
+  // No directory part: the config is in the working directory, and so are its files.
+  const DaemonConfig here = parse_config(kText, "svc.toml");
+  EXPECT_EQ(here.work.at(0).sink.path, "out/w.jsonl");
+}
+
+TEST(DaemonConfig, LoadConfigReadsTheFileAndResolvesItsPaths) {
+  const std::string dir = source_dir() + "/tests/unit/config/testdata";
+  const DaemonConfig config = load_config(dir + "/mailer.toml");
+  EXPECT_EQ(config.file, dir + "/mailer.toml");
+  EXPECT_EQ(config.fleet.name, "mailer");
+  EXPECT_EQ(config.work.at(0).sink.path, dir + "/out/mail.jsonl");
+  EXPECT_EQ(config.fleet.credentials_file, dir + "/svc.creds");
+  EXPECT_EQ(config.broadcast.at(0).spec.subject, "member.*.status");
+}
+
+TEST(DaemonConfig, LoadConfigOnAMissingFileNamesItWithLineZero) {
+  const std::string path = "/nonexistent/natsfleet/missing.toml";
+  try {
+    load_config(path);
+    FAIL() << "loaded a missing file";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(error.file(), path);
+    EXPECT_EQ(error.line(), 0);
+    EXPECT_EQ(error.key(), "");
+    EXPECT_EQ(std::string(error.what()).rfind(path + ":0: cannot read", 0), 0u) << error.what();
+  }
+}
+
+TEST(DaemonConfig, LoadConfigOnADirectoryCannotRead) {
+  try {
+    load_config(source_dir());
+    FAIL() << "loaded a directory";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(error.line(), 0);
+    EXPECT_NE(std::string(error.what()).find("cannot read"), std::string::npos);
+  }
+}
+
+TEST(DaemonConfig, LoadConfigReportsErrorsWithTheFilesPath) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("natsfleet_config_test_" + std::to_string(::getpid()) + ".toml");
+  {
+    std::ofstream out(path);
+    out << "name = \"svc\"\n[[work]]\nname = \"w\"\nsubject = \"a b\"\nsink = { type = \"stdout\" "
+           "}\n";
+  }
+  try {
+    load_config(path.string());
+    FAIL() << "accepted a bad subject";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(error.file(), path.string());
+    EXPECT_EQ(error.line(), 4);
+    EXPECT_EQ(error.key(), "work[0].subject");
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(ConfigError, MessageIsFileLineKeyProblem) {
+  const ConfigError error("svc.toml", 12, "work[1].sink.path", "missing");
+  EXPECT_STREQ(error.what(), "svc.toml:12: work[1].sink.path: missing");
+  EXPECT_EQ(error.problem(), "missing");
+  // No key applies to a syntax error: the key part is left out rather than left empty.
+  EXPECT_STREQ(ConfigError("svc.toml", 3, "", "bad value").what(), "svc.toml:3: bad value");
+}
+
+}  // namespace
+}  // namespace natsfleet::config

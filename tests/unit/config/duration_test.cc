@@ -1,0 +1,57 @@
+#include "config/duration.h"
+
+#include <gtest/gtest.h>
+
+namespace natsfleet::config {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(Duration, ReadsEachUnitAndCombinations) {
+  EXPECT_EQ(parse_duration("250ms"), milliseconds(250));
+  EXPECT_EQ(parse_duration("30s"), milliseconds(30'000));
+  EXPECT_EQ(parse_duration("2m"), milliseconds(120'000));
+  EXPECT_EQ(parse_duration("1h"), milliseconds(3'600'000));
+  EXPECT_EQ(parse_duration("1m30s"), milliseconds(90'000));
+  EXPECT_EQ(parse_duration("1h2m3s4ms"), milliseconds(3'723'004));
+  EXPECT_EQ(parse_duration("90s"), milliseconds(90'000));
+  EXPECT_EQ(parse_duration("0s"), milliseconds(0));
+}
+
+TEST(Duration, RefusesAnythingElse) {
+  for (const char* bad : {"",
+                          "30",
+                          "30 s",
+                          " 30s",
+                          "30s ",
+                          "-1s",
+                          "+1s",
+                          "1x",
+                          "1.5s",
+                          "s",
+                          "ms",
+                          "30S",
+                          "1s1m",
+                          "1s1s",
+                          "1m1m",
+                          "1ms1s",
+                          "30sec",
+                          "1d",
+                          "1s30",
+                          "99999999999999999999s",
+                          "9223372036854775807h"})
+    EXPECT_FALSE(parse_duration(bad).has_value()) << '"' << bad << '"';
+}
+
+TEST(Duration, FormatsTheShortestFormThatReadsBack) {
+  EXPECT_EQ(format_duration(milliseconds(0)), "0s");
+  EXPECT_EQ(format_duration(milliseconds(250)), "250ms");
+  EXPECT_EQ(format_duration(milliseconds(90'000)), "1m30s");
+  EXPECT_EQ(format_duration(milliseconds(3'600'000)), "1h");
+  EXPECT_EQ(format_duration(milliseconds(1'500)), "1s500ms");
+  for (auto ms : {1, 999, 1000, 61'001, 3'723'004, 86'400'000})
+    EXPECT_EQ(parse_duration(format_duration(milliseconds(ms))), milliseconds(ms));
+}
+
+}  // namespace
+}  // namespace natsfleet::config

@@ -1,0 +1,112 @@
+#include "sinks/worker_protocol.h"
+
+#include <gtest/gtest.h>
+
+#include "sink_test_util.h"
+
+namespace natsfleet::sinks {
+namespace {
+
+using namespace std::chrono_literals;
+
+WorkerAnswer parse_ok(std::string_view line) {
+  std::string why;
+  auto answer = parse_worker_answer(line, why);
+  EXPECT_TRUE(answer) << line << ": " << why;
+  return answer.value_or(WorkerAnswer{});
+}
+
+TEST(ParseWorkerAnswer, AckNakAndTerm) {
+  auto ack = parse_ok(R"({"id":3,"result":"ack"})");
+  EXPECT_EQ(ack.id, 3u);
+  EXPECT_EQ(ack.result.disposition.kind(), Disposition::Kind::ack);
+  EXPECT_TRUE(ack.result.error.empty());
+
+  auto nak = parse_ok(R"({"id":4,"result":"nak","delay":"5s","error":"smtp busy"})");
+  EXPECT_EQ(nak.result.disposition.kind(), Disposition::Kind::nak);
+  EXPECT_EQ(nak.result.disposition.delay(), 5s);
+  EXPECT_EQ(nak.result.error, "worker: smtp busy");
+
+  auto plain_nak = parse_ok(R"({"id":5,"result":"nak"})");
+  EXPECT_EQ(plain_nak.result.disposition.delay(), 0ms);
+
+  auto term = parse_ok(R"({"id":6,"result":"term"})");
+  EXPECT_EQ(term.result.disposition.kind(), Disposition::Kind::term);
+}
+
+TEST(ParseWorkerAnswer, CarriesPublishesWithoutIds) {
+  auto a = parse_ok(
+      R"({"id":1,"result":"ack","publish":[{"subject":"a.b","data":"x"},{"subject":"c"}]})");
+  ASSERT_EQ(a.result.publish.size(), 2u);
+  EXPECT_EQ(a.result.publish[0].subject, "a.b");
+  EXPECT_EQ(a.result.publish[0].data, "x");
+  EXPECT_EQ(a.result.publish[1].subject, "c");
+  EXPECT_EQ(a.result.publish[1].data, "");
+  EXPECT_TRUE(a.result.publish[0].msg_id.empty());
+}
+
+TEST(ParseWorkerAnswer, UnknownResultAndBadFieldsAreNaks) {
+  for (const char* line :
+       {R"({"id":1,"result":"maybe"})", R"({"id":1})", R"({"id":1,"result":"nak","delay":"soon"})",
+        R"({"id":1,"result":"ack","publish":{"subject":"a"}})",
+        R"({"id":1,"result":"ack","publish":[{"data":"x"}]})",
+        R"({"id":1,"result":"ack","publish":[{"subject":"a","data":7}]})"}) {
+    auto a = parse_ok(line);
+    EXPECT_EQ(a.result.disposition.kind(), Disposition::Kind::nak) << line;
+    EXPECT_EQ(a.result.disposition.delay(), kWorkerRetryDelay) << line;
+    EXPECT_TRUE(a.result.publish.empty()) << line;
+    EXPECT_FALSE(a.result.error.empty()) << line;
+  }
+}
+
+TEST(ParseWorkerAnswer, LinesWithoutAnIdAreRejected) {
+  std::string why;
+  for (const char* line : {"", "hello", "[1,2]", R"({"result":"ack"})", R"({"id":"7"})",
+                           R"({"id":-1,"result":"ack"})", R"({"id":1.5,"result":"ack"})"}) {
+    EXPECT_FALSE(parse_worker_answer(line, why)) << line;
+    EXPECT_FALSE(why.empty());
+  }
+}
+
+TEST(ParseDuration, UnitsFractionsAndCompounds) {
+  EXPECT_EQ(parse_duration("250ms"), 250ms);
+  EXPECT_EQ(parse_duration("5s"), 5s);
+  EXPECT_EQ(parse_duration("1.5s"), 1500ms);
+  EXPECT_EQ(parse_duration("2m"), 120s);
+  EXPECT_EQ(parse_duration("1h"), 3600s);
+  EXPECT_EQ(parse_duration("1m30s"), 90s);
+  EXPECT_EQ(parse_duration("0s"), 0ms);
+  EXPECT_FALSE(parse_duration(""));
+  EXPECT_FALSE(parse_duration("5"));
+  EXPECT_FALSE(parse_duration("s"));
+  EXPECT_FALSE(parse_duration("-5s"));
+  EXPECT_FALSE(parse_duration("5 s"));
+  EXPECT_FALSE(parse_duration("5d"));
+  EXPECT_FALSE(parse_duration("1.2.3s"));
+  EXPECT_FALSE(parse_duration("99999999h"));
+}
+
+TEST(ParseWorkerAnswer, NumericDelayIsSeconds) {
+  auto a = parse_ok(R"({"id":1,"result":"nak","delay":2.5})");
+  EXPECT_EQ(a.result.disposition.delay(), 2500ms);
+}
+
+TEST(PublishMsgId, JetStreamIdsFollowTheStreamSequence) {
+  auto m = testing::js_message("x", 42);
+  EXPECT_EQ(publish_msg_id(m, 0), "MAIL:42:0");
+  EXPECT_EQ(publish_msg_id(m, 3), "MAIL:42:3");
+  // A redelivery is the same stream message: the same ids.
+  EXPECT_EQ(publish_msg_id(testing::js_message("x", 42, 2), 0), "MAIL:42:0");
+}
+
+TEST(PublishMsgId, CoreIdsHashSubjectAndPayload) {
+  auto id = publish_msg_id(testing::core_message("up", "member.7.status"), 1);
+  EXPECT_EQ(id.rfind("member.7.status:", 0), 0u);
+  EXPECT_EQ(id.substr(id.size() - 2), ":1");
+  EXPECT_EQ(id, publish_msg_id(testing::core_message("up", "member.7.status"), 1));
+  EXPECT_NE(id, publish_msg_id(testing::core_message("down", "member.7.status"), 1));
+  EXPECT_NE(id, publish_msg_id(testing::core_message("up", "member.8.status"), 1));
+}
+
+}  // namespace
+}  // namespace natsfleet::sinks
