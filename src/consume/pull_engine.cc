@@ -16,7 +16,8 @@ PullEngine::PullEngine(nats::Connection& connection, Options options, Deliver de
       }()),
       deliver_(std::move(deliver)),
       signal_(std::move(signal)),
-      pull_subject_("$JS.API.CONSUMER.MSG.NEXT." + options_.stream + "." + options_.consumer) {}
+      pull_subject_("$JS.API.CONSUMER.MSG.NEXT." + options_.stream + "." + options_.consumer),
+      window_(options_.batch) {}
 
 PullEngine::~PullEngine() { stop(); }
 
@@ -127,6 +128,16 @@ bool PullEngine::heartbeat_missed() const {
   return running_ && requested_ > 0 && Clock::now() - last_activity_ > options_.heartbeat * 2;
 }
 
+void PullEngine::set_window(int messages) {
+  std::lock_guard lock(mu_);
+  window_ = std::max(messages, 1);
+}
+
+int PullEngine::window() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(window_);
+}
+
 int64_t PullEngine::buffered() const {
   std::lock_guard lock(mu_);
   return buffered_;
@@ -155,8 +166,8 @@ void PullEngine::refill() {
     const int64_t in_hand = requested_ + buffered_;
     // Pipelining: ask again once half the window is free, so the next batch is in flight while
     // the current one is handled.
-    if (in_hand > options_.batch / 2) return;
-    want = options_.batch - in_hand;
+    if (in_hand > window_ / 2) return;
+    want = window_ - in_hand;
     if (want <= 0) return;
     if (requested_ == 0) last_activity_ = Clock::now();  // heartbeats are owed from now on
     requested_ += want;

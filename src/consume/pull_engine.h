@@ -55,6 +55,9 @@ class PullEngine {
   // Requests are outstanding and the broker has been silent for two heartbeats.
   bool heartbeat_missed() const;
   int64_t buffered() const;
+  // Changes how many messages may be requested or buffered at once (at least 1).
+  void set_window(int messages);
+  int window() const;
   uint64_t pulls_sent() const;
 
  private:
@@ -74,6 +77,7 @@ class PullEngine {
   mutable std::mutex mu_;
   bool running_ = false;
   bool pulling_ = true;
+  int64_t window_ = 1;
   int64_t requested_ = 0;  // asked for and not yet delivered nor released by a status
   int64_t buffered_ = 0;   // delivered and not yet finished
   Clock::time_point last_activity_{};

@@ -27,9 +27,13 @@ class InProgress final : public detail::DeliveryControl {
   nats::Connection& connection_;
 };
 
-int derived_batch(const WorkSpec& spec) {
+constexpr int kMaxWindow = 256;
+
+// The first window: small, so slow handlers never sit on a large buffer; it grows once the
+// handlers prove fast (see adapt_window).
+int initial_window(const WorkSpec& spec) {
   if (spec.batch > 0) return spec.batch;
-  return std::clamp(spec.concurrency * 16, 16, std::max(16, std::min(256, spec.max_ack_pending)));
+  return std::min({spec.concurrency * 4, kMaxWindow, spec.max_ack_pending});
 }
 
 }  // namespace
@@ -208,7 +212,7 @@ void WorkSubscription::install_engine(const std::string& stream) {
   consume::PullEngine::Options options{
       .stream = stream,
       .consumer = spec_.name,
-      .batch = derived_batch(spec_),
+      .batch = initial_window(spec_),
       .expires = spec_.pull_expires,
       .heartbeat = spec_.heartbeat,
   };
@@ -445,6 +449,25 @@ void WorkSubscription::go_fatal(const std::string& reason) {
   ctx_.fatal(spec_.name, reason);
 }
 
+void WorkSubscription::adapt_window(Clock::duration handler_time) {
+  if (spec_.batch > 0) return;  // fixed by the spec
+  // An average of recent handler times, in nanoseconds (races between handler threads only blur
+  // the average).
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(handler_time).count();
+  const int64_t avg = handler_ns_avg_.load(std::memory_order_relaxed);
+  const int64_t next = avg == 0 ? ns : avg + (ns - avg) / 8;
+  handler_ns_avg_.store(next, std::memory_order_relaxed);
+  if (handled_since_adapt_.fetch_add(1, std::memory_order_relaxed) % 32 != 31) return;
+  // A buffered message must be started well within ack_wait: the window holds at most a quarter
+  // of ack_wait's worth of work for this replica's handlers.
+  const auto budget = std::chrono::duration_cast<std::chrono::nanoseconds>(spec_.ack_wait).count() / 4;
+  const int64_t fits = budget / std::max<int64_t>(next, 1) * spec_.concurrency;
+  const int window = static_cast<int>(std::clamp<int64_t>(
+      fits, spec_.concurrency, std::min(kMaxWindow, spec_.max_ack_pending)));
+  std::lock_guard lock(engine_mu_);
+  if (engine_) engine_->set_window(window);
+}
+
 void WorkSubscription::send_ack(const std::string& reply, std::string_view body) {
   if (reply.empty()) return;
   (void)ctx_.connection->publish(reply, std::string(body));
@@ -459,6 +482,7 @@ void WorkSubscription::process(nats::InboundMessage&& in) {
                   in.reply, in_progress_);
 
   Disposition outcome = Disposition::ack();
+  const auto started = Clock::now();
   try {
     outcome = handler_(message);
   } catch (const std::exception& e) {
@@ -472,6 +496,7 @@ void WorkSubscription::process(nats::InboundMessage&& in) {
     status_.counters.handler_errors++;
     outcome = Disposition::nak(spec_.nak_backoff_min);
   }
+  adapt_window(Clock::now() - started);
   // The broker will not redeliver past max_deliver: say so explicitly (terminated advisory).
   if (outcome.kind() == Disposition::Kind::nak && spec_.max_deliver > 0 &&
       delivered >= static_cast<uint64_t>(spec_.max_deliver))

@@ -56,6 +56,9 @@ class WorkSubscription final : public Supervised {
   void process(nats::InboundMessage&& msg);
   void on_pull_signal(const consume::PullStatus& status);
   void send_ack(const std::string& reply, std::string_view body);
+  // Sizes the pull window from measured handler times: large for fast handlers (throughput),
+  // small for slow ones (nothing waits in the buffer past ack_wait).
+  void adapt_window(Clock::duration handler_time);
   // Naks a message this replica will not handle, so another replica gets it at once.
   void give_back(nats::InboundMessage&& msg);
 
@@ -80,6 +83,9 @@ class WorkSubscription final : public Supervised {
 
   std::mutex signal_mu_;
   std::optional<consume::PullStatus> signal_;  // the latest unsettled status from the engine
+
+  std::atomic<int64_t> handler_ns_avg_{0};
+  std::atomic<uint64_t> handled_since_adapt_{0};
 
   std::mutex engine_mu_;
   std::unique_ptr<consume::PullEngine> engine_;

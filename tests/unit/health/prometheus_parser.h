@@ -26,8 +26,8 @@ struct Sample {
 
 struct ParsedMetrics {
   std::vector<Sample> samples;  // in text order
-  std::map<std::string, std::string>
-      types;  // family name -> counter|gauge|histogram|summary|untyped
+  // Family name -> counter | gauge | histogram | summary | untyped, from the TYPE lines.
+  std::map<std::string, std::string> types;
   std::map<std::string, std::string> help;  // family name -> docstring, unescaped
 
   // The sample with exactly these labels, or nullptr.
