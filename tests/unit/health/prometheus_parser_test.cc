@@ -6,10 +6,6 @@
 #include <stdexcept>
 #include <string>
 
-// tests/unit/CMakeLists.txt builds only *_test.cc here; until it lists prometheus_parser.cc as a
-// source of the health tests, this is the one translation unit that compiles it.
-#include "prometheus_parser.cc"  // NOLINT(bugprone-suspicious-include)
-
 namespace natsfleet::testing {
 namespace {
 
