@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <thread>
 
@@ -27,6 +28,7 @@ struct Daemon::State {
   std::unique_ptr<broker::EmbeddedBroker> broker;
   health::DaemonMetrics metrics;
   std::vector<std::unique_ptr<sinks::Sink>> sinks;
+  std::map<std::string, const sinks::Sink*> sink_of;  // subscription name -> its sink
   std::unique_ptr<Fleet> fleet;
   std::unique_ptr<health::HealthServer> health_server;
   std::string fatal_reason;
@@ -126,6 +128,10 @@ Result<void> publish_all(Fleet& fleet, const std::vector<sinks::Publish>& messag
 
 }  // namespace
 
+// The fleet's health, where a sink that cannot take messages (a crash-looping worker) makes its
+// subscription stalled: bound to the broker, but making no progress.
+FleetHealth health_with_sinks(const Daemon::State& s);
+
 Daemon::Daemon(config::DaemonConfig config, std::vector<std::string> servers)
     : state_(std::make_unique<State>()) {
   state_->config = std::move(config);
@@ -134,6 +140,18 @@ Daemon::Daemon(config::DaemonConfig config, std::vector<std::string> servers)
 }
 
 Daemon::~Daemon() = default;
+
+FleetHealth health_with_sinks(const Daemon::State& s) {
+  FleetHealth h = s.fleet->health();
+  for (auto& sub : h.subscriptions) {
+    auto it = s.sink_of.find(sub.name);
+    if (it == s.sink_of.end() || it->second->healthy()) continue;
+    if (sub.state == SubscriptionState::bound) sub.state = SubscriptionState::stalled;
+    sub.last_error = "sink " + it->second->describe() + " is unhealthy (restarting repeatedly)";
+    h.ready = false;
+  }
+  return h;
+}
 
 int Daemon::run(StopRequest& stop) {
   State& s = *state_;
@@ -159,6 +177,7 @@ int Daemon::run(StopRequest& stop) {
       s.sinks.push_back(sinks::make_sink(sink_options(work.sink)));
       sinks::Sink* sink = s.sinks.back().get();
       const std::string name = work.spec.name;
+      s.sink_of[name] = sink;
       auto added = fleet.add_work(work.spec, [&s, sink, name](const Message& m) {
         const auto started = Clock::now();
         sinks::SinkResult result = sink->deliver(m, name);
@@ -183,6 +202,7 @@ int Daemon::run(StopRequest& stop) {
       s.sinks.push_back(sinks::make_sink(sink_options(bc.sink)));
       sinks::Sink* sink = s.sinks.back().get();
       const std::string name = bc.spec.name;
+      s.sink_of[name] = sink;
       auto added = fleet.add_broadcast(bc.spec, [&s, sink, name](const Message& m) {
         const auto started = Clock::now();
         // A broadcast cannot be redelivered: a sink failure is counted and logged, not retried.
@@ -217,7 +237,7 @@ int Daemon::run(StopRequest& stop) {
     health::HealthServerOptions health_options;
     health_options.listen = s.config.health_listen;
     s.health_server = std::make_unique<health::HealthServer>(
-        health_options, [&fleet] { return fleet.health(); }, s.metrics, s.config.fleet.name);
+        health_options, [&s] { return health_with_sinks(s); }, s.metrics, s.config.fleet.name);
     if (auto started = s.health_server->start(); !started) {
       log.error("health endpoints: {}", started.error().describe());
       return kExitFatal;

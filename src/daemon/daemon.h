@@ -51,8 +51,9 @@ class Daemon {
   // Runs until `stop` is requested (exit 0 after a clean shutdown) or a fatal state (exit 70).
   int run(StopRequest& stop);
 
- private:
   struct State;
+
+ private:
   std::unique_ptr<State> state_;
 };
 

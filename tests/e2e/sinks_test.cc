@@ -80,6 +80,33 @@ TEST(WorkerSink, CrashingEveryHundredMessagesLosesNothing) {
   EXPECT_EQ(d.wait_exit(10s), 0) << d.log();
 }
 
+TEST(WorkerSink, ACrashLoopMakesTheSubscriptionStalledAndNotReady) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  TempDir dir;
+  const int port = free_loopback_port();
+  DaemonProcess d(dir.path(), "loop",
+                  work_with_sink("{ type = \"worker\", command = [\"/bin/false\"] }", port),
+                  {"--server", server.url()});
+  d.start();
+  admin.publish_many("jobs.run", 5);
+  int status = 0;
+  std::string body;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        body = http_get(port, "/readyz", &status);
+        return status == 503 && body.find("unhealthy") != std::string::npos;
+      },
+      30s, 250ms))
+      << status << " " << body << "\n" << d.log();
+  int live = 0;
+  http_get(port, "/healthz", &live);
+  EXPECT_EQ(live, 200) << "a crash-looping sink is not fatal: the daemon keeps trying";
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(10s), 0) << d.log();
+}
+
 TEST(HttpSink, FiveHundredIsRedeliveredThenAcked) {
   NatsServer server;
   BrokerClient admin(server.url());
