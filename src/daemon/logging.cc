@@ -50,7 +50,7 @@ class JsonFormatter final : public spdlog::formatter {
     const auto millis = duration_cast<milliseconds>(since_epoch).count() % 1000;
     std::tm tm{};
     gmtime_r(&secs, &tm);
-    char stamp[40];
+    char stamp[64];  // ample for any year tm can hold
     std::snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                   static_cast<int>(millis));

@@ -41,7 +41,6 @@ class FileSink : public Sink {
     std::string error;
   };
 
-  SinkResult fail(const std::string& error);
   std::string open_locked();
   std::string write_locked(const std::string& line);
   std::string sync_locked(std::unique_lock<std::mutex>& lock);
