@@ -18,7 +18,7 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-test: build format-check
+test: deps format-check build
 	@cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 300
 
 demo: build

@@ -188,8 +188,7 @@ int main(int argc, char** argv) {
   admin.stream("TP", "tp.jobs");
   admin.publish("tp.jobs", messages, 100);
   const double raw = raw_loop(admin, dir + "/raw.out", messages);
-  std::printf("throughput, %d messages of ~100 B, file sink (fsync never), ack each:\n",
-              messages);
+  std::printf("throughput, %d messages of ~100 B, file sink (fsync never), ack each:\n", messages);
   std::printf("  raw nats.c fetch loop + write(2): %8.0f msg/s\n", raw);
   for (int concurrency : {1, 4}) {
     const std::string name = "tp-c" + std::to_string(concurrency);

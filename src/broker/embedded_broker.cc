@@ -86,9 +86,8 @@ Result<void> EmbeddedBroker::start() {
     std::error_code ec;
     std::filesystem::create_directories(state_dir_ + "/jetstream", ec);
     if (ec)
-      return Result<void>(Errc::invalid_argument,
-                          "cannot create broker state directory " + state_dir_ + ": " +
-                              ec.message());
+      return Result<void>(Errc::invalid_argument, "cannot create broker state directory " +
+                                                      state_dir_ + ": " + ec.message());
   }
   if (port_ == 0) port_ = options_.port > 0 ? options_.port : free_loopback_port();
 
@@ -130,8 +129,8 @@ Result<void> EmbeddedBroker::start() {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   kill();
-  return Result<void>(Errc::timeout, "nats-server did not accept clients in time; see " +
-                                         log_file());
+  return Result<void>(Errc::timeout,
+                      "nats-server did not accept clients in time; see " + log_file());
 }
 
 void EmbeddedBroker::reap(std::chrono::milliseconds grace) {

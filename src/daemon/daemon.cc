@@ -4,8 +4,8 @@
 
 #include <cctype>
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "broker/embedded_broker.h"

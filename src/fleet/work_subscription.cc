@@ -460,10 +460,11 @@ void WorkSubscription::adapt_window(Clock::duration handler_time) {
   if (handled_since_adapt_.fetch_add(1, std::memory_order_relaxed) % 32 != 31) return;
   // A buffered message must be started well within ack_wait: the window holds at most a quarter
   // of ack_wait's worth of work for this replica's handlers.
-  const auto budget = std::chrono::duration_cast<std::chrono::nanoseconds>(spec_.ack_wait).count() / 4;
+  const auto budget =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(spec_.ack_wait).count() / 4;
   const int64_t fits = budget / std::max<int64_t>(next, 1) * spec_.concurrency;
-  const int window = static_cast<int>(std::clamp<int64_t>(
-      fits, spec_.concurrency, std::min(kMaxWindow, spec_.max_ack_pending)));
+  const int window = static_cast<int>(
+      std::clamp<int64_t>(fits, spec_.concurrency, std::min(kMaxWindow, spec_.max_ack_pending)));
   std::lock_guard lock(engine_mu_);
   if (engine_) engine_->set_window(window);
 }

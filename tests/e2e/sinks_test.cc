@@ -99,7 +99,8 @@ TEST(WorkerSink, ACrashLoopMakesTheSubscriptionStalledAndNotReady) {
         return status == 503 && body.find("unhealthy") != std::string::npos;
       },
       30s, 250ms))
-      << status << " " << body << "\n" << d.log();
+      << status << " " << body << "\n"
+      << d.log();
   int live = 0;
   http_get(port, "/healthz", &live);
   EXPECT_EQ(live, 200) << "a crash-looping sink is not fatal: the daemon keeps trying";

@@ -1,13 +1,13 @@
 // Shared work and broadcast on a healthy broker: the contract replicas rely on.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <set>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
 #include "natsfleet/fleet.h"
 #include "support/broker_client.h"
@@ -42,11 +42,10 @@ TEST(WorkSharing, TwoReplicasShareTenThousandMessagesEachExactlyOnce) {
   ASSERT_TRUE(wait_for([&] { return a.health().ready && b.health().ready; }, 10s));
 
   admin.publish_many("jobs.run", 10'000);
-  ASSERT_TRUE(seen.wait_distinct(10'000, 60s)) << "handled " << seen.locked([](auto& r) {
-    return r.distinct();
-  });
-  ASSERT_TRUE(wait_for([&] { return admin.consumer("JOBS", "jobs-worker").num_ack_pending == 0; },
-                       10s));
+  ASSERT_TRUE(seen.wait_distinct(10'000, 60s))
+      << "handled " << seen.locked([](auto& r) { return r.distinct(); });
+  ASSERT_TRUE(
+      wait_for([&] { return admin.consumer("JOBS", "jobs-worker").num_ack_pending == 0; }, 10s));
   seen.locked([](const Recorder& r) {
     EXPECT_EQ(r.total(), 10'000u);
     EXPECT_EQ(r.duplicates(), 0u);
@@ -73,8 +72,17 @@ TEST(WorkSharing, SurvivorHandlesWorkOfAReplicaKilledMidFlight) {
 
   // The doomed replica holds every message it gets and never acks.
   std::string url = server.url();
-  std::vector<std::string> args = {NATSFLEET_REPLICA_BIN, "--server", url, "--work", "jobs-worker",
-                                   "--subject", "jobs.run", "--out", out, "--ack-wait-ms", "2000",
+  std::vector<std::string> args = {NATSFLEET_REPLICA_BIN,
+                                   "--server",
+                                   url,
+                                   "--work",
+                                   "jobs-worker",
+                                   "--subject",
+                                   "jobs.run",
+                                   "--out",
+                                   out,
+                                   "--ack-wait-ms",
+                                   "2000",
                                    "--hold"};
   std::vector<char*> argv;
   for (auto& s : args) argv.push_back(s.data());
@@ -89,8 +97,7 @@ TEST(WorkSharing, SurvivorHandlesWorkOfAReplicaKilledMidFlight) {
     return n;
   };
   // Wait until the doomed replica has bound the consumer (it creates it), then publish.
-  ASSERT_TRUE(wait_for(
-      [&] { return admin.api().consumer_info("JOBS", "jobs-worker").ok(); }, 10s));
+  ASSERT_TRUE(wait_for([&] { return admin.api().consumer_info("JOBS", "jobs-worker").ok(); }, 10s));
   admin.publish_many("jobs.run", 50);
   ASSERT_TRUE(wait_for([&] { return held_lines() == 50; }, 10s)) << held_lines();
   kill(doomed, SIGKILL);
@@ -114,8 +121,8 @@ TEST(WorkSharing, SurvivorHandlesWorkOfAReplicaKilledMidFlight) {
     return 0;
   });
   EXPECT_LT(took, 10s);
-  ASSERT_TRUE(wait_for([&] { return admin.consumer("JOBS", "jobs-worker").num_ack_pending == 0; },
-                       10s));
+  ASSERT_TRUE(
+      wait_for([&] { return admin.consumer("JOBS", "jobs-worker").num_ack_pending == 0; }, 10s));
   std::remove(out.c_str());
 }
 
@@ -126,12 +133,10 @@ TEST(Broadcast, ReachesEveryReplica) {
   std::vector<std::unique_ptr<Fleet>> replicas;
   for (const char* name : {"r1", "r2", "r3"}) {
     auto fleet = std::make_unique<Fleet>(fast_options({server.url()}, name));
-    ASSERT_TRUE(fleet->add_broadcast({.name = "status", .subject = "member.*.status"},
-                                     [&seen, name](const Message& m) {
-                                       seen.record(name, Message(name + std::string(":") +
-                                                                     m.subject(),
-                                                                 m.data(), {}));
-                                     }));
+    ASSERT_TRUE(fleet->add_broadcast(
+        {.name = "status", .subject = "member.*.status"}, [&seen, name](const Message& m) {
+          seen.record(name, Message(name + std::string(":") + m.subject(), m.data(), {}));
+        }));
     ASSERT_TRUE(fleet->start());
     replicas.push_back(std::move(fleet));
   }
@@ -223,8 +228,8 @@ TEST(Handlers, ExceptionIsNakWithBackoffThenTermAfterMaxDeliver) {
   EXPECT_TRUE(h.live);
   EXPECT_EQ(h.subscriptions.at(0).counters.handler_errors, 3u);
   EXPECT_EQ(h.subscriptions.at(0).counters.naked, 2u);
-  ASSERT_TRUE(wait_for([&] { return admin.consumer("JOBS", "jobs-worker").num_ack_pending == 0; },
-                       5s));
+  ASSERT_TRUE(
+      wait_for([&] { return admin.consumer("JOBS", "jobs-worker").num_ack_pending == 0; }, 5s));
 }
 
 TEST(Handlers, InProgressKeepsALongHandlerFromBeingRedelivered) {

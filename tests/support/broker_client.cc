@@ -29,9 +29,9 @@ BrokerClient::BrokerClient(const std::vector<std::string>& servers) {
 
 void BrokerClient::create_stream(const std::string& name, const std::vector<std::string>& subjects,
                                  int replicas) {
-  nlohmann::json config = {{"name", name},           {"subjects", subjects},
-                           {"storage", "file"},      {"num_replicas", replicas},
-                           {"retention", "limits"},  {"duplicate_window", 120'000'000'000LL}};
+  nlohmann::json config = {{"name", name},          {"subjects", subjects},
+                           {"storage", "file"},     {"num_replicas", replicas},
+                           {"retention", "limits"}, {"duplicate_window", 120'000'000'000LL}};
   std::string last;
   bool created = wait_for(
       [&] {

@@ -22,12 +22,18 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--server") server = next();
-    else if (a == "--work") work = next();
-    else if (a == "--subject") subject = next();
-    else if (a == "--out") out = next();
-    else if (a == "--ack-wait-ms") ack_wait_ms = std::stoi(next());
-    else if (a == "--hold") hold = true;
+    if (a == "--server")
+      server = next();
+    else if (a == "--work")
+      work = next();
+    else if (a == "--subject")
+      subject = next();
+    else if (a == "--out")
+      out = next();
+    else if (a == "--ack-wait-ms")
+      ack_wait_ms = std::stoi(next());
+    else if (a == "--hold")
+      hold = true;
   }
   std::mutex mu;
   std::ofstream file(out, std::ios::app);
