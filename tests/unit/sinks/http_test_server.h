@@ -10,6 +10,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -54,6 +55,9 @@ class TestHttpServer {
   // With `tls` (not owned, must outlive the server) the server speaks https.
   explicit TestHttpServer(Handler handler, SSL_CTX* tls = nullptr)
       : handler_(std::move(handler)), tls_(tls) {
+    // SSL_write to a client that already hung up raises SIGPIPE, which would end the test
+    // process; the daemon ignores it the same way.
+    ::signal(SIGPIPE, SIG_IGN);
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
