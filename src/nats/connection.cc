@@ -119,6 +119,21 @@ void copy_message(natsMsg* msg, InboundMessage& out) {
   std::free(static_cast<void*>(keys));
 }
 
+// A message with headers, for the publish and request calls that carry them.
+Result<MsgPtr> message_with_headers(const std::string& subject, const std::string& data,
+                                    const Headers& headers) {
+  natsMsg* raw = nullptr;
+  natsStatus s =
+      natsMsg_Create(&raw, subject.c_str(), nullptr, data.data(), static_cast<int>(data.size()));
+  if (s != NATS_OK) return status_error(s, "message");
+  MsgPtr msg(raw);
+  for (const auto& [key, values] : headers)
+    for (const auto& v : values)
+      if ((s = natsMsgHeader_Add(msg.get(), key.c_str(), v.c_str())) != NATS_OK)
+        return status_error(s, "message header");
+  return msg;
+}
+
 }  // namespace
 
 // The callback's home. nats.c holds a heap shared_ptr to it until the subscription completes,
@@ -287,16 +302,9 @@ Result<void> Connection::publish(const std::string& subject, const std::string& 
 
 Result<void> Connection::publish(const std::string& subject, const std::string& data,
                                  const Headers& headers) {
-  natsMsg* raw = nullptr;
-  natsStatus s =
-      natsMsg_Create(&raw, subject.c_str(), nullptr, data.data(), static_cast<int>(data.size()));
-  if (s != NATS_OK) return status_error(s, "publish");
-  MsgPtr msg(raw);
-  for (const auto& [key, values] : headers)
-    for (const auto& v : values)
-      if ((s = natsMsgHeader_Add(msg.get(), key.c_str(), v.c_str())) != NATS_OK)
-        return status_error(s, "publish header");
-  return check(natsConnection_PublishMsg(shared_->nc, msg.get()), "publish");
+  auto msg = message_with_headers(subject, data, headers);
+  if (!msg) return msg.error();
+  return check(natsConnection_PublishMsg(shared_->nc, msg->get()), "publish");
 }
 
 Result<InboundMessage> Connection::request(const std::string& subject, const std::string& data,
@@ -314,17 +322,10 @@ Result<InboundMessage> Connection::request(const std::string& subject, const std
 Result<InboundMessage> Connection::request(const std::string& subject, const std::string& data,
                                            const Headers& headers,
                                            std::chrono::milliseconds timeout) {
-  natsMsg* raw = nullptr;
-  natsStatus s =
-      natsMsg_Create(&raw, subject.c_str(), nullptr, data.data(), static_cast<int>(data.size()));
-  if (s != NATS_OK) return status_error(s, "request");
-  MsgPtr msg(raw);
-  for (const auto& [key, values] : headers)
-    for (const auto& v : values)
-      if ((s = natsMsgHeader_Add(msg.get(), key.c_str(), v.c_str())) != NATS_OK)
-        return status_error(s, "request header");
+  auto msg = message_with_headers(subject, data, headers);
+  if (!msg) return msg.error();
   natsMsg* reply_raw = nullptr;
-  s = natsConnection_RequestMsg(&reply_raw, shared_->nc, msg.get(), timeout.count());
+  natsStatus s = natsConnection_RequestMsg(&reply_raw, shared_->nc, msg->get(), timeout.count());
   if (s != NATS_OK) return status_error(s, subject.c_str());
   MsgPtr reply(reply_raw);
   InboundMessage in;
