@@ -265,3 +265,33 @@ TEST(Handlers, InProgressKeepsALongHandlerFromBeingRedelivered) {
 
 }  // namespace
 }  // namespace natsfleet::testing
+
+namespace natsfleet::testing {
+namespace {
+
+TEST(Publish, ToStreamWithAMessageIdStoresItOnceAndNamesAMissingStream) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("SENT", {"mail.sent"});
+  Fleet fleet(fast_options({server.url()}, "publisher"));
+  ASSERT_TRUE(fleet.start());
+  ASSERT_TRUE(wait_for([&] { return fleet.health().connected; }, 10s));
+
+  auto first = fleet.publish_to_stream("mail.sent", "hello", "MAIL:42:0", 2s);
+  ASSERT_TRUE(first) << first.error().describe();
+  // A redelivered message republishing with the same id is dropped by the stream.
+  auto again = fleet.publish_to_stream("mail.sent", "hello", "MAIL:42:0", 2s);
+  ASSERT_TRUE(again) << again.error().describe();
+  EXPECT_EQ(*again, *first);
+  auto other = fleet.publish_to_stream("mail.sent", "hello", "MAIL:43:0", 2s);
+  ASSERT_TRUE(other);
+  EXPECT_EQ(*other, *first + 1);
+  EXPECT_EQ(admin.api().stream_info("SENT")->messages, 2u);
+
+  auto nowhere = fleet.publish_to_stream("no.stream.here", "x", "", 1s);
+  ASSERT_FALSE(nowhere);
+  EXPECT_EQ(nowhere.error().code, Errc::no_stream_for_subject) << nowhere.error().describe();
+}
+
+}  // namespace
+}  // namespace natsfleet::testing
