@@ -13,6 +13,9 @@ using namespace std::chrono_literals;
 
 enum class WorkShape {
   pull,  // a shared durable pull consumer (heartbeats, pipelined pulls)
+  // A durable push consumer with a deliver group, bound by a queue subscription on every replica:
+  // for fleets that share one consumer with replicas in other languages. Watched by polling.
+  push_queue,
 };
 
 enum class StartAt {

@@ -379,7 +379,10 @@ class ConfigParser {
       spec.stream = *stream;
       check("stream", [&](WorkSpec& s) { s.stream = spec.stream; });
     }
-    if (auto shape = work.choice("shape", {"pull", "push-queue"})) config.shape = *shape;
+    if (auto shape = work.choice("shape", {"pull", "push-queue"})) {
+      config.shape = *shape;
+      spec.shape = *shape == "pull" ? WorkShape::pull : WorkShape::push_queue;
+    }
     if (auto ack_wait = work.duration("ack_wait")) {
       spec.ack_wait = *ack_wait;
       check("ack_wait", [&](WorkSpec& s) { s.ack_wait = spec.ack_wait; });

@@ -31,9 +31,7 @@ struct SinkConfig {
 
 struct WorkConfig {
   WorkSpec spec;
-  // pull | push-queue. spec.shape stays pull: push-queue is recorded for the runtime to accept or
-  // refuse, not translated here.
-  std::string shape = "pull";
+  std::string shape = "pull";  // as written: pull | push-queue (spec.shape holds the enum)
   SinkConfig sink;
   int line = 0;  // of the [[work]] header
 };

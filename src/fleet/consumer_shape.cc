@@ -1,6 +1,8 @@
 #include "fleet/consumer_shape.h"
 
 #include <chrono>
+#include <cstdio>
+#include <string_view>
 
 namespace natsfleet::fleet {
 namespace {
@@ -14,7 +16,25 @@ std::string describe_ns(int64_t value) {
   return std::to_string(value / 1'000'000) + "ms";
 }
 
+// FNV-1a, 32 bits: stable across builds and platforms (std::hash is not).
+uint32_t fnv1a(std::string_view text) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  return h;
+}
+
 }  // namespace
+
+std::string successor_name(const std::string& name, const std::string& stream,
+                           const std::string& subject, WorkShape shape) {
+  const char* kind = shape == WorkShape::pull ? "pull" : "queue";
+  char digits[9];
+  std::snprintf(digits, sizeof digits, "%08x", fnv1a(stream + '\n' + subject + '\n' + kind));
+  return name + "-" + kind + "-" + digits;
+}
 
 nlohmann::json desired_consumer_config(const WorkSpec& spec) {
   nlohmann::json c = {

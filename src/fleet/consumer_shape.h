@@ -25,4 +25,10 @@ struct ShapeCheck {
 
 ShapeCheck check_shape(const WorkSpec& spec, const nlohmann::json& existing);
 
+// The successor that replaces a consumer of the wrong shape: "<name>-<shape>-<8 hex digits>",
+// the digits a hash of the stream, the filter subject and the shape. Every replica (and `natsfleet
+// audit`) computes the same name, so concurrent migrations converge on one consumer.
+std::string successor_name(const std::string& name, const std::string& stream,
+                           const std::string& subject, WorkShape shape);
+
 }  // namespace natsfleet::fleet

@@ -154,7 +154,7 @@ sink = { type = "file", path = "/var/lib/svc/jobs.jsonl", fsync = "batch" }
   EXPECT_EQ(config.health_listen, "[::1]:0");
   const WorkConfig& work = config.work.at(0);
   EXPECT_EQ(work.shape, "push-queue");
-  EXPECT_EQ(work.spec.shape, WorkShape::pull);
+  EXPECT_EQ(work.spec.shape, WorkShape::push_queue);
   EXPECT_EQ(work.spec.stream, "JOBS");
   EXPECT_EQ(work.spec.ack_wait, milliseconds(120000));
   EXPECT_EQ(work.spec.max_deliver, -1);
