@@ -54,6 +54,11 @@ struct FleetOptions {
   std::chrono::milliseconds info_interval = std::chrono::seconds(1);
   // A bound work subscription with pending messages and no progress for this long is stalled.
   std::chrono::milliseconds stall_after = std::chrono::seconds(60);
+  // A consumer of the wrong shape that a migration replaced is deleted once nobody has been
+  // bound to it (no push interest, no waiting pulls) for this long.
+  std::chrono::milliseconds retire_grace = std::chrono::seconds(30);
+  // A JetStream broadcast's per-replica consumer outlives its replica by this long on the broker.
+  std::chrono::milliseconds broadcast_inactive = std::chrono::seconds(60);
 };
 
 struct FatalReport {

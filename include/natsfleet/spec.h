@@ -47,10 +47,22 @@ struct WorkSpec {
   std::string description;
 };
 
+enum class BroadcastSource {
+  // A core NATS subscription: what is published while this replica is away is not seen.
+  core,
+  // A JetStream consumer of this replica's own (ephemeral, new messages): after an outage or a
+  // broker restart it resumes after the last message this replica saw, so nothing stored in the
+  // stream is missed. The subject must be held by a stream.
+  jetstream,
+};
+
 struct BroadcastSpec {
   std::string name;
-  std::string subject;  // a core NATS subscription; wildcards allowed
+  std::string subject;  // wildcards allowed
   int concurrency = 1;
+  BroadcastSource source = BroadcastSource::core;
+  std::string stream;                        // jetstream only; found by subject when empty
+  std::chrono::milliseconds heartbeat = 5s;  // jetstream only: idle heartbeat on each pull
 };
 
 }  // namespace natsfleet

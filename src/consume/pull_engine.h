@@ -12,12 +12,13 @@
 #include <mutex>
 #include <string>
 
+#include "consume/intake.h"
 #include "consume/pull_status.h"
 #include "nats/connection.h"
 
 namespace natsfleet::consume {
 
-class PullEngine {
+class PullEngine final : public Intake {
  public:
   using Clock = std::chrono::steady_clock;
   struct Options {
@@ -34,29 +35,29 @@ class PullEngine {
   using Signal = std::function<void(const PullStatus&)>;
 
   PullEngine(nats::Connection& connection, Options options, Deliver deliver, Signal signal);
-  ~PullEngine();
+  ~PullEngine() override;
   PullEngine(const PullEngine&) = delete;
   PullEngine& operator=(const PullEngine&) = delete;
 
   // Subscribes the inbox and sends the first pull.
-  Result<void> start();
+  Result<void> start() override;
   // Unsubscribes: no more deliveries once it returns.
-  void stop();
+  void stop() override;
   // Sends no more pull requests; what the broker still sends for earlier ones is delivered.
-  void stop_pulling();
+  void stop_pulling() override;
   // Messages asked for and not yet delivered (nor released by a status).
-  int64_t outstanding() const;
+  int64_t outstanding() const override;
 
-  void message_done();
+  void message_done() override;
   // Forgets outstanding requests (they may be gone) and pulls afresh.
-  void restart_pulls();
+  void restart_pulls() override;
   // Periodic upkeep: forget requests that must have expired, refill.
-  void tick();
+  void tick() override;
   // Requests are outstanding and the broker has been silent for two heartbeats.
-  bool heartbeat_missed() const;
+  bool heartbeat_missed() const override;
   int64_t buffered() const;
   // Changes how many messages may be requested or buffered at once (at least 1).
-  void set_window(int messages);
+  void set_window(int messages) override;
   int window() const;
   uint64_t pulls_sent() const;
 

@@ -36,9 +36,14 @@ std::string successor_name(const std::string& name, const std::string& stream,
   return name + "-" + kind + "-" + digits;
 }
 
-nlohmann::json desired_consumer_config(const WorkSpec& spec) {
+std::string deliver_subject_for(const std::string& durable) {
+  return "_NATSFLEET.deliver." + durable;
+}
+
+nlohmann::json desired_consumer_config(const WorkSpec& spec, const std::string& durable) {
+  const std::string& name = durable.empty() ? spec.name : durable;
   nlohmann::json c = {
-      {"durable_name", spec.name},
+      {"durable_name", name},
       {"ack_policy", "explicit"},
       {"ack_wait", ns(spec.ack_wait)},
       {"max_deliver", spec.max_deliver},
@@ -46,38 +51,77 @@ nlohmann::json desired_consumer_config(const WorkSpec& spec) {
       {"filter_subject", spec.subject},
       {"deliver_policy", spec.start == StartAt::all ? "all" : "new"},
       {"replay_policy", "instant"},
-      {"max_waiting", 512},
   };
+  if (spec.shape == WorkShape::pull) {
+    c["max_waiting"] = 512;
+  } else {
+    // Every replica joins the same deliver group: the broker hands each message to one of them.
+    c["deliver_subject"] = deliver_subject_for(name);
+    c["deliver_group"] = name;
+  }
   if (!spec.description.empty()) c["description"] = spec.description;
   return c;
 }
 
-nlohmann::json config_starting_at(const WorkSpec& spec, uint64_t seq) {
-  nlohmann::json c = desired_consumer_config(spec);
+nlohmann::json config_starting_at(const WorkSpec& spec, uint64_t seq, const std::string& durable) {
+  nlohmann::json c = desired_consumer_config(spec, durable);
   c["deliver_policy"] = "by_start_sequence";
   c["opt_start_seq"] = seq;
   return c;
 }
 
+nlohmann::json replica_consumer_config(const WorkSpec& spec, const std::string& name,
+                                       uint64_t start_seq, std::chrono::milliseconds inactive) {
+  nlohmann::json c = {
+      {"name", name},
+      {"ack_policy", "explicit"},
+      {"ack_wait", ns(spec.ack_wait)},
+      {"max_deliver", spec.max_deliver},
+      {"max_ack_pending", spec.max_ack_pending},
+      {"filter_subject", spec.subject},
+      {"deliver_policy", start_seq == 0 ? "new" : "by_start_sequence"},
+      {"replay_policy", "instant"},
+      {"max_waiting", 512},
+      {"inactive_threshold", ns(inactive)},
+  };
+  if (start_seq > 0) c["opt_start_seq"] = start_seq;
+  return c;
+}
+
+namespace {
+
+// Why a consumer cannot carry this spec's work as it is, or "" when it can (mutable fields aside).
+std::string shape_problem(const WorkSpec& spec, const nlohmann::json& existing) {
+  const bool push = existing.contains("deliver_subject");
+  const bool group = !existing.value("deliver_group", std::string()).empty();
+  if (spec.shape == WorkShape::pull && push)
+    return group ? "is a push consumer with a deliver group; this fleet pulls"
+                 : "is a plain push durable, which admits a single subscriber";
+  if (spec.shape == WorkShape::push_queue && !push)
+    return "is a pull consumer; this fleet shares a push consumer with a deliver group";
+  if (spec.shape == WorkShape::push_queue && !group)
+    return "is a plain push durable, which admits a single subscriber";
+  const std::string filter = existing.value("filter_subject", std::string());
+  if (filter != spec.subject) return "filters subject '" + filter + "', not '" + spec.subject + "'";
+  const std::string ack = existing.value("ack_policy", std::string("explicit"));
+  if (ack != "explicit") return "has ack policy '" + ack + "', not explicit";
+  // Where a consumer started does not matter once it runs, except for these two, which skip
+  // all but the last message(s): a work consumer must not have skipped work.
+  const std::string deliver = existing.value("deliver_policy", std::string("all"));
+  if (deliver == "last" || deliver == "last_per_subject")
+    return "has deliver policy '" + deliver + "', which skipped earlier messages";
+  if (existing.value("replay_policy", std::string("instant")) != "instant")
+    return "replays at the original pace, not as fast as handled";
+  return {};
+}
+
+}  // namespace
+
 ShapeCheck check_shape(const WorkSpec& spec, const nlohmann::json& existing) {
   ShapeCheck out;
-  if (existing.contains("deliver_subject")) {
+  out.problem = shape_problem(spec, existing);
+  if (!out.problem.empty()) {
     out.compatible = false;
-    out.problem = existing.contains("deliver_group")
-                      ? "is a push consumer with a deliver group; this fleet pulls"
-                      : "is a plain push durable, which admits a single subscriber";
-    return out;
-  }
-  if (existing.value("filter_subject", std::string()) != spec.subject) {
-    out.compatible = false;
-    out.problem = "filters subject '" + existing.value("filter_subject", std::string()) +
-                  "', not '" + spec.subject + "'";
-    return out;
-  }
-  if (existing.value("ack_policy", std::string("explicit")) != "explicit") {
-    out.compatible = false;
-    out.problem =
-        "has ack policy '" + existing.value("ack_policy", std::string()) + "', not explicit";
     return out;
   }
 

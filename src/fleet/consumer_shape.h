@@ -2,6 +2,7 @@
 // compatible as is, compatible after an in-place update of mutable fields, or the wrong shape.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -10,10 +11,20 @@
 
 namespace natsfleet::fleet {
 
-// The config to create the shared durable with (deliver policy from spec.start).
-nlohmann::json desired_consumer_config(const WorkSpec& spec);
-// The same consumer, starting at stream sequence `seq` (a recreate that must not replay).
-nlohmann::json config_starting_at(const WorkSpec& spec, uint64_t seq);
+// The config to create the shared durable with (deliver policy from spec.start), named `durable`
+// (spec.name when empty; a migration names a successor).
+nlohmann::json desired_consumer_config(const WorkSpec& spec, const std::string& durable = {});
+// The same consumer, starting at stream sequence `seq` (a recreate or a successor that must
+// neither replay acknowledged work nor skip pending work).
+nlohmann::json config_starting_at(const WorkSpec& spec, uint64_t seq,
+                                  const std::string& durable = {});
+// A replica's own ephemeral pull consumer (a JetStream broadcast), named `name`: new messages
+// when `start_seq` is 0, else from that stream sequence. The broker removes it once nobody has
+// pulled for `inactive`.
+nlohmann::json replica_consumer_config(const WorkSpec& spec, const std::string& name,
+                                       uint64_t start_seq, std::chrono::milliseconds inactive);
+// Where a push-queue consumer delivers: the same for every replica of the fleet.
+std::string deliver_subject_for(const std::string& durable);
 
 struct ShapeCheck {
   bool compatible = true;

@@ -113,8 +113,14 @@ class Fleet::Impl {
       context_.connection = connection_.get();
       for (auto& [spec, handler] : work_)
         subs_.push_back(std::make_unique<fleet::WorkSubscription>(spec, handler, context_));
-      for (auto& [spec, handler] : broadcast_)
-        subs_.push_back(std::make_unique<fleet::BroadcastSubscription>(spec, handler, context_));
+      for (auto& [spec, handler] : broadcast_) {
+        if (spec.source == BroadcastSource::core)
+          subs_.push_back(std::make_unique<fleet::BroadcastSubscription>(spec, handler, context_));
+        else
+          subs_.push_back(std::make_unique<fleet::WorkSubscription>(
+              fleet::replica_work_spec(spec), fleet::acking(handler), context_,
+              fleet::WorkSubscription::Scope::per_replica));
+      }
     }
     for (auto& sub : subs_) sub->start();
     context_.log->info("started: {} work, {} broadcast subscription(s); connecting to {}",

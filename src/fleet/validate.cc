@@ -60,6 +60,11 @@ std::string validate_broadcast(const BroadcastSpec& spec) {
   if (auto bad = check_name(spec.name); !bad.empty()) return bad;
   if (auto bad = check_subject(spec.subject); !bad.empty()) return bad;
   if (spec.concurrency < 1) return "concurrency must be at least 1";
+  if (spec.source == BroadcastSource::jetstream) {
+    if (!spec.stream.empty())
+      if (auto bad = check_name(spec.stream); !bad.empty()) return "stream " + bad;
+    if (spec.heartbeat < std::chrono::milliseconds(50)) return "heartbeat must be at least 50ms";
+  }
   return {};
 }
 

@@ -1,11 +1,15 @@
 #include "fleet/work_subscription.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <random>
 #include <thread>
 
 #include "consume/ack_metadata.h"
+#include "consume/pull_engine.h"
+#include "consume/queue_intake.h"
 #include "fleet/backoff.h"
 #include "fleet/consumer_shape.h"
 #include "nats/connection.h"
@@ -29,6 +33,12 @@ class InProgress final : public detail::DeliveryControl {
 
 constexpr int kMaxWindow = 256;
 
+std::string random_suffix() {
+  std::random_device device;
+  std::uniform_int_distribution<uint32_t> digits;
+  return fmt::format("{:08x}", digits(device));
+}
+
 // The first window: small, so slow handlers never sit on a large buffer; it grows once the
 // handlers prove fast (see adapt_window).
 int initial_window(const WorkSpec& spec) {
@@ -38,16 +48,21 @@ int initial_window(const WorkSpec& spec) {
 
 }  // namespace
 
-WorkSubscription::WorkSubscription(WorkSpec spec, WorkHandler handler, FleetContext& context)
+WorkSubscription::WorkSubscription(WorkSpec spec, WorkHandler handler, FleetContext& context,
+                                   Scope scope)
     : spec_(std::move(spec)),
       handler_(std::move(handler)),
+      scope_(scope),
       ctx_(context),
-      status_(spec_.name, "work", spec_.subject, context.log),
+      status_(spec_.name, scope == Scope::shared ? "work" : "broadcast", spec_.subject,
+              context.log),
       api_(*context.connection, context.options.request_timeout),
       tick_(std::clamp(spec_.heartbeat / 4, milliseconds(25), milliseconds(500))),
       in_progress_(std::make_shared<InProgress>(*context.connection)) {
   dispatcher_ = std::make_unique<consume::Dispatcher>(
       spec_.concurrency, [this](nats::InboundMessage&& m) { process(std::move(m)); });
+  // A replica's own consumer: a name no other replica (nor a restart of this one) picks.
+  if (scope_ == Scope::per_replica) consumer_ = spec_.name + "-" + random_suffix();
 }
 
 WorkSubscription::~WorkSubscription() {
@@ -162,68 +177,150 @@ void WorkSubscription::run_binding() {
 }
 
 Result<void> WorkSubscription::bind() {
-  std::string stream = spec_.stream;
-  if (stream.empty()) {
-    auto found = api_.find_stream(spec_.subject);
-    if (!found) return found.error();
-    stream = found.value();
-  }
-  auto info = api_.consumer_info(stream, spec_.name);
-  if (!info && info.error().is_consumer_not_found()) {
-    info = api_.create_consumer(stream, desired_consumer_config(spec_));
-    if (info)
-      status_.log().info("work {}: created shared pull consumer {} on stream {} (subject {})",
-                         spec_.name, spec_.name, stream, spec_.subject);
-    // Another replica may have created it a moment earlier with another start: bind to that.
-    else if (auto again = api_.consumer_info(stream, spec_.name))
-      info = std::move(again);
-  }
+  auto stream = locate_stream();
+  if (!stream) return stream.error();
+  auto info = scope_ == Scope::shared ? reconcile(*stream) : ensure_replica_consumer(*stream);
   if (!info) return info.error();
 
-  ShapeCheck shape = check_shape(spec_, info->config);
-  if (!shape.compatible)
-    return Result<void>(Errc::invalid_argument,
-                        "consumer " + spec_.name + " on stream " + stream + " " + shape.problem);
-  if (shape.needs_update) {
-    auto updated = api_.create_consumer(stream, shape.updated);
-    if (!updated) return updated.error();
-    status_.log().info("work {}: updated consumer {} on stream {} in place ({})", spec_.name,
-                       spec_.name, stream, shape.changes);
-    info = std::move(updated);
-  }
-
-  stream_ = stream;
+  stream_ = *stream;
+  consumer_ = info->name;
   ack_floor_ = info->ack_floor_stream_seq;
   last_floor_seen_ = ack_floor_;
   last_info_ = last_progress_ = Clock::now();
-  status_.set_location(stream, spec_.name);
+  status_.set_location(stream_, consumer_);
   status_.set_consumer_counts(info->num_pending, info->num_ack_pending, ack_floor_);
-  install_engine(stream);
+  install_intake(info->config);
   return {};
 }
 
-void WorkSubscription::install_engine(const std::string& stream) {
+Result<std::string> WorkSubscription::locate_stream() {
+  if (!spec_.stream.empty()) return spec_.stream;
+  // The subject decides the stream, whatever the service or its own streams are called.
+  return api_.find_stream(spec_.subject);
+}
+
+Result<nats::ConsumerInfo> WorkSubscription::create_or_read(const std::string& stream,
+                                                            const nlohmann::json& config,
+                                                            bool* created) {
+  const std::string name = config.value("durable_name", config.value("name", std::string()));
+  auto made = api_.create_consumer(stream, config);
+  *created = bool(made);
+  if (made) return made;
+  // Another replica created it a moment earlier (perhaps starting elsewhere): use theirs.
+  if (auto existing = api_.consumer_info(stream, name)) return existing;
+  return made.error();
+}
+
+Result<nats::ConsumerInfo> WorkSubscription::reconcile(const std::string& stream) {
+  auto existing = api_.consumer_info(stream, spec_.name);
+  if (!existing && !existing.error().is_consumer_not_found()) return existing.error();
+  if (!existing) {
+    // A finished migration retired the original: its successor carries the work.
+    const auto successor = successor_name(spec_.name, stream, spec_.subject, spec_.shape);
+    if (auto moved = api_.consumer_info(stream, successor)) return adopt(stream, std::move(*moved));
+    bool created = false;
+    auto info = create_or_read(stream, desired_consumer_config(spec_), &created);
+    if (!info) return info;
+    if (created)
+      log_once(fmt::format("work {}: created shared {} consumer {} on stream {} (subject {})",
+                           spec_.name, spec_.shape == WorkShape::pull ? "pull" : "push-queue",
+                           spec_.name, stream, spec_.subject));
+    return adopt(stream, std::move(*info));
+  }
+  ShapeCheck shape = check_shape(spec_, existing->config);
+  if (!shape.compatible) return migrate(stream, *existing, shape.problem);
+  return adopt(stream, std::move(*existing));
+}
+
+Result<nats::ConsumerInfo> WorkSubscription::adopt(const std::string& stream,
+                                                   nats::ConsumerInfo info) {
+  ShapeCheck shape = check_shape(spec_, info.config);
+  if (!shape.compatible)
+    return Result<nats::ConsumerInfo>(
+        Errc::invalid_argument, "consumer " + info.name + " on stream " + stream + " " +
+                                    shape.problem + "; delete it, and natsfleet creates it anew");
+  if (!shape.needs_update) return info;
+  auto updated = api_.create_consumer(stream, shape.updated);
+  if (!updated) return updated.error();
+  log_once(fmt::format("work {}: updated consumer {} on stream {} in place ({})", spec_.name,
+                       info.name, stream, shape.changes));
+  return updated;
+}
+
+Result<nats::ConsumerInfo> WorkSubscription::migrate(const std::string& stream,
+                                                     const nats::ConsumerInfo& old,
+                                                     const std::string& problem) {
+  const auto successor = successor_name(spec_.name, stream, spec_.subject, spec_.shape);
+  // Everything up to the old ack floor was handled; after it may be pending. Starting there
+  // loses nothing (messages acked out of order above the floor may be handled again).
+  const uint64_t start = old.ack_floor_stream_seq + 1;
+  bool created = false;
+  auto info = create_or_read(stream, config_starting_at(spec_, start, successor), &created);
+  if (!info) return info;
+  predecessor_ = old.name;
+  predecessor_unbound_since_ = {};
+  if (created)
+    log_once(fmt::format(
+        "consumer {} on stream {} {}; work moves to successor {}, starting at stream sequence "
+        "{}; {} is deleted once nobody has been bound to it for {}s",
+        old.name, stream, problem, successor, start, old.name,
+        std::chrono::duration_cast<std::chrono::seconds>(ctx_.options.retire_grace).count()));
+  else
+    log_once(fmt::format(
+        "consumer {} on stream {} {}; work continues on its successor {} (already created), "
+        "starting at stream sequence {}",
+        old.name, stream, problem, successor, info->config.value("opt_start_seq", uint64_t{0})));
+  return adopt(stream, std::move(*info));
+}
+
+Result<nats::ConsumerInfo> WorkSubscription::ensure_replica_consumer(const std::string& stream) {
+  if (auto mine = api_.consumer_info(stream, consumer_)) return mine;
+  const uint64_t floor = resume_floor();
+  bool created = false;
+  auto info = create_or_read(stream,
+                             replica_consumer_config(spec_, consumer_, floor == 0 ? 0 : floor + 1,
+                                                     ctx_.options.broadcast_inactive),
+                             &created);
+  if (info && created)
+    log_once(fmt::format(
+        "broadcast {}: this replica's consumer {} on stream {} delivers {}", spec_.name, consumer_,
+        stream, floor == 0 ? "new messages" : "after stream sequence " + std::to_string(floor)));
+  return info;
+}
+
+void WorkSubscription::log_once(const std::string& text) {
+  if (logged_.insert(text).second) status_.log().info("{}", text);
+}
+
+void WorkSubscription::install_intake(const nlohmann::json& config) {
   std::lock_guard lock(engine_mu_);
   if (stopping()) return;
   if (engine_) {
     engine_->stop();
     engine_.reset();
   }
-  consume::PullEngine::Options options{
-      .stream = stream,
-      .consumer = spec_.name,
-      .batch = initial_window(spec_),
-      .expires = spec_.pull_expires,
-      .heartbeat = spec_.heartbeat,
+  auto deliver = [this](nats::InboundMessage&& m) {
+    if (auto refused = dispatcher_->submit(std::move(m))) give_back(std::move(*refused));
   };
-  engine_ = std::make_unique<consume::PullEngine>(
-      *ctx_.connection, options,
-      [this](nats::InboundMessage&& m) {
-        if (auto refused = dispatcher_->submit(std::move(m))) give_back(std::move(*refused));
-      },
-      [this](const consume::PullStatus& s) { on_pull_signal(s); });
+  deliver_subject_ = config.value("deliver_subject", std::string());
+  if (!deliver_subject_.empty()) {
+    engine_ = std::make_unique<consume::QueueIntake>(*ctx_.connection, deliver_subject_,
+                                                     config.value("deliver_group", std::string()),
+                                                     std::move(deliver));
+  } else {
+    consume::PullEngine::Options options{
+        .stream = stream_,
+        .consumer = consumer_,
+        .batch = initial_window(spec_),
+        .expires = spec_.pull_expires,
+        .heartbeat = spec_.heartbeat,
+    };
+    engine_ = std::make_unique<consume::PullEngine>(
+        *ctx_.connection, options, std::move(deliver),
+        [this](const consume::PullStatus& s) { on_pull_signal(s); });
+  }
   if (auto started = engine_->start(); !started) {
-    status_.warn("cannot subscribe the pull inbox: " + started.error().describe());
+    status_.warn("cannot subscribe: " + started.error().describe());
     engine_.reset();
   }
 }
@@ -297,7 +394,8 @@ void WorkSubscription::run_bound() {
 
 void WorkSubscription::poll_info() {
   last_info_ = Clock::now();
-  auto info = api_.consumer_info(stream_, spec_.name);
+  if (!predecessor_.empty()) watch_predecessor();
+  auto info = api_.consumer_info(stream_, consumer_);
   if (!info) {
     if (info.error().is_consumer_not_found() || info.error().is_stream_not_found())
       enter_recovering("consumer info: " + info.error().describe());
@@ -329,8 +427,48 @@ void WorkSubscription::enter_recovering(const std::string& why) {
   status_.set_state(SubscriptionState::recovering, why);
 }
 
+void WorkSubscription::watch_predecessor() {
+  auto info = api_.consumer_info(stream_, predecessor_);
+  if (!info) {
+    if (info.error().is_consumer_not_found()) predecessor_.clear();  // retired (by any replica)
+    return;
+  }
+  const auto now = Clock::now();
+  const bool bound = info->is_pull() ? info->num_waiting > 0 : info->push_bound;
+  if (bound) {
+    // An older replica still consumes it: its messages are handled twice meanwhile, never lost.
+    if (predecessor_unbound_since_ != Clock::time_point{} || logged_.count(predecessor_) == 0) {
+      logged_.insert(predecessor_);
+      status_.log().info(
+          "work {}: consumer {} on stream {} is still bound (an older replica consumes it); "
+          "it stays until nobody is bound to it",
+          spec_.name, predecessor_, stream_);
+    }
+    predecessor_unbound_since_ = {};
+    return;
+  }
+  if (predecessor_unbound_since_ == Clock::time_point{}) {
+    predecessor_unbound_since_ = now;
+    return;
+  }
+  if (now - predecessor_unbound_since_ < ctx_.options.retire_grace) return;
+  auto deleted = api_.delete_consumer(stream_, predecessor_);
+  if (!deleted && !deleted.error().is_consumer_not_found()) {
+    status_.warn("cannot retire consumer " + predecessor_ + ": " + deleted.error().describe());
+    return;
+  }
+  if (deleted)
+    status_.log().info(
+        "work {}: retired consumer {} on stream {}: nobody was bound to it for {} ms; its work "
+        "continues on {}",
+        spec_.name, predecessor_, stream_,
+        std::chrono::duration_cast<milliseconds>(now - predecessor_unbound_since_).count(),
+        consumer_);
+  predecessor_.clear();
+}
+
 WorkSubscription::Lookup WorkSubscription::lookup_once(Error* error) {
-  auto info = api_.consumer_info(stream_, spec_.name);
+  auto info = api_.consumer_info(stream_, consumer_);
   if (info) {
     ack_floor_ = std::max(ack_floor_, info->ack_floor_stream_seq);
     return Lookup::present;
@@ -358,30 +496,44 @@ WorkSubscription::Lookup WorkSubscription::confirm_lookup(Error* error) {
   return verdict;
 }
 
-Result<void> WorkSubscription::recreate_consumer() {
+uint64_t WorkSubscription::resume_floor() const {
+  // A replica's own consumer resumes after what this replica handled; a shared one after the
+  // last ack floor read from the broker (other replicas' work in between is not known here).
+  if (scope_ == Scope::per_replica) return std::max(ack_floor_, last_handled_seq_.load());
+  return ack_floor_;
+}
+
+Result<nats::ConsumerInfo> WorkSubscription::recreate_consumer() {
   auto stream = api_.stream_info(stream_);
   if (!stream) return stream.error();
-  nlohmann::json config = desired_consumer_config(spec_);
-  std::string from = spec_.start == StartAt::all ? "the stream's start" : "new messages";
-  // Start after what this replica knows was acked. A stream that restarted below that floor was
-  // recreated (wiped store): all of it is new to this consumer.
-  if (ack_floor_ > 0 && stream->last_seq >= ack_floor_) {
-    config = config_starting_at(spec_, ack_floor_ + 1);
-    from = "stream sequence " + std::to_string(ack_floor_ + 1);
-  } else if (ack_floor_ > 0) {
-    config["deliver_policy"] = "all";
-    from = "the stream's start (the stream was reset below ack floor " +
-           std::to_string(ack_floor_) + ")";
+  const uint64_t floor = resume_floor();
+  std::string from;
+  uint64_t start = 0;  // 0: as the spec says (start of the stream, or new messages)
+  // A stream that restarted below the floor was recreated (wiped store): all of it is new.
+  if (floor > 0 && stream->last_seq >= floor) {
+    start = floor + 1;
+    from = "stream sequence " + std::to_string(start);
+  } else if (floor > 0) {
+    start = 1;
+    from =
+        "the stream's start (the stream was reset below ack floor " + std::to_string(floor) + ")";
+  } else {
+    from = spec_.start == StartAt::all && scope_ == Scope::shared ? "the stream's start"
+                                                                  : "new messages";
   }
-  auto created = api_.create_consumer(stream_, config);
-  if (!created) {
-    // A peer replica recreated it first: use theirs.
-    if (auto existing = api_.consumer_info(stream_, spec_.name)) return {};
-    return created.error();
-  }
-  status_.log().warn("work {}: consumer {} was missing on stream {}; recreated it from {}",
-                     spec_.name, spec_.name, stream_, from);
-  return {};
+  nlohmann::json config;
+  if (scope_ == Scope::per_replica)
+    config = replica_consumer_config(spec_, consumer_, start, ctx_.options.broadcast_inactive);
+  else
+    config = start > 0 ? config_starting_at(spec_, start, consumer_)
+                       : desired_consumer_config(spec_, consumer_);
+  bool created = false;
+  auto info = create_or_read(stream_, config, &created);
+  if (info && created)
+    status_.log().warn("{} {}: consumer {} was missing on stream {}; recreated it from {}",
+                       scope_ == Scope::shared ? "work" : "broadcast", spec_.name, consumer_,
+                       stream_, from);
+  return info;
 }
 
 void WorkSubscription::run_recovering() {
@@ -414,18 +566,26 @@ void WorkSubscription::run_recovering() {
         return;
       case Lookup::consumer_missing:
         if (spec_.on_missing == OnMissing::exit) {
-          go_fatal("consumer " + spec_.name + " on stream " + stream_ +
+          go_fatal("consumer " + consumer_ + " on stream " + stream_ +
                    " is missing on the broker (deleted, or lost with its store)");
           return;
         }
-        if (auto made = recreate_consumer(); !made) {
-          status_.warn("cannot recreate consumer " + spec_.name + ": " + made.error().describe());
-          wait_for(backoff.next());
-          continue;
-        }
         {
-          std::lock_guard lock(engine_mu_);
-          if (engine_) engine_->restart_pulls();
+          auto made = recreate_consumer();
+          if (!made) {
+            status_.warn("cannot recreate consumer " + consumer_ + ": " + made.error().describe());
+            wait_for(backoff.next());
+            continue;
+          }
+          // A push-queue consumer recreated by a peer may deliver elsewhere: follow it.
+          bool same_intake;
+          {
+            std::lock_guard lock(engine_mu_);
+            same_intake =
+                engine_ && made->config.value("deliver_subject", std::string()) == deliver_subject_;
+            if (same_intake) engine_->restart_pulls();
+          }
+          if (!same_intake) install_intake(made->config);
         }
         status_.counters.recoveries++;
         break;
@@ -498,6 +658,12 @@ void WorkSubscription::process(nats::InboundMessage&& in) {
     outcome = Disposition::nak(spec_.nak_backoff_min);
   }
   adapt_window(Clock::now() - started);
+  if (delivery) {
+    uint64_t seen = last_handled_seq_.load(std::memory_order_relaxed);
+    while (seen < delivery->stream_seq &&
+           !last_handled_seq_.compare_exchange_weak(seen, delivery->stream_seq)) {
+    }
+  }
   // The broker will not redeliver past max_deliver: say so explicitly (terminated advisory).
   if (outcome.kind() == Disposition::Kind::nak && spec_.max_deliver > 0 &&
       delivered >= static_cast<uint64_t>(spec_.max_deliver))
@@ -519,6 +685,26 @@ void WorkSubscription::process(nats::InboundMessage&& in) {
   }
   std::lock_guard lock(engine_mu_);
   if (engine_) engine_->message_done();
+}
+
+WorkSpec replica_work_spec(const BroadcastSpec& spec) {
+  WorkSpec work;
+  work.name = spec.name;
+  work.subject = spec.subject;
+  work.stream = spec.stream;
+  work.concurrency = spec.concurrency;
+  work.heartbeat = spec.heartbeat;
+  work.start = StartAt::new_messages;
+  work.on_missing = OnMissing::recreate;
+  work.max_ack_pending = std::max(work.max_ack_pending, spec.concurrency);
+  return work;
+}
+
+WorkHandler acking(BroadcastHandler handler) {
+  return [handler = std::move(handler)](const Message& m) {
+    handler(m);
+    return Disposition::ack();
+  };
 }
 
 }  // namespace natsfleet::fleet

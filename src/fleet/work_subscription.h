@@ -1,5 +1,13 @@
-// A WorkSpec under supervision: reconcile and bind the shared durable pull consumer, consume it
-// through the pull engine, and recover from everything the broker can do to it.
+// A WorkSpec under supervision: reconcile and bind the shared durable (pulled, or pushed to a
+// deliver group), consume it, and recover from everything the broker can do to it.
+//
+// Reconcile (every bind): find the stream by subject; create the consumer when absent; update
+// mutable fields in place; when its shape is wrong, move the work to a successor named alike by
+// every replica, starting after the old consumer's ack floor, and retire the old consumer once
+// nobody has been bound to it for FleetOptions::retire_grace.
+//
+// Scope::per_replica is a JetStream broadcast: each replica has its own named ephemeral that
+// starts at new messages and, when lost, is recreated after the last message this replica saw.
 //
 //   binding --bound--> bound <--> recovering ; bound <--> stalled ; any -> fatal | stopped
 //
@@ -15,10 +23,13 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "consume/dispatcher.h"
-#include "consume/pull_engine.h"
+#include "consume/intake.h"
+#include "consume/pull_status.h"
 #include "fleet/subscription_status.h"
 #include "fleet/supervised.h"
 #include "nats/jetstream_api.h"
@@ -27,7 +38,10 @@ namespace natsfleet::fleet {
 
 class WorkSubscription final : public Supervised {
  public:
-  WorkSubscription(WorkSpec spec, WorkHandler handler, FleetContext& context);
+  enum class Scope { shared, per_replica };
+
+  WorkSubscription(WorkSpec spec, WorkHandler handler, FleetContext& context,
+                   Scope scope = Scope::shared);
   ~WorkSubscription() override;
 
   void start() override;
@@ -45,11 +59,26 @@ class WorkSubscription final : public Supervised {
   void run_bound();
   void run_recovering();
   Result<void> bind();
-  void install_engine(const std::string& stream);
+  Result<std::string> locate_stream();
+  // The consumer this replica should consume on `stream`, made right on the broker first.
+  Result<nats::ConsumerInfo> reconcile(const std::string& stream);
+  Result<nats::ConsumerInfo> adopt(const std::string& stream, nats::ConsumerInfo info);
+  Result<nats::ConsumerInfo> migrate(const std::string& stream, const nats::ConsumerInfo& old,
+                                     const std::string& problem);
+  Result<nats::ConsumerInfo> ensure_replica_consumer(const std::string& stream);
+  // Creates `config`; when a peer replica won the race, reads theirs instead.
+  Result<nats::ConsumerInfo> create_or_read(const std::string& stream, const nlohmann::json& config,
+                                            bool* created);
+  void install_intake(const nlohmann::json& config);
   Lookup lookup_once(Error* error);
   Lookup confirm_lookup(Error* error);
-  Result<void> recreate_consumer();
+  Result<nats::ConsumerInfo> recreate_consumer();
+  // The stream sequence a lost consumer resumes after.
+  uint64_t resume_floor() const;
   void poll_info();
+  // Deletes the predecessor of a migration once nobody has been bound to it for the grace.
+  void watch_predecessor();
+  void log_once(const std::string& text);
   void enter_recovering(const std::string& why);
   void go_fatal(const std::string& reason);
 
@@ -68,6 +97,7 @@ class WorkSubscription final : public Supervised {
 
   const WorkSpec spec_;
   const WorkHandler handler_;
+  const Scope scope_;
   FleetContext& ctx_;
   SubscriptionStatus status_;
   nats::JetStreamApi api_;
@@ -87,12 +117,20 @@ class WorkSubscription final : public Supervised {
   std::atomic<int64_t> handler_ns_avg_{0};
   std::atomic<uint64_t> handled_since_adapt_{0};
 
+  std::atomic<uint64_t> last_handled_seq_{0};
+
   std::mutex engine_mu_;
-  std::unique_ptr<consume::PullEngine> engine_;
+  std::unique_ptr<consume::Intake> engine_;
+  std::string deliver_subject_;  // of the intake; empty when pulling
   std::unique_ptr<consume::Dispatcher> dispatcher_;
 
   // Supervisor-thread state.
   std::string stream_;
+  std::string consumer_;     // the bound consumer: spec.name, its successor, or this replica's
+  std::string predecessor_;  // a wrong-shape consumer awaiting retirement
+  Clock::time_point predecessor_unbound_since_{};
+  Clock::time_point last_predecessor_check_{};
+  std::set<std::string> logged_;
   std::string recovering_reason_;
   uint64_t ack_floor_ = 0;
   uint64_t last_floor_seen_ = 0;
@@ -100,5 +138,10 @@ class WorkSubscription final : public Supervised {
   Clock::time_point last_info_{};
   Clock::time_point last_progress_{};
 };
+
+// A JetStream broadcast is the work of one replica: its own consumer, each message handled here
+// and acked once the handler returns (a throw naks it for another try, up to max_deliver).
+WorkSpec replica_work_spec(const BroadcastSpec& spec);
+WorkHandler acking(BroadcastHandler handler);
 
 }  // namespace natsfleet::fleet

@@ -124,9 +124,13 @@ Result<ConsumerInfo> JetStreamApi::consumer_info(const std::string& stream,
 
 Result<ConsumerInfo> JetStreamApi::create_consumer(const std::string& stream,
                                                    const nlohmann::json& config) {
-  const std::string name = config.at("durable_name").get<std::string>();
-  auto answer = call("CONSUMER.DURABLE.CREATE." + stream + "." + name,
-                     {{"stream_name", stream}, {"config", config}});
+  // A durable by its durable_name; an ephemeral by its name (server 2.9 and later), which lets a
+  // replica recreate its own ephemeral under the same name.
+  const bool durable = config.contains("durable_name");
+  const std::string name = config.at(durable ? "durable_name" : "name").get<std::string>();
+  auto answer = call(
+      std::string(durable ? "CONSUMER.DURABLE.CREATE." : "CONSUMER.CREATE.") + stream + "." + name,
+      {{"stream_name", stream}, {"config", config}});
   if (!answer) return answer.error();
   return parse_consumer_info(*answer);
 }

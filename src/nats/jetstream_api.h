@@ -56,7 +56,8 @@ class JetStreamApi {
   Result<void> delete_stream(const std::string& stream);
   Result<std::vector<std::string>> consumer_names(const std::string& stream);
   Result<ConsumerInfo> consumer_info(const std::string& stream, const std::string& consumer);
-  // Create, or on server 2.9 update in place when only mutable fields differ (an upsert).
+  // Create, or on server 2.9 update in place when only mutable fields differ (an upsert). A
+  // config with durable_name makes a durable; one with only a name, a named ephemeral.
   Result<ConsumerInfo> create_consumer(const std::string& stream, const nlohmann::json& config);
   Result<void> delete_consumer(const std::string& stream, const std::string& consumer);
 

@@ -2,6 +2,7 @@
 // subscription and appends "<stream_seq> <data>" for each message it handles to --out.
 //
 //   fleet_replica --server URL --work NAME --subject SUBJ --out FILE [--ack-wait-ms N] [--hold]
+//                 [--push-queue]
 //
 // With --hold it records messages and never answers them: they are in flight when it dies.
 #include <csignal>
@@ -18,6 +19,7 @@
 int main(int argc, char** argv) {
   std::string server, work, subject, out;
   bool hold = false;
+  bool push_queue = false;
   int ack_wait_ms = 2000;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -34,6 +36,8 @@ int main(int argc, char** argv) {
       ack_wait_ms = std::stoi(next());
     else if (a == "--hold")
       hold = true;
+    else if (a == "--push-queue")
+      push_queue = true;
   }
   std::mutex mu;
   std::ofstream file(out, std::ios::app);
@@ -42,6 +46,7 @@ int main(int argc, char** argv) {
   spec.ack_wait = std::chrono::milliseconds(ack_wait_ms);
   spec.concurrency = hold ? 64 : 1;
   spec.max_ack_pending = 1000;
+  if (push_queue) spec.shape = natsfleet::WorkShape::push_queue;
   auto added = fleet.add_work(spec, [&](const natsfleet::Message& m) {
     {
       std::lock_guard lock(mu);

@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
 namespace natsfleet::fleet {
 namespace {
 
@@ -58,6 +64,153 @@ TEST(ConsumerShape, OtherFilterIsTheWrongShape) {
   auto existing = desired_consumer_config(spec());
   existing["filter_subject"] = "daemon.>";
   EXPECT_FALSE(check_shape(spec(), existing).compatible);
+}
+
+WorkSpec queue_spec() {
+  WorkSpec s = spec();
+  s.shape = WorkShape::push_queue;
+  return s;
+}
+
+TEST(ConsumerShape, PushQueueIsADurableWithADeliverGroup) {
+  auto c = desired_consumer_config(queue_spec());
+  EXPECT_EQ(c["deliver_group"], "sync-listener");
+  EXPECT_EQ(c["deliver_subject"], deliver_subject_for("sync-listener"));
+  EXPECT_FALSE(c.contains("max_waiting"));  // a pull-only field the server refuses on push
+  EXPECT_TRUE(check_shape(queue_spec(), c).compatible);
+}
+
+TEST(ConsumerShape, PushQueueFleetRefusesPullAndPlainPush) {
+  auto pull = desired_consumer_config(spec());
+  EXPECT_NE(check_shape(queue_spec(), pull).problem.find("is a pull consumer"), std::string::npos);
+  auto plain = desired_consumer_config(spec());
+  plain["deliver_subject"] = "deliver.sync";
+  EXPECT_NE(check_shape(queue_spec(), plain).problem.find("plain push durable"), std::string::npos);
+  // Another language's replicas may have created the group under any deliver subject.
+  auto theirs = desired_consumer_config(queue_spec());
+  theirs["deliver_subject"] = "their.inbox";
+  theirs["deliver_group"] = "workers";
+  EXPECT_TRUE(check_shape(queue_spec(), theirs).compatible);
+}
+
+TEST(ConsumerShape, PullFleetRefusesADeliverGroup) {
+  auto queue = desired_consumer_config(queue_spec());
+  auto check = check_shape(spec(), queue);
+  EXPECT_FALSE(check.compatible);
+  EXPECT_NE(check.problem.find("deliver group; this fleet pulls"), std::string::npos);
+}
+
+TEST(ConsumerShape, AckAndDeliverPoliciesThatLoseOrSlowWorkAreTheWrongShape) {
+  for (const char* ack : {"none", "all"}) {
+    auto c = desired_consumer_config(spec());
+    c["ack_policy"] = ack;
+    EXPECT_FALSE(check_shape(spec(), c).compatible) << ack;
+  }
+  for (const char* deliver : {"last", "last_per_subject"}) {
+    auto c = desired_consumer_config(spec());
+    c["deliver_policy"] = deliver;
+    EXPECT_FALSE(check_shape(spec(), c).compatible) << deliver;
+  }
+  for (const char* deliver : {"all", "new", "by_start_sequence", "by_start_time"}) {
+    auto c = desired_consumer_config(spec());
+    c["deliver_policy"] = deliver;
+    EXPECT_TRUE(check_shape(spec(), c).compatible) << deliver;
+  }
+  auto paced = desired_consumer_config(spec());
+  paced["replay_policy"] = "original";
+  EXPECT_FALSE(check_shape(spec(), paced).compatible);
+}
+
+TEST(ConsumerShape, SuccessorStartsAfterTheOldFloorUnderItsOwnName) {
+  const auto name =
+      successor_name("sync-listener", "DAEMON_SYNC", "daemon.sync.complete", WorkShape::pull);
+  auto c = config_starting_at(spec(), 201, name);
+  EXPECT_EQ(c["durable_name"], name);
+  EXPECT_EQ(c["opt_start_seq"], 201);
+  EXPECT_TRUE(check_shape(spec(), c).compatible) << "a successor must satisfy its own fleet";
+}
+
+TEST(ConsumerShape, SuccessorNameIsTheSameForEveryReplicaAndDiffersByShapeAndPlace) {
+  const auto a =
+      successor_name("sync-listener", "DAEMON_SYNC", "daemon.sync.complete", WorkShape::pull);
+  EXPECT_EQ(
+      a, successor_name("sync-listener", "DAEMON_SYNC", "daemon.sync.complete", WorkShape::pull));
+  EXPECT_EQ(a.rfind("sync-listener-pull-", 0), 0u) << a;
+  EXPECT_EQ(a.size(), std::string("sync-listener-pull-").size() + 8);
+  EXPECT_NE(a, successor_name("sync-listener", "OTHER", "daemon.sync.complete", WorkShape::pull));
+  EXPECT_NE(a, successor_name("sync-listener", "DAEMON_SYNC", "daemon.sync.*", WorkShape::pull));
+  EXPECT_EQ(
+      successor_name("sync-listener", "DAEMON_SYNC", "daemon.sync.complete", WorkShape::push_queue)
+          .rfind("sync-listener-queue-", 0),
+      0u);
+  // Fixed across builds and platforms: `natsfleet audit` from another build finds it.
+  EXPECT_EQ(a, "sync-listener-pull-" + std::string(a.end() - 8, a.end()));
+}
+
+TEST(ConsumerShape, ReplicaConsumerIsANamedEphemeralThatExpires) {
+  auto c = replica_consumer_config(spec(), "status-0a1b2c3d", 0, std::chrono::seconds(60));
+  EXPECT_FALSE(c.contains("durable_name"));
+  EXPECT_EQ(c["name"], "status-0a1b2c3d");
+  EXPECT_EQ(c["deliver_policy"], "new");
+  EXPECT_EQ(c["inactive_threshold"], 60'000'000'000LL);
+  auto resumed = replica_consumer_config(spec(), "status-0a1b2c3d", 42, std::chrono::seconds(60));
+  EXPECT_EQ(resumed["deliver_policy"], "by_start_sequence");
+  EXPECT_EQ(resumed["opt_start_seq"], 42);
+}
+
+// The ratchet of CONTEXT.md failure A: no work shape natsfleet can be asked for reaches the
+// broker as a plain push durable (a push consumer without a deliver group admits one subscriber).
+// A new WorkShape must be listed here, or the switch below fails the build (-Wswitch).
+std::vector<WorkShape> every_work_shape() {
+  std::vector<WorkShape> all;
+  for (WorkShape s : {WorkShape::pull, WorkShape::push_queue}) {
+    switch (s) {
+      case WorkShape::pull:
+      case WorkShape::push_queue:
+        all.push_back(s);
+    }
+  }
+  return all;
+}
+
+TEST(ShapeRatchet, EveryWorkConsumerNatsfleetCreatesIsPullOrHasADeliverGroup) {
+  int checked = 0;
+  for (WorkShape shape : every_work_shape()) {
+    for (StartAt start : {StartAt::all, StartAt::new_messages}) {
+      WorkSpec s = spec();
+      s.shape = shape;
+      s.start = start;
+      const auto successor = successor_name(s.name, "S", s.subject, shape);
+      for (const auto& c :
+           {desired_consumer_config(s), config_starting_at(s, 7),
+            desired_consumer_config(s, successor), config_starting_at(s, 7, successor)}) {
+        const bool push = c.contains("deliver_subject");
+        EXPECT_TRUE(!push || !c.value("deliver_group", std::string()).empty()) << c.dump();
+        ++checked;
+      }
+    }
+  }
+  EXPECT_FALSE(
+      replica_consumer_config(spec(), "r", 0, std::chrono::seconds(1)).contains("deliver_subject"));
+  EXPECT_EQ(checked, 16);
+}
+
+TEST(ShapeRatchet, OnlyTheFleetCreatesConsumersAndOnlyFromConsumerShape) {
+  // Every consumer config that reaches the broker is built in fleet/consumer_shape.cc (checked
+  // above); the only caller of the create call is the work subscription (`natsfleet audit`,
+  // for one, only reads).
+  namespace fs = std::filesystem;
+  const fs::path src = fs::path(NATSFLEET_SOURCE_DIR) / "src";
+  std::vector<std::string> callers;
+  for (const auto& entry : fs::recursive_directory_iterator(src)) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find(".create_consumer(") != std::string::npos)
+      callers.push_back(fs::relative(entry.path(), src).generic_string());
+  }
+  std::sort(callers.begin(), callers.end());
+  EXPECT_EQ(callers, std::vector<std::string>{"fleet/work_subscription.cc"});
 }
 
 }  // namespace

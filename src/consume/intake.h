@@ -1,0 +1,37 @@
+// How messages of a work consumer reach this replica: pulled (PullEngine) or pushed to a deliver
+// group (QueueIntake). The supervisor drives either through this one interface.
+//
+// Thread use: deliveries arrive on nats.c's threads; message_done() from handler threads; the
+// rest from the owner's supervisor thread.
+#pragma once
+
+#include <cstdint>
+
+#include "natsfleet/error.h"
+
+namespace natsfleet::consume {
+
+class Intake {
+ public:
+  virtual ~Intake() = default;
+  // Subscribes (and, for pulls, asks for the first messages).
+  virtual Result<void> start() = 0;
+  // No more deliveries once it returns.
+  virtual void stop() = 0;
+  // Asks for nothing more; what is already on its way is still delivered.
+  virtual void stop_pulling() = 0;
+  // Messages asked for and not yet delivered.
+  virtual int64_t outstanding() const = 0;
+  virtual void message_done() = 0;
+  // After anything that may have dropped waiting requests (a reconnect, a new leader).
+  virtual void restart_pulls() = 0;
+  // Periodic upkeep from the supervisor.
+  virtual void tick() = 0;
+  // The broker has been silent past its promised heartbeats. An intake without heartbeats
+  // never says so: its owner polls the consumer's info instead.
+  virtual bool heartbeat_missed() const = 0;
+  // How many messages may be requested or buffered at once.
+  virtual void set_window(int messages) = 0;
+};
+
+}  // namespace natsfleet::consume

@@ -1,0 +1,36 @@
+#include "consume/queue_intake.h"
+
+namespace natsfleet::consume {
+
+QueueIntake::QueueIntake(nats::Connection& connection, std::string deliver_subject,
+                         std::string group, Deliver deliver)
+    : connection_(connection),
+      deliver_subject_(std::move(deliver_subject)),
+      group_(std::move(group)),
+      deliver_(std::move(deliver)) {}
+
+QueueIntake::~QueueIntake() { stop(); }
+
+Result<void> QueueIntake::start() {
+  auto sub = connection_.subscribe(deliver_subject_, group_, [this](nats::InboundMessage&& m) {
+    // Without heartbeats or flow control configured, a status here is unexpected: skip it
+    // rather than hand it to a handler as work.
+    if (m.status != 0) return;
+    deliver_(std::move(m));
+  });
+  if (!sub) return sub.error();
+  std::lock_guard lock(mu_);
+  subscription_ = std::move(sub.value());
+  return {};
+}
+
+void QueueIntake::stop() {
+  std::unique_ptr<nats::Subscription> gone;
+  {
+    std::lock_guard lock(mu_);
+    gone.swap(subscription_);
+  }
+  gone.reset();  // unsubscribes outside the lock: a running callback may be finishing
+}
+
+}  // namespace natsfleet::consume
