@@ -35,7 +35,8 @@ constexpr std::string_view kHealthKeys[] = {"listen"};
 constexpr std::string_view kWorkKeys[] = {"name",       "subject",     "stream",          "shape",
                                           "ack_wait",   "max_deliver", "max_ack_pending", "start",
                                           "on_missing", "heartbeat",   "concurrency",     "sink"};
-constexpr std::string_view kBroadcastKeys[] = {"name", "subject", "concurrency", "sink"};
+constexpr std::string_view kBroadcastKeys[] = {"name",   "subject",   "concurrency", "source",
+                                               "stream", "heartbeat", "sink"};
 constexpr std::string_view kFileSinkKeys[] = {"type", "path", "fsync"};
 constexpr std::string_view kStdoutSinkKeys[] = {"type"};
 constexpr std::string_view kWorkerSinkKeys[] = {"type", "command", "timeout"};
@@ -435,6 +436,23 @@ class ConfigParser {
           !bad.empty())
         broadcast.fail("concurrency", bad);
     }
+    if (auto source = broadcast.choice("source", {"core", "jetstream"}))
+      spec.source = *source == "core" ? BroadcastSource::core : BroadcastSource::jetstream;
+    if (auto stream = broadcast.string("stream")) {
+      spec.stream = *stream;
+      if (auto bad = check_name(spec.stream); !bad.empty()) broadcast.fail("stream", bad);
+    }
+    if (auto heartbeat = broadcast.duration("heartbeat")) {
+      spec.heartbeat = *heartbeat;
+      if (auto bad = broadcast_field_problem([&](BroadcastSpec& s) {
+            s.source = BroadcastSource::jetstream;
+            s.heartbeat = spec.heartbeat;
+          });
+          !bad.empty())
+        broadcast.fail("heartbeat", bad);
+    }
+    if (spec.source == BroadcastSource::core && (!spec.stream.empty()))
+      broadcast.fail("stream", "applies to source = \"jetstream\" only");
     if (auto bad = validate_broadcast(spec); !bad.empty()) broadcast.fail_table(bad);
     config.sink = read_sink(broadcast);
     return config;

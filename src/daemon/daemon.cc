@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 #include <thread>
 
 #include "broker/embedded_broker.h"
@@ -203,15 +204,18 @@ int Daemon::run(StopRequest& stop) {
       sinks::Sink* sink = s.sinks.back().get();
       const std::string name = bc.spec.name;
       s.sink_of[name] = sink;
-      auto added = fleet.add_broadcast(bc.spec, [&s, sink, name](const Message& m) {
+      const bool redeliverable = bc.spec.source == BroadcastSource::jetstream;
+      auto added = fleet.add_broadcast(bc.spec, [&s, sink, name, redeliverable](const Message& m) {
         const auto started = Clock::now();
-        // A broadcast cannot be redelivered: a sink failure is counted and logged, not retried.
+        // A core broadcast cannot be redelivered: a sink failure is counted and logged. A
+        // JetStream one throws, so the message comes back to this replica (up to max_deliver).
         sinks::SinkResult result = sink->deliver(m, name);
+        s.metrics.observe(name, Clock::now() - started, result.disposition.kind());
         if (!result.error.empty()) {
           s.metrics.count_sink_error(name);
           SPDLOG_LOGGER_DEBUG(s.log, "broadcast {}: sink: {}", name, result.error);
+          if (redeliverable) throw std::runtime_error(result.error);
         }
-        s.metrics.observe(name, Clock::now() - started, result.disposition.kind());
       });
       if (!added) {
         log.error("{}", added.error().describe());

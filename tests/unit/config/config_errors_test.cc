@@ -480,6 +480,31 @@ shape = "push"
 sink = { type = "stdout" }
 )",
      5, "work[0].shape", "pull, push-queue"},
+    {"BroadcastSourceInvalid", R"(name = "svc"
+[[broadcast]]
+name = "b"
+subject = "a.b"
+source = "kafka"
+sink = { type = "stdout" }
+)",
+     5, "broadcast[0].source", "core, jetstream"},
+    {"BroadcastStreamWithCoreSource", R"(name = "svc"
+[[broadcast]]
+name = "b"
+subject = "a.b"
+stream = "STATUS"
+sink = { type = "stdout" }
+)",
+     5, "broadcast[0].stream", "jetstream"},
+    {"BroadcastHeartbeatTooShort", R"(name = "svc"
+[[broadcast]]
+name = "b"
+subject = "a.b"
+source = "jetstream"
+heartbeat = "10ms"
+sink = { type = "stdout" }
+)",
+     6, "broadcast[0].heartbeat", "at least 50ms"},
     {"LogFormatInvalid", R"(name = "svc"
 log_format = "xml"
 [[work]]

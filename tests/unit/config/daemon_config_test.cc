@@ -90,6 +90,23 @@ TEST(DaemonConfig, ContractExampleParsesIntoExactValues) {
   EXPECT_EQ(broadcast.sink.line, 26);
 }
 
+TEST(DaemonConfig, JetStreamBroadcastReadsItsSourceStreamAndHeartbeat) {
+  auto config = parse_config(R"(name = "relay"
+[[broadcast]]
+name = "status"
+subject = "member.*.status"
+source = "jetstream"
+stream = "STATUS"
+heartbeat = "2s"
+sink = { type = "stdout" }
+)",
+                             "relay.toml");
+  const BroadcastSpec& spec = config.broadcast.at(0).spec;
+  EXPECT_EQ(spec.source, BroadcastSource::jetstream);
+  EXPECT_EQ(spec.stream, "STATUS");
+  EXPECT_EQ(spec.heartbeat, std::chrono::milliseconds(2000));
+}
+
 TEST(DaemonConfig, OmittedKeysTakeTheDefaults) {
   const DaemonConfig config = parse_config(R"(name = "svc"
 [[work]]
