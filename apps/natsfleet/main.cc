@@ -1,9 +1,10 @@
 // natsfleet: the command line. Only flags, signal wiring, dispatch and exit codes live here.
 //
-//   natsfleet run CONFIG [--server URL]... [--log-format text|json]   0 clean, 2 config, 70 fatal
-//   natsfleet lint CONFIG...                                          0 clean, 1 findings, 2
-//   unreadable natsfleet demo                                                    the story on an
-//   embedded broker natsfleet version
+//   natsfleet run CONFIG [--server URL]... [--log-format text|json]  0 clean, 2 config, 70 fatal
+//   natsfleet lint CONFIG...                                 0 clean, 1 findings, 2 unreadable
+//   natsfleet audit [--server URL]... [--config CONFIG] [--json]   0 clean, 1 findings, 2 broker
+//   natsfleet demo                                           the story on an embedded broker
+//   natsfleet version
 #include <signal.h>
 #include <unistd.h>
 
@@ -15,8 +16,10 @@
 #include <thread>
 #include <vector>
 
+#include "audit/audit.h"
 #include "config/config_error.h"
 #include "config/daemon_config.h"
+#include "config/duration.h"
 #include "config/lint.h"
 #include "daemon/daemon.h"
 #include "daemon/logging.h"
@@ -87,6 +90,59 @@ int lint(const std::vector<std::string>& paths) {
   return findings.empty() ? 0 : 1;
 }
 
+struct AuditFlags {
+  std::vector<std::string> servers;
+  std::string config_path;
+  bool json = false;
+  std::string interval = "3s";
+  std::string timeout = "20s";
+};
+
+int audit(const AuditFlags& flags) {
+  // The audit only reads: SIGINT/SIGTERM end it at once, as they end any command-line tool.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+
+  natsfleet::audit::AuditOptions options;
+  if (!flags.config_path.empty()) {
+    try {
+      options.config = natsfleet::config::load_config(flags.config_path);
+    } catch (const natsfleet::config::ConfigError& e) {
+      std::fprintf(stderr, "natsfleet: %s\n", e.what());
+      return 2;
+    }
+    options.credentials_file = options.config->fleet.credentials_file;
+    options.tls = options.config->fleet.tls;
+  }
+  options.servers = natsfleet::audit::audit_servers(
+      flags.servers, options.config ? options.config->fleet.servers : std::vector<std::string>{});
+  // Both were checked as durations by the flag parser.
+  options.interval = *natsfleet::config::parse_duration(flags.interval);
+  options.timeout = *natsfleet::config::parse_duration(flags.timeout);
+  // The table and the JSON own stdout (spdlog's own default logger writes there): logs go to
+  // stderr.
+  natsfleet::daemon::setup_logging("text");
+
+  auto report = natsfleet::audit::run_audit(options);
+  if (!report) {
+    std::fprintf(stderr, "natsfleet: audit: %s\n", report.error().describe().c_str());
+    return 2;
+  }
+  std::cout << (flags.json ? natsfleet::audit::render_json(*report) + "\n"
+                           : natsfleet::audit::render_table(*report));
+  return report->findings.empty() ? 0 : 1;
+}
+
+// A CLI11 check: the flag must be a duration like "3s" or "500ms".
+std::string check_duration(const std::string& text) {
+  return natsfleet::config::parse_duration(text)
+             ? std::string()
+             : "'" + text + "' is not a duration: use a string like \"500ms\", \"3s\" or \"1m\"";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -115,6 +171,22 @@ int main(int argc, char** argv) {
   std::vector<std::string> lint_paths;
   lint_cmd->add_option("config", lint_paths, "TOML configs")->required();
 
+  auto* audit_cmd = app.add_subcommand(
+      "audit", "read-only check of every stream and consumer on the broker, sampled twice");
+  AuditFlags audit_flags;
+  audit_cmd->add_option("--server", audit_flags.servers,
+                        "broker URL (repeatable); default: the config's, else " +
+                            std::string(natsfleet::audit::kDefaultServer));
+  audit_cmd->add_option("--config", audit_flags.config_path,
+                        "a daemon config: its servers, credentials, and its [[work]] checked");
+  audit_cmd->add_flag("--json", audit_flags.json, "one JSON object instead of the table");
+  audit_cmd->add_option("--interval", audit_flags.interval, "time between the two samples")
+      ->check(check_duration)
+      ->capture_default_str();
+  audit_cmd->add_option("--timeout", audit_flags.timeout, "the whole audit, connecting included")
+      ->check(check_duration)
+      ->capture_default_str();
+
   auto* demo = app.add_subcommand(
       "demo", "two replicas share work on an embedded broker through crashes and restarts");
   int messages = 3000;
@@ -131,6 +203,7 @@ int main(int argc, char** argv) {
 
   if (run_cmd->parsed()) return run(config_path, servers, log_format);
   if (lint_cmd->parsed()) return lint(lint_paths);
+  if (audit_cmd->parsed()) return audit(audit_flags);
   if (demo->parsed()) {
     natsfleet::daemon::setup_logging("text");
     return natsfleet::demo::run_demo(

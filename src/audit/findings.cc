@@ -1,0 +1,220 @@
+#include "audit/findings.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "audit/subject_match.h"
+#include "config/duration.h"
+#include "fleet/consumer_shape.h"
+
+namespace natsfleet::audit {
+namespace {
+
+using nats::ConsumerInfo;
+
+// A consumer as the first snapshot saw it and as the second one sees it.
+struct Sampled {
+  const ConsumerInfo& before;
+  const ConsumerInfo& now;
+};
+
+Finding finding(const ConsumerInfo& c, const char* rule, std::string evidence, std::string action) {
+  return {c.stream, c.name, rule, std::move(evidence), std::move(action)};
+}
+
+bool is_durable(const ConsumerInfo& c) {
+  return !c.config.value("durable_name", std::string()).empty();
+}
+
+// Every delivery, redeliveries included (the consumer sequence).
+uint64_t deliveries(const ConsumerInfo& c) {
+  auto it = c.raw.find("delivered");
+  if (it == c.raw.end() || !it->is_object()) return 0;
+  return it->value("consumer_seq", uint64_t{0});
+}
+
+int64_t max_ack_pending(const ConsumerInfo& c) {
+  return c.config.value("max_ack_pending", int64_t{-1});
+}
+
+bool at_ack_limit(const ConsumerInfo& c) {
+  const int64_t limit = max_ack_pending(c);
+  return limit > 0 && c.num_ack_pending >= static_cast<uint64_t>(limit);
+}
+
+// Nobody takes messages from it in either snapshot: no pull request waiting, or no subscriber.
+bool unbound(const Sampled& c) {
+  if (c.now.is_pull()) return c.before.num_waiting == 0 && c.now.num_waiting == 0;
+  return !c.before.push_bound && !c.now.push_bound;
+}
+
+bool storming(const ConsumerInfo& c, const StormThresholds& storm) {
+  return c.num_redelivered >= storm.min_redelivered &&
+         static_cast<double>(c.num_redelivered) >=
+             storm.min_share * static_cast<double>(c.num_ack_pending);
+}
+
+// The shape natsfleet gives a successor it creates; none for a plain push durable, which
+// natsfleet never creates.
+std::optional<WorkShape> successor_shape(const ConsumerInfo& c) {
+  if (c.is_pull()) return WorkShape::pull;
+  if (!c.config.value("deliver_group", std::string()).empty()) return WorkShape::push_queue;
+  return std::nullopt;
+}
+
+// The consumer a migration created to replace `c` (same stream, the deterministic name), if any.
+const ConsumerInfo* successor_of(const ConsumerInfo& c, const BrokerSnapshot& snapshot) {
+  for (const ConsumerInfo* d : snapshot.consumers_of(c.stream)) {
+    const auto shape = successor_shape(*d);
+    if (d == &c || !shape) continue;
+    const std::string filter = d->config.value("filter_subject", std::string());
+    if (d->name == fleet::successor_name(c.name, c.stream, filter, *shape)) return d;
+  }
+  return nullptr;
+}
+
+std::string nobody(const ConsumerInfo& c) { return c.is_pull() ? "nobody pulls" : "no subscriber"; }
+
+std::optional<Finding> predecessor_left(const Sampled& c, const ConsumerInfo& successor) {
+  if (!unbound(c)) return std::nullopt;  // a replica of an older release still consumes it
+  return finding(
+      c.now, "predecessor-left",
+      fmt::format("successor '{}' exists; {}; {} pending, {} unacked", successor.name,
+                  nobody(c.now), c.now.num_pending, c.now.num_ack_pending),
+      // The command first, so that a wrapped cell still shows it whole.
+      fmt::format("nats consumer rm {} {} (safe; a running natsfleet replica retires it itself "
+                  "once unbound for its grace period)",
+                  c.now.stream, c.now.name));
+}
+
+std::optional<Finding> unbound_push(const Sampled& c) {
+  const ConsumerInfo& now = c.now;
+  if (now.is_pull() || !unbound(c) || now.num_pending + now.num_ack_pending == 0)
+    return std::nullopt;
+  return finding(now, "unbound-push",
+                 fmt::format("delivers to '{}' with no subscriber; {} pending, {} unacked",
+                             now.config.value("deliver_subject", std::string()), now.num_pending,
+                             now.num_ack_pending),
+                 "bind a queue subscriber, move the work to natsfleet (pull or push-queue), or "
+                 "delete it");
+}
+
+std::optional<Finding> idle_pull(const Sampled& c, const std::string& over) {
+  const ConsumerInfo& now = c.now;
+  // At max_ack_pending nobody could get more, pulling or not: that is `stalled`.
+  const bool idle = now.is_pull() && is_durable(now) && unbound(c) && c.before.num_pending > 0 &&
+                    now.num_pending > 0 && !at_ack_limit(now) &&
+                    c.before.delivered_stream_seq == now.delivered_stream_seq &&
+                    c.before.ack_floor_stream_seq == now.ack_floor_stream_seq;
+  if (!idle) return std::nullopt;
+  return finding(
+      now, "idle-pull",
+      fmt::format("{} pending, no pull waiting; delivered seq {} and ack floor {} unchanged {}",
+                  now.num_pending, now.delivered_stream_seq, now.ack_floor_stream_seq, over),
+      "no replica pulls: start one (natsfleet run), or delete the consumer if its work is gone");
+}
+
+std::optional<Finding> stalled(const Sampled& c, const std::string& over) {
+  const ConsumerInfo& now = c.now;
+  if (!at_ack_limit(c.before) || !at_ack_limit(now) ||
+      c.before.ack_floor_stream_seq != now.ack_floor_stream_seq)
+    return std::nullopt;
+  return finding(
+      now, "stalled",
+      fmt::format("{} unacked, max_ack_pending {}; ack floor {} unchanged {}", now.num_ack_pending,
+                  max_ack_pending(now), now.ack_floor_stream_seq, over),
+      "nothing more is delivered until acks arrive: find the replica holding these messages "
+      "(they return after ack_wait) or raise max_ack_pending");
+}
+
+std::optional<Finding> redelivery_storm(const Sampled& c, const StormThresholds& storm) {
+  const ConsumerInfo& now = c.now;
+  if (!storming(c.before, storm) || !storming(now, storm)) return std::nullopt;
+  return finding(now, "redelivery-storm",
+                 fmt::format("{} of {} unacked messages delivered more than once; {} deliveries "
+                             "up to stream seq {}",
+                             now.num_redelivered, now.num_ack_pending, deliveries(now),
+                             now.delivered_stream_seq),
+                 "handlers fail or outlast ack_wait: look at their errors, give ack_wait more "
+                 "than the handling time");
+}
+
+// The stream whose subjects hold `subject`, nullptr when none does. The broker refuses streams
+// with overlapping subjects, so at most one does.
+const nats::StreamInfo* stream_holding(const std::string& subject, const BrokerSnapshot& snapshot) {
+  for (const auto& stream : snapshot.streams)
+    if (subject_within_any(subject, stream.subjects)) return &stream;
+  return nullptr;
+}
+
+void judge_work(const config::WorkConfig& work, const std::string& where,
+                const BrokerSnapshot& snapshot, std::vector<Finding>& out) {
+  const WorkSpec& spec = work.spec;
+  const nats::StreamInfo* stream = stream_holding(spec.subject, snapshot);
+  if (!stream) {
+    out.push_back({"", spec.name, "work-no-stream",
+                   fmt::format("{}: no stream holds subject '{}'", where, spec.subject),
+                   "create a stream for the subject; natsfleet run waits until one exists"});
+    return;
+  }
+  if (!spec.stream.empty() && spec.stream != stream->name)
+    out.push_back(
+        {stream->name, spec.name, "work-wrong-stream",
+         fmt::format("{}: stream = '{}', but subject '{}' is in stream '{}'", where, spec.stream,
+                     spec.subject, stream->name),
+         fmt::format("set stream = \"{}\" or leave it out: the subject decides", stream->name)});
+
+  const ConsumerInfo* consumer = snapshot.find(stream->name, spec.name);
+  const std::string successor_name =
+      fleet::successor_name(spec.name, stream->name, spec.subject, spec.shape);
+  const ConsumerInfo* successor = snapshot.find(stream->name, successor_name);
+  if (!consumer) {
+    if (!successor)
+      out.push_back(
+          {stream->name, spec.name, "work-missing",
+           fmt::format("{}: no consumer '{}' on stream '{}'", where, spec.name, stream->name),
+           "natsfleet run creates it when it starts"});
+    return;
+  }
+  const fleet::ShapeCheck check = fleet::check_shape(spec, consumer->config);
+  if (check.compatible) return;
+  if (successor && fleet::check_shape(spec, successor->config).compatible) return;  // migrated
+  out.push_back({stream->name, spec.name, "work-wrong-shape",
+                 fmt::format("{}: '{}' {}", where, spec.name, check.problem),
+                 fmt::format("natsfleet run creates '{}' after this one's ack floor and retires "
+                             "this one once nobody is bound to it",
+                             successor_name)});
+}
+
+}  // namespace
+
+std::vector<Finding> consumer_findings(const BrokerSnapshot& first, const BrokerSnapshot& second,
+                                       std::chrono::milliseconds interval,
+                                       const StormThresholds& storm) {
+  const std::string over = "over " + config::format_duration(interval);
+  std::vector<Finding> out;
+  for (const ConsumerInfo& now : second.consumers) {
+    const ConsumerInfo* before = first.find(now.stream, now.name);
+    if (!before) continue;  // created between the snapshots: nothing to compare yet
+    const Sampled c{*before, now};
+    // A predecessor is judged as one only: its pending messages are its successor's work now.
+    const ConsumerInfo* successor = successor_of(now, second);
+    const auto found = successor ? std::vector{predecessor_left(c, *successor)}
+                                 : std::vector{unbound_push(c), idle_pull(c, over),
+                                               stalled(c, over), redelivery_storm(c, storm)};
+    for (const auto& f : found)
+      if (f) out.push_back(*f);
+  }
+  return out;
+}
+
+std::vector<Finding> work_findings(const config::DaemonConfig& config,
+                                   const BrokerSnapshot& snapshot) {
+  std::vector<Finding> out;
+  for (const config::WorkConfig& work : config.work)
+    judge_work(work, fmt::format("{}:{}", config.file, work.line), snapshot, out);
+  return out;
+}
+
+}  // namespace natsfleet::audit
