@@ -78,9 +78,10 @@ class Fleet {
   Fleet(const Fleet&) = delete;
   Fleet& operator=(const Fleet&) = delete;
 
-  // Declare subscriptions before start(). Handlers run on the fleet's threads, up to the spec's
-  // concurrency at a time per subscription; they may throw (a work message is then nak'd with
-  // backoff, and terminated after max_deliver).
+  // Declare work before start(); a broadcast may also be added after start() (it starts at
+  // once). Handlers run on the fleet's threads, up to the spec's concurrency at a time per
+  // subscription; they may throw (a work message, or a JetStream broadcast message, is then
+  // nak'd with backoff, and terminated after max_deliver).
   [[nodiscard]] Result<void> add_work(WorkSpec spec, WorkHandler handler);
   [[nodiscard]] Result<void> add_broadcast(BroadcastSpec spec, BroadcastHandler handler);
 

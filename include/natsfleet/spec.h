@@ -63,6 +63,11 @@ struct BroadcastSpec {
   BroadcastSource source = BroadcastSource::core;
   std::string stream;                        // jetstream only; found by subject when empty
   std::chrono::milliseconds heartbeat = 5s;  // jetstream only: idle heartbeat on each pull
+  // jetstream only: create `stream` (file storage, holding `subject`, messages kept for
+  // stream_max_age, duplicates by message id dropped for 2 minutes) when it does not exist.
+  // For a broadcast that owns its stream, such as a relay's.
+  bool create_stream = false;
+  std::chrono::milliseconds stream_max_age = std::chrono::minutes(10);
 };
 
 }  // namespace natsfleet

@@ -57,16 +57,24 @@ class Fleet::Impl {
     return {};
   }
 
+  // Before start(), the broadcast starts with the fleet; after, it starts at once (a relay adds
+  // its subscription when the first session attaches).
   Result<void> add_broadcast(BroadcastSpec spec, BroadcastHandler handler) {
     std::lock_guard lock(mu_);
-    if (started_) return Result<void>(Errc::invalid_argument, "add_broadcast after start()");
     if (auto bad = validate_broadcast(spec); !bad.empty())
       return Result<void>(Errc::invalid_argument, "broadcast " + spec.name + ": " + bad);
-    if (!names_.insert(spec.name).second)
-      return Result<void>(Errc::invalid_argument, "duplicate subscription name " + spec.name);
     if (!handler)
       return Result<void>(Errc::invalid_argument, "broadcast " + spec.name + ": no handler");
-    broadcast_.emplace_back(std::move(spec), std::move(handler));
+    if (shutting_down_) return Result<void>(Errc::invalid_argument, "add_broadcast after shutdown");
+    if (!names_.insert(spec.name).second)
+      return Result<void>(Errc::invalid_argument, "duplicate subscription name " + spec.name);
+    if (!started_) {
+      broadcast_.emplace_back(std::move(spec), std::move(handler));
+      return {};
+    }
+    std::lock_guard subs_lock(subs_mu_);
+    subs_.push_back(make_broadcast(spec, std::move(handler)));
+    subs_.back()->start();  // under the lock: shutdown sees it started, or not at all
     return {};
   }
 
@@ -113,16 +121,9 @@ class Fleet::Impl {
       context_.connection = connection_.get();
       for (auto& [spec, handler] : work_)
         subs_.push_back(std::make_unique<fleet::WorkSubscription>(spec, handler, context_));
-      for (auto& [spec, handler] : broadcast_) {
-        if (spec.source == BroadcastSource::core)
-          subs_.push_back(std::make_unique<fleet::BroadcastSubscription>(spec, handler, context_));
-        else
-          subs_.push_back(std::make_unique<fleet::WorkSubscription>(
-              fleet::replica_work_spec(spec), fleet::acking(handler), context_,
-              fleet::WorkSubscription::Scope::per_replica));
-      }
+      for (auto& [spec, handler] : broadcast_) subs_.push_back(make_broadcast(spec, handler));
+      for (auto& sub : subs_) sub->start();
     }
-    for (auto& sub : subs_) sub->start();
     context_.log->info("started: {} work, {} broadcast subscription(s); connecting to {}",
                        work_.size(), broadcast_.size(), fmt::join(o.servers, ","));
     return {};
@@ -177,10 +178,19 @@ class Fleet::Impl {
     std::lock_guard once(shutdown_mu_);
     if (shut_down_ || !started_) return;
     const auto until = Clock::now() + deadline;
-    shutting_down_ = true;
+    {
+      // From here on no broadcast is added: the set below is final.
+      std::lock_guard lock(mu_);
+      shutting_down_ = true;
+    }
+    std::vector<fleet::Supervised*> subs;
+    {
+      std::lock_guard lock(subs_mu_);
+      for (auto& sub : subs_) subs.push_back(sub.get());
+    }
     context_.log->info("shutting down (deadline {} ms)", deadline.count());
-    for (auto& sub : subs_) sub->begin_shutdown();
-    for (auto& sub : subs_) sub->finish_handlers(until);
+    for (auto* sub : subs) sub->begin_shutdown();
+    for (auto* sub : subs) sub->finish_handlers(until);
     if (connection_) {
       // Acks first: a drain or close must not overtake them.
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
@@ -189,12 +199,21 @@ class Fleet::Impl {
       left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
       connection_->shutdown(std::max(left, std::chrono::milliseconds(0)));
     }
-    for (auto& sub : subs_) sub->join();
+    for (auto* sub : subs) sub->join();
     shut_down_ = true;
     context_.log->info("stopped");
   }
 
  private:
+  std::unique_ptr<fleet::Supervised> make_broadcast(const BroadcastSpec& spec,
+                                                    BroadcastHandler handler) {
+    if (spec.source == BroadcastSource::core)
+      return std::make_unique<fleet::BroadcastSubscription>(spec, std::move(handler), context_);
+    return std::make_unique<fleet::WorkSubscription>(
+        fleet::replica_work_spec(spec), fleet::acking(std::move(handler)), context_,
+        fleet::WorkSubscription::Scope::per_replica, fleet::broadcast_stream_config(spec));
+  }
+
   void on_connection(bool connected) {
     if (connected)
       context_.log->info("connected to the broker");

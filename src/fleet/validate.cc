@@ -64,6 +64,9 @@ std::string validate_broadcast(const BroadcastSpec& spec) {
     if (!spec.stream.empty())
       if (auto bad = check_name(spec.stream); !bad.empty()) return "stream " + bad;
     if (spec.heartbeat < std::chrono::milliseconds(50)) return "heartbeat must be at least 50ms";
+    if (spec.create_stream && spec.stream.empty()) return "create_stream needs a stream name";
+    if (spec.create_stream && spec.stream_max_age < std::chrono::seconds(1))
+      return "stream_max_age must be at least 1s";
   }
   return {};
 }

@@ -49,10 +49,11 @@ int initial_window(const WorkSpec& spec) {
 }  // namespace
 
 WorkSubscription::WorkSubscription(WorkSpec spec, WorkHandler handler, FleetContext& context,
-                                   Scope scope)
+                                   Scope scope, nlohmann::json stream_to_create)
     : spec_(std::move(spec)),
       handler_(std::move(handler)),
       scope_(scope),
+      stream_to_create_(std::move(stream_to_create)),
       ctx_(context),
       status_(spec_.name, scope == Scope::shared ? "work" : "broadcast", spec_.subject,
               context.log),
@@ -194,6 +195,18 @@ Result<void> WorkSubscription::bind() {
 }
 
 Result<std::string> WorkSubscription::locate_stream() {
+  if (!stream_to_create_.is_null()) {
+    auto existing = api_.stream_info(spec_.stream);
+    if (existing) return spec_.stream;
+    if (!existing.error().is_stream_not_found()) return existing.error();
+    // Two replicas may create it at once: an identical create succeeds for both.
+    auto created = api_.create_stream(stream_to_create_);
+    if (!created) return created.error();
+    log_once(fmt::format("{} {}: created stream {} for subject {}",
+                         scope_ == Scope::shared ? "work" : "broadcast", spec_.name, spec_.stream,
+                         spec_.subject));
+    return spec_.stream;
+  }
   if (!spec_.stream.empty()) return spec_.stream;
   // The subject decides the stream, whatever the service or its own streams are called.
   return api_.find_stream(spec_.subject);
@@ -698,6 +711,20 @@ WorkSpec replica_work_spec(const BroadcastSpec& spec) {
   work.on_missing = OnMissing::recreate;
   work.max_ack_pending = std::max(work.max_ack_pending, spec.concurrency);
   return work;
+}
+
+nlohmann::json broadcast_stream_config(const BroadcastSpec& spec) {
+  if (spec.source != BroadcastSource::jetstream || !spec.create_stream) return nullptr;
+  auto ns = [](std::chrono::milliseconds d) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+  };
+  return {{"name", spec.stream},
+          {"subjects", {spec.subject}},
+          {"storage", "file"},
+          {"retention", "limits"},
+          {"max_age", ns(spec.stream_max_age)},
+          {"duplicate_window", ns(std::min(spec.stream_max_age, milliseconds(120'000)))},
+          {"num_replicas", 1}};
 }
 
 WorkHandler acking(BroadcastHandler handler) {
