@@ -1,5 +1,9 @@
 #include "health/health_server.h"
 
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
@@ -14,6 +18,8 @@
 #include "health/metrics.h"
 #include "health_fixtures.h"
 #include "prometheus_parser.h"
+
+extern char** environ;
 
 namespace natsfleet::health {
 namespace {
@@ -150,6 +156,26 @@ class HealthServerTest : public ::testing::Test {
   HealthBox box_;
   DaemonMetrics metrics_;
 };
+
+TEST_F(HealthServerTest, AProcessSpawnedWhileServingDoesNotKeepThePort) {
+  auto first = start();
+  const int port = first->port();
+  Client client(port);
+  EXPECT_EQ(client.get("/healthz").status, 200u);
+  // As the daemon does for a worker sink: the child must inherit neither listener nor client.
+  char sleep_path[] = "/bin/sleep";
+  char seconds[] = "30";
+  char* argv[] = {sleep_path, seconds, nullptr};
+  pid_t child = 0;
+  ASSERT_EQ(::posix_spawn(&child, sleep_path, nullptr, nullptr, argv, environ), 0);
+  first.reset();
+  HealthServer second({.listen = "127.0.0.1:" + std::to_string(port)}, box_.source(), metrics_,
+                      "mailer");
+  const auto started = second.start();
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_TRUE(started.ok()) << started.error().describe();
+}
 
 TEST_F(HealthServerTest, HealthzFollowsLiveness) {
   auto server = start();

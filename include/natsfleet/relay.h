@@ -1,0 +1,111 @@
+// The relay: status for a member reaches every session of that member on every replica.
+//
+// Work is handled by one replica; the member's browser is attached to some other replica (each
+// replica's sessions live in its own memory). So the handler publishes the status once, and the
+// relay on every replica delivers it to the sessions that replica holds for that key.
+//
+//   natsfleet::Relay relay(fleet, {.name = "sync-status"});
+//   relay.attach("alice", session);                      // a browser of alice attached here
+//   relay.publish("alice", R"({"state":"synced"})", msg_id);  // from whichever replica handled it
+//
+// With the default JetStream source, statuses go through a stream the relay creates
+// (RELAY_<NAME>): a status published while a replica is away or the broker restarts is
+// delivered once the replica is back, and a publish repeated with the same message id (a
+// redelivered work message) is dropped by the stream and again by each replica.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "natsfleet/error.h"
+#include "natsfleet/fleet.h"
+#include "natsfleet/spec.h"
+
+namespace natsfleet {
+
+namespace relay {
+class SessionRegistry;
+}
+
+// One client connection that takes statuses (a WebSocket, say). Called from any thread,
+// concurrently; must never block: deliver() queues or refuses.
+class RelaySession {
+ public:
+  virtual ~RelaySession() = default;
+  // One status; the payload is shared by every session it goes to. False when the session is
+  // closed or could not take it (its queue is full: the session then closes itself).
+  virtual bool deliver(std::shared_ptr<const std::string> payload) = 0;
+  // True once the session takes nothing more; it is forgotten at the next delivery.
+  virtual bool closed() const = 0;
+};
+
+using SessionId = std::uint64_t;
+
+struct RelayOptions {
+  std::string name = "relay";  // the broadcast's name (health, logs); a subject token
+  // Statuses for key K travel on "<subject_prefix>.K". Default: "natsfleet.relay.<name>".
+  std::string subject_prefix;
+  BroadcastSource source = BroadcastSource::jetstream;
+  // jetstream: the stream holding the statuses, created when absent. Default "RELAY_<NAME>".
+  std::string stream;
+  std::chrono::milliseconds stream_max_age = std::chrono::minutes(10);
+  std::chrono::milliseconds publish_timeout = std::chrono::seconds(2);
+  std::chrono::milliseconds heartbeat = std::chrono::seconds(5);
+  // Message ids each replica remembers, so a status published twice is delivered once.
+  size_t remembered_ids = 4096;
+};
+
+struct RelayStats {
+  uint64_t received = 0;    // statuses this replica's subscription got
+  uint64_t duplicates = 0;  // dropped: their message id was seen already
+  uint64_t delivered = 0;   // status x session deliveries
+  uint64_t dropped = 0;     // refused by a session (closed, or too slow)
+  uint64_t unrouted = 0;    // statuses for a key with no session here (normal in a fleet)
+  size_t keys = 0;          // keys with a session here
+  size_t sessions = 0;
+  bool subscribed = false;  // the relay's subscription exists (it binds in the background)
+};
+
+class Relay {
+ public:
+  Relay(Fleet& fleet, RelayOptions options);
+  ~Relay();
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
+
+  // Registers a session under `key` (a subject token: no '.', '*', '>' or spaces) and makes sure
+  // the relay's subscription exists: idempotent, checked on every attach, and once it exists the
+  // fleet binds it with backoff while the broker is away and re-establishes it after outages.
+  [[nodiscard]] Result<SessionId> attach(const std::string& key,
+                                         std::shared_ptr<RelaySession> session);
+  void detach(SessionId id);
+
+  // Makes sure the subscription exists without a session (a replica that wants statuses from
+  // the start). attach() calls it.
+  [[nodiscard]] Result<void> ensure_subscribed();
+
+  // Publishes a status for `key` once, from the replica that handled the work. `msg_id` (the
+  // work message's stream and sequence, say) makes a repeated publish a no-op. With the
+  // JetStream source, returns once the stream has stored it (an error when it could not: nak
+  // the work message so it is retried).
+  [[nodiscard]] Result<void> publish(const std::string& key, const std::string& payload,
+                                     const std::string& msg_id);
+
+  RelayStats stats() const;
+
+  // This replica's sessions by key: natsfleet's WebSocket gateway (src/relay) registers the
+  // sessions it accepts here, so they receive what the relay delivers.
+  relay::SessionRegistry& sessions();
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Why `key` cannot be a relay key, or "" when it can.
+std::string check_relay_key(std::string_view key);
+
+}  // namespace natsfleet

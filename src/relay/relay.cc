@@ -1,0 +1,180 @@
+#include "natsfleet/relay.h"
+
+#include <atomic>
+#include <cctype>
+#include <deque>
+#include <mutex>
+#include <unordered_set>
+
+#include "relay/session_registry.h"
+
+namespace natsfleet {
+namespace {
+
+std::string upper(std::string text) {
+  for (char& c : text)
+    c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// The last `capacity` message ids, oldest forgotten first.
+class RecentIds {
+ public:
+  explicit RecentIds(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {}
+  // False when `id` was seen already.
+  bool remember(const std::string& id) {
+    if (!seen_.insert(id).second) return false;
+    order_.push_back(id);
+    if (order_.size() > capacity_) {
+      seen_.erase(order_.front());
+      order_.pop_front();
+    }
+    return true;
+  }
+
+ private:
+  const size_t capacity_;
+  std::deque<std::string> order_;
+  std::unordered_set<std::string> seen_;
+};
+
+// What the subscription's handler touches: shared with it, so a relay destroyed before its
+// fleet has stopped leaves nothing dangling.
+struct Inbound {
+  explicit Inbound(size_t remembered_ids) : recent(remembered_ids) {}
+
+  void deliver(const Message& m, size_t prefix_size) {
+    received++;
+    if (const std::string id = m.header("Nats-Msg-Id"); !id.empty()) {
+      std::lock_guard lock(recent_mu);
+      if (!recent.remember(id)) {
+        duplicates++;
+        return;
+      }
+    }
+    const std::string& subject = m.subject();
+    const std::string key = subject.substr(std::min(subject.size(), prefix_size + 1));
+    registry.deliver(key, std::make_shared<const std::string>(m.data()));
+  }
+
+  relay::SessionRegistry registry;
+  std::mutex recent_mu;
+  RecentIds recent;
+  std::atomic<uint64_t> received{0};
+  std::atomic<uint64_t> duplicates{0};
+};
+
+}  // namespace
+
+std::string check_relay_key(std::string_view key) {
+  if (key.empty()) return "relay key is empty";
+  if (key.size() > 128) return "relay key is longer than 128 characters";
+  for (char c : key)
+    if (c == '.' || c == '*' || c == '>' || std::isspace(static_cast<unsigned char>(c)) ||
+        std::iscntrl(static_cast<unsigned char>(c)))
+      return "relay key '" + std::string(key) +
+             "' may not contain '.', '*', '>', spaces or control characters";
+  return {};
+}
+
+class Relay::Impl {
+ public:
+  Impl(Fleet& fleet, RelayOptions options)
+      : fleet_(fleet),
+        options_(std::move(options)),
+        inbound_(std::make_shared<Inbound>(options_.remembered_ids)) {
+    if (options_.subject_prefix.empty())
+      options_.subject_prefix = "natsfleet.relay." + options_.name;
+    if (options_.stream.empty()) options_.stream = "RELAY_" + upper(options_.name);
+  }
+
+  Result<void> ensure_subscribed() {
+    std::lock_guard lock(mu_);
+    if (subscribed_) return {};
+    BroadcastSpec spec{
+        .name = options_.name,
+        .subject = options_.subject_prefix + ".*",
+        .source = options_.source,
+        .heartbeat = options_.heartbeat,
+    };
+    if (options_.source == BroadcastSource::jetstream) {
+      spec.stream = options_.stream;
+      spec.create_stream = true;
+      spec.stream_max_age = options_.stream_max_age;
+    }
+    auto added =
+        fleet_.add_broadcast(spec, [inbound = inbound_, prefix = options_.subject_prefix.size()](
+                                       const Message& m) { inbound->deliver(m, prefix); });
+    if (!added) return added;
+    subscribed_ = true;
+    return {};
+  }
+
+  Result<SessionId> attach(const std::string& key, std::shared_ptr<RelaySession> session) {
+    if (auto bad = check_relay_key(key); !bad.empty())
+      return Result<SessionId>(Errc::invalid_argument, bad);
+    if (!session) return Result<SessionId>(Errc::invalid_argument, "no session");
+    const SessionId id = inbound_->registry.add(key, std::move(session));
+    // Real traffic is the trigger: every attach makes sure the subscription exists.
+    if (auto ensured = ensure_subscribed(); !ensured) {
+      inbound_->registry.remove(id);
+      return ensured.error();
+    }
+    return id;
+  }
+
+  void detach(SessionId id) { inbound_->registry.remove(id); }
+
+  Result<void> publish(const std::string& key, const std::string& payload,
+                       const std::string& msg_id) {
+    if (auto bad = check_relay_key(key); !bad.empty())
+      return Result<void>(Errc::invalid_argument, bad);
+    const std::string subject = options_.subject_prefix + "." + key;
+    if (options_.source == BroadcastSource::core) return fleet_.publish(subject, payload, msg_id);
+    auto stored = fleet_.publish_to_stream(subject, payload, msg_id, options_.publish_timeout);
+    if (!stored) return stored.error();
+    return {};
+  }
+
+  RelayStats stats() const {
+    const auto registry = inbound_->registry.stats();
+    RelayStats s;
+    s.received = inbound_->received.load();
+    s.duplicates = inbound_->duplicates.load();
+    s.delivered = registry.delivered;
+    s.dropped = registry.dropped;
+    s.unrouted = registry.unrouted;
+    s.keys = registry.members;
+    s.sessions = registry.sessions;
+    std::lock_guard lock(mu_);
+    s.subscribed = subscribed_;
+    return s;
+  }
+
+  relay::SessionRegistry& sessions() { return inbound_->registry; }
+
+ private:
+  Fleet& fleet_;
+  RelayOptions options_;
+  std::shared_ptr<Inbound> inbound_;
+  mutable std::mutex mu_;
+  bool subscribed_ = false;
+};
+
+Relay::Relay(Fleet& fleet, RelayOptions options)
+    : impl_(std::make_unique<Impl>(fleet, std::move(options))) {}
+Relay::~Relay() = default;
+
+Result<SessionId> Relay::attach(const std::string& key, std::shared_ptr<RelaySession> session) {
+  return impl_->attach(key, std::move(session));
+}
+void Relay::detach(SessionId id) { impl_->detach(id); }
+Result<void> Relay::ensure_subscribed() { return impl_->ensure_subscribed(); }
+Result<void> Relay::publish(const std::string& key, const std::string& payload,
+                            const std::string& msg_id) {
+  return impl_->publish(key, payload, msg_id);
+}
+RelayStats Relay::stats() const { return impl_->stats(); }
+relay::SessionRegistry& Relay::sessions() { return impl_->sessions(); }
+
+}  // namespace natsfleet

@@ -1,0 +1,98 @@
+#include "relay/session_registry.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace natsfleet::relay {
+
+SessionId SessionRegistry::add(const std::string& member, std::shared_ptr<RelaySession> session) {
+  std::lock_guard lock(mu_);
+  const SessionId id = next_id_++;
+  auto it = by_member_.find(member);
+  if (it == by_member_.end()) it = by_member_.emplace(member, std::vector<Entry>{}).first;
+  it->second.push_back(Entry{id, std::move(session)});
+  member_of_.emplace(id, member);
+  ++sessions_;
+  return id;
+}
+
+bool SessionRegistry::remove(SessionId id) {
+  std::shared_ptr<RelaySession> released;  // destroyed after the lock is given up
+  std::lock_guard lock(mu_);
+  const auto owner = member_of_.find(id);
+  if (owner == member_of_.end()) return false;
+  const auto it = by_member_.find(owner->second);
+  member_of_.erase(owner);
+  if (it == by_member_.end()) return false;
+  auto& entries = it->second;
+  const auto entry =
+      std::find_if(entries.begin(), entries.end(), [id](const Entry& e) { return e.id == id; });
+  if (entry == entries.end()) return false;
+  released = std::move(entry->session);
+  entries.erase(entry);
+  --sessions_;
+  if (entries.empty()) by_member_.erase(it);
+  return true;
+}
+
+std::size_t SessionRegistry::deliver(std::string_view member,
+                                     const std::shared_ptr<const std::string>& payload) {
+  if (!payload) return 0;
+  std::vector<std::shared_ptr<RelaySession>> targets;
+  {
+    std::lock_guard lock(mu_);
+    const auto it = by_member_.find(member);
+    if (it == by_member_.end()) {
+      ++unrouted_;
+      return 0;
+    }
+    targets.reserve(it->second.size());
+    for (const auto& entry : it->second) targets.push_back(entry.session);
+  }
+
+  // Outside the lock: a session may remove itself from inside deliver() (its queue overflowed).
+  std::size_t reached = 0;
+  for (const auto& session : targets) {
+    if (!session->closed() && session->deliver(payload)) ++reached;
+  }
+
+  std::vector<std::shared_ptr<RelaySession>> pruned;  // destroyed after the lock is given up
+  std::lock_guard lock(mu_);
+  delivered_ += reached;
+  dropped_ += targets.size() - reached;
+  if (reached == targets.size()) return reached;
+  const auto it = by_member_.find(member);
+  if (it == by_member_.end()) return reached;
+  auto& entries = it->second;
+  for (auto e = entries.begin(); e != entries.end();) {
+    if (e->session->closed()) {
+      member_of_.erase(e->id);
+      pruned.push_back(std::move(e->session));
+      e = entries.erase(e);
+      --sessions_;
+    } else {
+      ++e;
+    }
+  }
+  if (entries.empty()) by_member_.erase(it);
+  return reached;
+}
+
+std::size_t SessionRegistry::sessions(std::string_view member) const {
+  std::lock_guard lock(mu_);
+  const auto it = by_member_.find(member);
+  return it == by_member_.end() ? 0 : it->second.size();
+}
+
+RegistryStats SessionRegistry::stats() const {
+  std::lock_guard lock(mu_);
+  RegistryStats s;
+  s.members = by_member_.size();
+  s.sessions = sessions_;
+  s.delivered = delivered_;
+  s.dropped = dropped_;
+  s.unrouted = unrouted_;
+  return s;
+}
+
+}  // namespace natsfleet::relay

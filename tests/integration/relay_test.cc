@@ -1,0 +1,173 @@
+// The relay on a real broker: a status published once by whichever replica handled the work
+// reaches every session of that member on every replica, and nobody else's; attach works during
+// an outage; a broker restart loses no status; a repeated publish is delivered once.
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "natsfleet/fleet.h"
+#include "natsfleet/relay.h"
+#include "support/broker_client.h"
+#include "support/fast_fleet.h"
+#include "support/nats_server.h"
+
+namespace natsfleet::testing {
+namespace {
+
+// A browser, as the relay sees it: what it was sent.
+class FakeSession final : public RelaySession {
+ public:
+  bool deliver(std::shared_ptr<const std::string> payload) override {
+    std::lock_guard lock(mu_);
+    got_.push_back(*payload);
+    return true;
+  }
+  bool closed() const override { return false; }
+  std::vector<std::string> got() const {
+    std::lock_guard lock(mu_);
+    return got_;
+  }
+  size_t count() const { return got().size(); }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> got_;
+};
+
+struct Replica {
+  Replica(const std::string& url, const std::string& name, RelayOptions options = {})
+      : fleet(fast_options({url}, name)), relay(fleet, with_name(options)) {}
+
+  static RelayOptions with_name(RelayOptions o) {
+    o.name = "sync-status";
+    o.heartbeat = 250ms;
+    return o;
+  }
+
+  std::shared_ptr<FakeSession> attach(const std::string& member) {
+    auto session = std::make_shared<FakeSession>();
+    auto id = relay.attach(member, session);
+    EXPECT_TRUE(id) << id.error().describe();
+    return session;
+  }
+
+  Fleet fleet;
+  Relay relay;
+};
+
+bool wait_ready(std::initializer_list<Replica*> replicas) {
+  return wait_for(
+      [&] {
+        for (auto* r : replicas)
+          if (!r->fleet.health().ready) return false;
+        return true;
+      },
+      10s);
+}
+
+// Publishes until the stream has stored it, as a work handler would by nak and redelivery.
+void publish_until_stored(Relay& relay, const std::string& key, const std::string& payload,
+                          const std::string& msg_id) {
+  const auto give_up = std::chrono::steady_clock::now() + 20s;
+  while (!relay.publish(key, payload, msg_id)) {
+    ASSERT_LT(std::chrono::steady_clock::now(), give_up) << "never stored: " << payload;
+    std::this_thread::sleep_for(50ms);
+  }
+}
+
+TEST(Relay, AStatusReachesEverySessionOfItsMemberOnEveryReplicaAndNoOtherMember) {
+  NatsServer server;
+  Replica a(server.url(), "replica-a");
+  Replica b(server.url(), "replica-b");
+  ASSERT_TRUE(a.fleet.start());
+  ASSERT_TRUE(b.fleet.start());
+  auto alice_on_a = a.attach("alice");
+  auto alice_on_b = b.attach("alice");
+  auto alice_again_on_b = b.attach("alice");
+  auto bob_on_b = b.attach("bob");
+  ASSERT_TRUE(wait_ready({&a, &b}));
+
+  ASSERT_TRUE(a.relay.publish("alice", R"({"state":"synced","n":1})", "work-1"));
+  ASSERT_TRUE(b.relay.publish("alice", R"({"state":"synced","n":2})", "work-2"));
+  ASSERT_TRUE(b.relay.publish("bob", R"({"state":"failed"})", "work-3"));
+  for (const auto& session : {alice_on_a, alice_on_b, alice_again_on_b})
+    ASSERT_TRUE(wait_for([&] { return session->count() == 2; }, 10s)) << session->count();
+  ASSERT_TRUE(wait_for([&] { return bob_on_b->count() == 1; }, 10s));
+  std::this_thread::sleep_for(200ms);
+  for (const auto& session : {alice_on_a, alice_on_b, alice_again_on_b})
+    EXPECT_EQ(session->got(), (std::vector<std::string>{R"({"state":"synced","n":1})",
+                                                        R"({"state":"synced","n":2})"}));
+  EXPECT_EQ(bob_on_b->got(), std::vector<std::string>{R"({"state":"failed"})"});
+  EXPECT_EQ(a.relay.stats().unrouted, 1u) << "bob has no session on replica a";
+}
+
+TEST(Relay, ARepeatedPublishIsDeliveredOnceWhateverTheSource) {
+  NatsServer server;
+  for (BroadcastSource source : {BroadcastSource::jetstream, BroadcastSource::core}) {
+    RelayOptions options;
+    options.source = source;
+    Replica a(server.url(), "replica-a", options);
+    auto alice = a.attach("alice");
+    ASSERT_TRUE(a.fleet.start());
+    ASSERT_TRUE(wait_ready({&a}));
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(a.relay.publish("alice", "synced", "work-42"));
+    ASSERT_TRUE(a.relay.publish("alice", "synced again", "work-43"));
+    ASSERT_TRUE(wait_for([&] { return alice->count() == 2; }, 10s));
+    std::this_thread::sleep_for(300ms);
+    EXPECT_EQ(alice->got(), (std::vector<std::string>{"synced", "synced again"}));
+  }
+}
+
+TEST(Relay, AnAttachDuringABrokerOutageSucceedsOnceTheBrokerIsBack) {
+  NatsServer server;
+  server.stop();
+  Replica a(server.url(), "replica-a");
+  ASSERT_TRUE(a.fleet.start());  // never blocks on the broker
+  auto alice = a.attach("alice");
+  EXPECT_TRUE(a.relay.stats().subscribed);
+  EXPECT_FALSE(a.fleet.health().ready);
+
+  server.restart();
+  ASSERT_TRUE(wait_ready({&a}));
+  Replica publisher(server.url(), "publisher");
+  ASSERT_TRUE(publisher.fleet.start());
+  publish_until_stored(publisher.relay, "alice", "synced", "work-1");
+  EXPECT_TRUE(wait_for([&] { return alice->count() == 1; }, 10s));
+}
+
+TEST(Relay, StatusesPublishedAcrossABrokerRestartAreAllDeliveredExactlyOnce) {
+  NatsServer server;
+  Replica a(server.url(), "replica-a");
+  Replica b(server.url(), "replica-b");
+  ASSERT_TRUE(a.fleet.start());
+  ASSERT_TRUE(b.fleet.start());
+  auto alice = b.attach("alice");
+  ASSERT_TRUE(wait_ready({&a, &b}));
+
+  for (int i = 0; i < 10; ++i)
+    publish_until_stored(a.relay, "alice", "s" + std::to_string(i), "w" + std::to_string(i));
+  server.restart();
+  for (int i = 10; i < 20; ++i)
+    publish_until_stored(a.relay, "alice", "s" + std::to_string(i), "w" + std::to_string(i));
+
+  ASSERT_TRUE(wait_for([&] { return alice->count() >= 20; }, 20s)) << alice->count();
+  std::this_thread::sleep_for(300ms);
+  std::vector<std::string> expected;
+  for (int i = 0; i < 20; ++i) expected.push_back("s" + std::to_string(i));
+  EXPECT_EQ(alice->got(), expected);
+}
+
+TEST(Relay, KeysThatCannotBeASubjectTokenAreRefused) {
+  NatsServer server;
+  Replica a(server.url(), "replica-a");
+  for (const char* bad : {"", "a.b", "a*", ">", "a b"}) {
+    EXPECT_FALSE(a.relay.attach(bad, std::make_shared<FakeSession>())) << bad;
+    EXPECT_FALSE(a.relay.publish(bad, "x", "id")) << bad;
+  }
+  EXPECT_EQ(check_relay_key("member-42_x@example:com"), "");
+}
+
+}  // namespace
+}  // namespace natsfleet::testing

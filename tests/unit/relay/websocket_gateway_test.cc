@@ -1,0 +1,536 @@
+#include "relay/websocket_gateway.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace natsfleet::relay {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+namespace net = boost::asio;
+namespace fs = std::filesystem;
+using tcp = net::ip::tcp;
+using namespace std::chrono_literals;
+
+// Generous bound for one exchange on loopback; only reached when something hangs.
+constexpr auto kDeadline = 5s;
+
+template <typename Predicate>
+bool eventually(Predicate predicate, std::chrono::milliseconds within = kDeadline) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (!predicate()) {
+    if (std::chrono::steady_clock::now() >= deadline) return predicate();
+    std::this_thread::sleep_for(2ms);
+  }
+  return true;
+}
+
+std::shared_ptr<const std::string> status(std::string text) {
+  return std::make_shared<const std::string>(std::move(text));
+}
+
+struct Reply {
+  unsigned status = 0;
+  std::string body;
+  std::string content_type;
+};
+
+// One HTTP/1.1 exchange on a fresh connection, bounded by kDeadline.
+Reply http_get(int port, const std::string& target, http::verb method = http::verb::get) {
+  net::io_context ioc;
+  beast::tcp_stream stream(ioc);
+  beast::error_code ec;
+  stream.expires_after(kDeadline);
+  stream.async_connect(
+      tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port)),
+      [&](beast::error_code e) { ec = e; });
+  ioc.run();
+  if (ec) throw std::runtime_error("connect: " + ec.message());
+  http::request<http::string_body> req{method, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  req.keep_alive(false);
+  http::async_write(stream, req, [&](beast::error_code e, std::size_t) { ec = e; });
+  ioc.restart();
+  ioc.run();
+  if (ec) throw std::runtime_error("write: " + ec.message());
+  beast::flat_buffer buffer;
+  http::response<http::string_body> res;
+  http::async_read(stream, buffer, res, [&](beast::error_code e, std::size_t) { ec = e; });
+  ioc.restart();
+  ioc.run();
+  if (ec) throw std::runtime_error("read: " + ec.message());
+  return {res.result_int(), res.body(), std::string(res[http::field::content_type])};
+}
+
+// A browser stand-in: upgrades on construction (status() is 101 on success, else the HTTP status
+// of the refusal); after start_reading() a thread of its own reads every frame, answering the
+// server's pings as a browser does. A client that never calls start_reading() is silent and
+// takes nothing off its socket.
+class WsClient {
+ public:
+  WsClient(int port, const std::string& target, bool small_receive_buffer = false) : ws_(ioc_) {
+    auto& stream = beast::get_lowest_layer(ws_);
+    const tcp::endpoint server(net::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port));
+    if (small_receive_buffer) {
+      // Fills up after a few frames, so a silent client backs up the server quickly.
+      stream.socket().open(tcp::v4());
+      stream.socket().set_option(net::socket_base::receive_buffer_size(4096));
+    }
+    beast::error_code ec;
+    stream.expires_after(kDeadline);
+    stream.async_connect(server, [&](beast::error_code e) { ec = e; });
+    run();
+    if (ec) throw std::runtime_error("connect: " + ec.message());
+    websocket::response_type res;
+    stream.expires_after(kDeadline);
+    ws_.async_handshake(res, "127.0.0.1", target, [&](beast::error_code e) { ec = e; });
+    run();
+    status_ = res.result_int();
+    stream.expires_never();
+    if (ec && ec != websocket::error::upgrade_declined) {
+      throw std::runtime_error("handshake: " + ec.message());
+    }
+  }
+
+  ~WsClient() {
+    ioc_.stop();
+    if (reader_.joinable()) reader_.join();
+  }
+
+  unsigned status() const { return status_; }
+
+  void start_reading() {
+    // Restarted here, not on the reader thread, so the destructor's stop() cannot be undone.
+    ioc_.restart();
+    read_next();
+    reader_ = std::thread([this] { ioc_.run(); });
+  }
+
+  // Starts a clean close from the client's side (needs start_reading()).
+  void close() {
+    net::post(ioc_, [this] { ws_.async_close(websocket::close_code::normal, [](auto) {}); });
+  }
+
+  std::vector<std::string> messages() const {
+    std::lock_guard lock(mu_);
+    return messages_;
+  }
+  std::size_t count() const {
+    std::lock_guard lock(mu_);
+    return messages_.size();
+  }
+  bool closed() const {
+    std::lock_guard lock(mu_);
+    return closed_;
+  }
+  websocket::close_reason close_reason() const {
+    std::lock_guard lock(mu_);
+    return reason_;
+  }
+
+ private:
+  void run() {
+    ioc_.restart();
+    ioc_.run();
+  }
+
+  void read_next() {
+    ws_.async_read(buffer_, [this](beast::error_code ec, std::size_t) {
+      std::lock_guard lock(mu_);
+      if (ec) {
+        closed_ = true;
+        reason_ = ws_.reason();
+        return;
+      }
+      messages_.push_back(beast::buffers_to_string(buffer_.data()));
+      buffer_.consume(buffer_.size());
+      read_next();
+    });
+  }
+
+  net::io_context ioc_;
+  websocket::stream<beast::tcp_stream> ws_;
+  beast::flat_buffer buffer_;
+  unsigned status_ = 0;
+  std::thread reader_;
+  mutable std::mutex mu_;
+  std::vector<std::string> messages_;
+  bool closed_ = false;
+  websocket::close_reason reason_;
+};
+
+std::unique_ptr<WsClient> attach(int port, const std::string& member) {
+  auto client = std::make_unique<WsClient>(port, "/ws?member=" + member);
+  EXPECT_EQ(client->status(), 101u) << member;
+  client->start_reading();
+  return client;
+}
+
+class WebSocketGatewayTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<WebSocketGateway> start(GatewayOptions options = {}) {
+    auto gateway = std::make_unique<WebSocketGateway>(std::move(options), registry_);
+    auto started = gateway->start();
+    EXPECT_TRUE(started.ok()) << started.error().describe();
+    EXPECT_GT(gateway->port(), 0);
+    return gateway;
+  }
+
+  bool attached(const std::string& member, std::size_t sessions) {
+    return eventually([&] { return registry_.sessions(member) == sessions; });
+  }
+
+  SessionRegistry registry_;
+};
+
+TEST_F(WebSocketGatewayTest, EachMembersSessionsGetOnlyThatMembersStatuses) {
+  auto gateway = start();
+  std::vector<std::unique_ptr<WsClient>> alice, bob;
+  for (int i = 0; i < 2; ++i) alice.push_back(attach(gateway->port(), "alice"));
+  for (int i = 0; i < 3; ++i) bob.push_back(attach(gateway->port(), "bob"));
+  ASSERT_TRUE(attached("alice", 2));
+  ASSERT_TRUE(attached("bob", 3));
+
+  EXPECT_EQ(registry_.deliver("alice", status(R"({"member":"alice","state":"syncing"})")), 2u);
+  EXPECT_EQ(registry_.deliver("bob", status(R"({"member":"bob","state":"synced"})")), 3u);
+  EXPECT_EQ(registry_.deliver("alice", status(R"({"member":"alice","state":"synced"})")), 2u);
+  EXPECT_EQ(registry_.deliver("carol", status(R"({"member":"carol"})")), 0u);
+
+  const std::vector<std::string> for_alice = {R"({"member":"alice","state":"syncing"})",
+                                              R"({"member":"alice","state":"synced"})"};
+  const std::vector<std::string> for_bob = {R"({"member":"bob","state":"synced"})"};
+  for (auto& c : alice) {
+    ASSERT_TRUE(eventually([&] { return c->count() >= 2; }));
+    EXPECT_EQ(c->messages(), for_alice);
+  }
+  for (auto& c : bob) {
+    ASSERT_TRUE(eventually([&] { return c->count() >= 1; }));
+    EXPECT_EQ(c->messages(), for_bob);
+  }
+  // Nothing more arrives late: one more status to bob is the only thing bob's clients see next.
+  registry_.deliver("bob", status("b2"));
+  for (auto& c : bob) ASSERT_TRUE(eventually([&] { return c->count() == 2; }));
+  for (auto& c : alice) EXPECT_EQ(c->count(), 2u);
+  EXPECT_EQ(gateway->stats().attached, 5u);
+  EXPECT_EQ(gateway->stats().frames_sent, 10u);
+}
+
+TEST_F(WebSocketGatewayTest, AClosedClientLeavesTheRegistry) {
+  auto gateway = start();
+  auto stays = attach(gateway->port(), "alice");
+  auto leaves = attach(gateway->port(), "alice");
+  ASSERT_TRUE(attached("alice", 2));
+  leaves->close();
+  ASSERT_TRUE(eventually([&] { return leaves->closed(); }));
+  EXPECT_EQ(leaves->close_reason().code, websocket::close_code::normal);
+  ASSERT_TRUE(attached("alice", 1));
+  EXPECT_TRUE(eventually([&] { return gateway->stats().sessions == 1; }));
+  EXPECT_EQ(registry_.deliver("alice", status("s")), 1u);
+  EXPECT_TRUE(eventually([&] { return stays->count() == 1; }));
+}
+
+TEST_F(WebSocketGatewayTest, InvalidMemberIdsAreRefusedWith400) {
+  auto gateway = start();
+  for (const std::string& target :
+       std::vector<std::string>{"/ws", "/ws?member=", "/ws?members=alice", "/ws?member=a%2Fb",
+                                "/ws?member=a%20b", "/ws?member=%zz", "/ws?member=a&member=b",
+                                "/ws?member=" + std::string(65, 'x'), "/ws?member=%3Cscript%3E"}) {
+    WsClient client(gateway->port(), target);
+    EXPECT_EQ(client.status(), 400u) << target;
+  }
+  EXPECT_EQ(gateway->stats().refused_member, 9u);
+  EXPECT_EQ(registry_.stats().sessions, 0u);
+
+  // The edges of what is valid: escapes are decoded, 64 characters are fine.
+  auto escaped = attach(gateway->port(), "alice%40example");
+  auto longest = attach(gateway->port(), std::string(64, 'x'));
+  EXPECT_TRUE(attached("alice@example", 1));
+  EXPECT_TRUE(attached(std::string(64, 'x'), 1));
+}
+
+TEST_F(WebSocketGatewayTest, UpgradesBeyondMaxSessionsAreRefusedWith503) {
+  auto gateway = start({.max_sessions = 2});
+  auto first = attach(gateway->port(), "alice");
+  auto second = attach(gateway->port(), "bob");
+  {
+    WsClient third(gateway->port(), "/ws?member=carol");
+    EXPECT_EQ(third.status(), 503u);
+  }
+  EXPECT_EQ(gateway->stats().refused_full, 1u);
+  // Static files are not sessions: still served at the limit.
+  EXPECT_EQ(http_get(gateway->port(), "/healthz").status, 200u);
+
+  first->close();
+  ASSERT_TRUE(eventually([&] { return gateway->stats().sessions == 1; }));
+  auto fourth = attach(gateway->port(), "carol");
+  EXPECT_TRUE(attached("carol", 1));
+}
+
+class StaticFilesGatewayTest : public WebSocketGatewayTest {
+ protected:
+  void SetUp() override {
+    base_ = fs::temp_directory_path() /
+            ("natsfleet-gateway-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(base_);
+    fs::create_directories(base_ / "web");
+    std::ofstream(base_ / "web" / "index.html") << "<!doctype html><p>status</p>";
+    std::ofstream(base_ / "web" / "app.js") << "console.log(1);";
+    std::ofstream(base_ / "web" / "style.css") << "p{}";
+    std::ofstream(base_ / "secret.txt") << "top secret";
+  }
+  void TearDown() override { fs::remove_all(base_); }
+
+  fs::path base_;
+};
+
+TEST_F(StaticFilesGatewayTest, ServesTheWebRootAndInMemoryPages) {
+  GatewayOptions options;
+  options.web_root = base_ / "web";
+  options.pages["/about"] = StaticPage{"text/plain; charset=utf-8", "natsfleet relay"};
+  auto gateway = start(options);
+  const int port = gateway->port();
+
+  auto r = http_get(port, "/");
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.body, "<!doctype html><p>status</p>");
+  EXPECT_EQ(r.content_type, "text/html; charset=utf-8");
+  r = http_get(port, "/app.js?v=3");
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.content_type, "text/javascript; charset=utf-8");
+  EXPECT_EQ(http_get(port, "/style.css").content_type, "text/css; charset=utf-8");
+  r = http_get(port, "/about");
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.body, "natsfleet relay");
+  r = http_get(port, "/healthz");
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.body, "ok\n");
+  EXPECT_EQ(http_get(port, "/missing.html").status, 404u);
+  EXPECT_EQ(http_get(port, "/", http::verb::post).status, 405u);
+  // A plain GET of the WebSocket path is not an upgrade.
+  EXPECT_EQ(http_get(port, "/ws?member=alice").status, 426u);
+}
+
+TEST_F(StaticFilesGatewayTest, PathTraversalIsRefused) {
+  GatewayOptions options;
+  options.web_root = base_ / "web";
+  auto gateway = start(options);
+  for (const char* target :
+       {"/../secret.txt", "/%2e%2e/secret.txt", "/%2E%2E%2Fsecret.txt", "/web/../../secret.txt",
+        "/..%2f..%2fsecret.txt", "/./../secret.txt", "/%2e%2e%5csecret.txt"}) {
+    const auto r = http_get(gateway->port(), target);
+    EXPECT_EQ(r.status, 404u) << target;
+    EXPECT_EQ(r.body.find("top secret"), std::string::npos) << target;
+  }
+}
+
+TEST_F(StaticFilesGatewayTest, AWebRootThatIsNotADirectoryFailsStart) {
+  WebSocketGateway gateway({.web_root = base_ / "nowhere"}, registry_);
+  const auto started = gateway.start();
+  ASSERT_FALSE(started.ok());
+  EXPECT_NE(started.error().describe().find("nowhere"), std::string::npos);
+}
+
+TEST_F(WebSocketGatewayTest, APortInUseIsReportedByStart) {
+  auto first = start();
+  WebSocketGateway second({.port = static_cast<uint16_t>(first->port())}, registry_);
+  const auto started = second.start();
+  ASSERT_FALSE(started.ok());
+  EXPECT_EQ(started.error().code, std::errc::address_in_use);
+}
+
+TEST_F(WebSocketGatewayTest, AProcessSpawnedWhileServingDoesNotKeepThePort) {
+  auto first = start();
+  const auto port = static_cast<uint16_t>(first->port());
+  auto client = attach(port, "alice");
+  ASSERT_TRUE(attached("alice", 1));
+  // As the daemon does for a worker sink: the child must not inherit the listener or a session.
+  char sleep_path[] = "/bin/sleep";
+  char seconds[] = "30";
+  char* argv[] = {sleep_path, seconds, nullptr};
+  pid_t child = 0;
+  ASSERT_EQ(::posix_spawn(&child, sleep_path, nullptr, nullptr, argv, environ), 0);
+  first->stop();
+  WebSocketGateway second({.port = port}, registry_);
+  const auto started = second.start();
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_TRUE(started.ok()) << started.error().describe();
+}
+
+TEST_F(WebSocketGatewayTest, AClientThatNeverReadsIsDroppedWithoutHoldingUpOthers) {
+  auto gateway = start({.max_queued_messages = 16});
+  auto fast = attach(gateway->port(), "alice");
+  WsClient slow(gateway->port(), "/ws?member=alice", /*small_receive_buffer=*/true);
+  ASSERT_EQ(slow.status(), 101u);
+  auto bob = attach(gateway->port(), "bob");
+  ASSERT_TRUE(attached("alice", 2));
+  ASSERT_TRUE(attached("bob", 1));
+
+  // Large statuses, one at a time once the reading client has the previous one: the silent
+  // client's socket and then its queue fill up while the reading client keeps getting everything.
+  const auto big = status(std::string(std::size_t{64} * 1024, 's'));
+  std::size_t sent = 0;
+  for (; sent < 500 && gateway->stats().dropped_slow == 0; ++sent) {
+    registry_.deliver("alice", big);
+    ASSERT_TRUE(eventually([&] { return fast->count() == sent + 1; }))
+        << "the reading client stalled at " << fast->count() << " of " << sent + 1;
+  }
+  EXPECT_EQ(gateway->stats().dropped_slow, 1u);
+  EXPECT_LT(sent, 500u);
+  ASSERT_TRUE(attached("alice", 1)) << "the dropped session is still registered";
+  // The survivor and other members are unaffected.
+  EXPECT_EQ(registry_.deliver("alice", status("after")), 1u);
+  EXPECT_EQ(registry_.deliver("bob", status("bob")), 1u);
+  EXPECT_TRUE(eventually([&] { return fast->count() == sent + 1 && bob->count() == 1; }));
+  EXPECT_EQ(fast->messages().back(), "after");
+  EXPECT_TRUE(eventually([&] { return gateway->stats().sessions == 2; }));
+}
+
+TEST_F(WebSocketGatewayTest, ASilentClientIsClosedAfterTheIdleTimeoutWhileAPongingOneStays) {
+  auto gateway = start({.ping_interval = 50ms, .idle_timeout = 400ms});
+  auto answering = attach(gateway->port(), "alice");  // reads, so it answers pings
+  WsClient silent(gateway->port(), "/ws?member=bob");
+  ASSERT_EQ(silent.status(), 101u);
+  ASSERT_TRUE(attached("alice", 1));
+  ASSERT_TRUE(attached("bob", 1));
+
+  ASSERT_TRUE(eventually([&] { return registry_.sessions("bob") == 0; }))
+      << "the silent client was never closed";
+  EXPECT_EQ(gateway->stats().closed_idle, 1u);
+  // The answering client has now outlived the idle timeout several times over.
+  std::this_thread::sleep_for(3 * 400ms);
+  EXPECT_EQ(registry_.sessions("alice"), 1u);
+  EXPECT_FALSE(answering->closed());
+  EXPECT_EQ(gateway->stats().closed_idle, 1u);
+  EXPECT_EQ(registry_.deliver("alice", status("still here")), 1u);
+  EXPECT_TRUE(eventually([&] { return answering->count() == 1; }));
+}
+
+TEST_F(WebSocketGatewayTest, OnAttachIsCalledForEveryAttach) {
+  auto gateway = start();
+  std::mutex mu;
+  std::vector<std::string> seen;
+  gateway->on_attach([&](const std::string& member) {
+    std::lock_guard lock(mu);
+    seen.push_back(member);
+  });
+  auto a1 = attach(gateway->port(), "alice");
+  ASSERT_TRUE(attached("alice", 1));
+  auto b = attach(gateway->port(), "bob");
+  ASSERT_TRUE(attached("bob", 1));
+  auto a2 = attach(gateway->port(), "alice");
+  ASSERT_TRUE(attached("alice", 2));
+  WsClient refused(gateway->port(), "/ws?member=a%2Fb");
+  ASSERT_EQ(refused.status(), 400u);
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mu);
+    return seen.size() == 3;
+  }));
+  std::lock_guard lock(mu);
+  EXPECT_EQ(seen, (std::vector<std::string>{"alice", "bob", "alice"}));
+}
+
+TEST_F(WebSocketGatewayTest, ABlockedAttachHookDoesNotHoldUpSessions) {
+  auto gateway = start();
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  std::atomic<int> calls{0};
+  gateway->on_attach([&](const std::string&) {
+    ++calls;
+    std::unique_lock lock(mu);
+    // Bounded, so that a gateway running hooks on its io thread fails here instead of hanging.
+    cv.wait_for(lock, 2 * kDeadline, [&] { return release; });
+  });
+  auto first = attach(gateway->port(), "alice");
+  ASSERT_TRUE(eventually([&] { return calls == 1; }));
+  // The hook is stuck; attaching and delivering still work.
+  auto second = attach(gateway->port(), "bob");
+  ASSERT_TRUE(attached("bob", 1));
+  EXPECT_EQ(registry_.deliver("bob", status("s")), 1u);
+  EXPECT_TRUE(eventually([&] { return second->count() == 1; }));
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  EXPECT_TRUE(eventually([&] { return calls == 2; }));
+}
+
+TEST_F(WebSocketGatewayTest, StopClosesOpenSessionsCleanly) {
+  // Queues deep enough that the producer below never gets a session dropped as slow.
+  auto gateway = start({.max_queued_messages = 1000000, .io_threads = 2});
+  std::vector<std::unique_ptr<WsClient>> clients;
+  for (const char* member : {"alice", "alice", "bob"})
+    clients.push_back(attach(gateway->port(), member));
+  ASSERT_TRUE(attached("alice", 2));
+  ASSERT_TRUE(attached("bob", 1));
+
+  // Statuses keep coming from another thread while the gateway stops.
+  std::atomic<bool> delivering{true};
+  std::thread producer([&] {
+    while (delivering) {
+      registry_.deliver("alice", status("s"));
+      std::this_thread::sleep_for(100us);
+    }
+  });
+  const int port = gateway->port();
+  const auto began = std::chrono::steady_clock::now();
+  gateway->stop();
+  const auto took = std::chrono::steady_clock::now() - began;
+  delivering = false;
+  producer.join();
+
+  EXPECT_LT(took, GatewayOptions{}.stop_timeout) << "the clients answered; stop need not wait";
+  for (auto& c : clients) {
+    ASSERT_TRUE(eventually([&] { return c->closed(); }));
+    EXPECT_EQ(c->close_reason().code, websocket::close_code::going_away);
+  }
+  EXPECT_EQ(registry_.stats().sessions, 0u);
+  EXPECT_EQ(registry_.deliver("alice", status("late")), 0u);
+  EXPECT_EQ(gateway->stats().sessions, 0u);
+  EXPECT_EQ(gateway->port(), 0);
+  gateway->stop();  // idempotent
+  gateway.reset();
+  EXPECT_THROW(http_get(port, "/healthz"), std::runtime_error) << "still listening";
+}
+
+TEST_F(WebSocketGatewayTest, StopCutsAClientThatDoesNotAnswerTheClose) {
+  auto gateway = start({.stop_timeout = 300ms});
+  WsClient silent(gateway->port(), "/ws?member=alice");
+  ASSERT_EQ(silent.status(), 101u);
+  ASSERT_TRUE(attached("alice", 1));
+  gateway->stop();
+  EXPECT_EQ(registry_.stats().sessions, 0u);
+  EXPECT_EQ(gateway->stats().sessions, 0u);
+}
+
+}  // namespace
+}  // namespace natsfleet::relay
