@@ -41,6 +41,8 @@ constexpr std::string_view kFileSinkKeys[] = {"type", "path", "fsync"};
 constexpr std::string_view kStdoutSinkKeys[] = {"type"};
 constexpr std::string_view kWorkerSinkKeys[] = {"type", "command", "timeout"};
 constexpr std::string_view kHttpSinkKeys[] = {"type", "url", "timeout", "headers"};
+constexpr std::string_view kWebSocketSinkKeys[] = {"type", "listen", "key_token", "web_root",
+                                                   "max_sessions"};
 
 constexpr milliseconds kWorkerTimeout{30000};
 constexpr milliseconds kHttpTimeout{10000};
@@ -238,6 +240,15 @@ std::string work_field_problem(const std::function<void(WorkSpec&)>& set) {
   return validate_work(probe);
 }
 
+std::vector<std::string> subject_tokens(const std::string& subject) {
+  std::vector<std::string> tokens;
+  size_t start = 0;
+  for (size_t dot; (dot = subject.find('.', start)) != std::string::npos; start = dot + 1)
+    tokens.push_back(subject.substr(start, dot - start));
+  tokens.push_back(subject.substr(start));
+  return tokens;
+}
+
 std::string broadcast_field_problem(const std::function<void(BroadcastSpec&)>& set) {
   BroadcastSpec probe{.name = "probe", .subject = "probe"};
   set(probe);
@@ -416,6 +427,10 @@ class ConfigParser {
                 bad);
 
     config.sink = read_sink(work);
+    if (config.sink.type == "websocket")
+      work.fail("sink",
+                "a websocket sink reaches only the sessions on this replica, and work goes to one "
+                "replica: relay statuses with a [[broadcast]] that has the websocket sink");
     return config;
   }
 
@@ -455,6 +470,21 @@ class ConfigParser {
       broadcast.fail("stream", "applies to source = \"jetstream\" only");
     if (auto bad = validate_broadcast(spec); !bad.empty()) broadcast.fail_table(bad);
     config.sink = read_sink(broadcast);
+    if (config.sink.type == "websocket") {
+      const auto tokens = subject_tokens(spec.subject);
+      if (config.sink.key_token == 0) {
+        // By default the session key is the subject's first '*': member.*.status -> token 2.
+        auto star = std::find(tokens.begin(), tokens.end(), "*");
+        if (star == tokens.end())
+          broadcast.fail("sink", "key_token is missing and subject " + in_quotes(spec.subject) +
+                                     " has no '*' token to name the session key");
+        config.sink.key_token = static_cast<int>(star - tokens.begin()) + 1;
+      } else if (config.sink.key_token > static_cast<int>(tokens.size())) {
+        broadcast.fail("sink", "key_token " + std::to_string(config.sink.key_token) +
+                                   " is beyond the " + std::to_string(tokens.size()) +
+                                   " tokens of subject " + in_quotes(spec.subject));
+      }
+    }
     return config;
   }
 
@@ -465,7 +495,7 @@ class ConfigParser {
     SinkConfig config;
     config.line = sink.line();
     // Which keys a sink knows depends on its type, so the type is read first.
-    config.type = sink.required_string("type", "file, stdout, worker or http");
+    config.type = sink.required_string("type", "file, stdout, worker, http or websocket");
     if (config.type == "file") {
       sink.reject_unknown(kFileSinkKeys, "a file sink");
       auto path = sink.non_empty_string("path");
@@ -503,10 +533,24 @@ class ConfigParser {
         }
       }
     } else if (config.type == "websocket") {
-      sink.fail("type", "websocket sinks are not supported yet");
+      sink.reject_unknown(kWebSocketSinkKeys, "a websocket sink");
+      config.listen = sink.required_string("listen", "host:port, like \"127.0.0.1:8090\"");
+      auto address = parse_url("tcp://" + config.listen);
+      if (!address || !address->port || !address->rest.empty())
+        sink.fail("listen",
+                  in_quotes(config.listen) + " is not host:port (like \"127.0.0.1:8090\")");
+      if (auto token = sink.integer("key_token")) {
+        if (*token < 1) sink.fail("key_token", "must be at least 1 (the first subject token)");
+        config.key_token = static_cast<int>(*token);
+      }
+      if (auto root = sink.non_empty_string("web_root")) config.web_root = resolve(*root);
+      if (auto max = sink.integer("max_sessions")) {
+        if (*max < 1) sink.fail("max_sessions", "must be at least 1");
+        config.max_sessions = static_cast<int>(*max);
+      }
     } else {
       sink.fail("type", "unknown sink type " + in_quotes(config.type) +
-                            " (known: file, stdout, worker, http)");
+                            " (known: file, stdout, worker, http, websocket)");
     }
     return config;
   }

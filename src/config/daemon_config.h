@@ -19,14 +19,18 @@ namespace natsfleet::config {
 
 // Where a subscription's messages go. Which fields mean something depends on `type`.
 struct SinkConfig {
-  std::string type;                            // file | stdout | worker | http
+  std::string type;                            // file | stdout | worker | http | websocket
   std::string path;                            // file: resolved against the config file's directory
   std::string fsync = "never";                 // file: never | batch
   std::vector<std::string> command;            // worker: argv, run without a shell
   std::chrono::milliseconds timeout{};         // worker (default 30s) and http (default 10s)
   std::string url;                             // http: http:// or https://
   std::map<std::string, std::string> headers;  // http
-  int line = 0;                                // of the sink table
+  std::string listen;                          // websocket: host:port of the gateway
+  int key_token = 0;         // websocket: 1-based subject token naming the session key
+  std::string web_root;      // websocket: static files served beside /ws (resolved), optional
+  int max_sessions = 10000;  // websocket
+  int line = 0;              // of the sink table
 };
 
 struct WorkConfig {

@@ -46,6 +46,10 @@ sinks::SinkOptions sink_options(const config::SinkConfig& c) {
   if (c.timeout.count() > 0) o.timeout = c.timeout;
   o.url = c.url;
   o.headers = c.headers;
+  o.listen = c.listen;
+  o.key_token = c.key_token;
+  o.web_root = c.web_root;
+  o.max_sessions = static_cast<size_t>(c.max_sessions);
   return o;
 }
 

@@ -8,6 +8,7 @@
 #include "sinks/file_sink.h"
 #include "sinks/http_sink.h"
 #include "sinks/stdout_sink.h"
+#include "sinks/websocket_sink.h"
 #include "sinks/worker_sink.h"
 
 namespace natsfleet::sinks {
@@ -47,6 +48,21 @@ std::unique_ptr<Sink> make_sink(const SinkOptions& options) {
                                   options.fsync + "\"");
     }
     return std::make_unique<FileSink>(options.path, fsync);
+  }
+  if (options.type == "websocket") {
+    const size_t colon = options.listen.rfind(':');
+    if (colon == std::string::npos)
+      throw std::invalid_argument("websocket sink: listen must be host:port, not \"" +
+                                  options.listen + "\"");
+    WebSocketSinkOptions ws;
+    ws.host = options.listen.substr(0, colon);
+    if (ws.host.size() >= 2 && ws.host.front() == '[')
+      ws.host = ws.host.substr(1, ws.host.size() - 2);
+    ws.port = std::stoi(options.listen.substr(colon + 1));
+    ws.key_token = options.key_token;
+    ws.web_root = options.web_root;
+    ws.max_sessions = options.max_sessions;
+    return std::make_unique<WebSocketSink>(ws);
   }
   if (options.timeout <= std::chrono::milliseconds::zero())
     throw std::invalid_argument(options.type + " sink: timeout must be positive");

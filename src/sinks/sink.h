@@ -1,5 +1,6 @@
-// Where the daemon hands each message: a file, stdout, a long-lived worker process or an HTTP
-// endpoint. A Sink turns "the message was taken" into the Disposition the fleet sends the broker.
+// Where the daemon hands each message: a file, stdout, a long-lived worker process, an HTTP
+// endpoint, or (for a broadcast) the WebSocket sessions this replica holds. A Sink turns "the
+// message was taken" into the Disposition the fleet sends the broker.
 //
 //   auto sink = natsfleet::sinks::make_sink({.type = "file", .path = "out/mail.jsonl"});
 //   SinkResult r = sink->deliver(message, "mail-relay");  // publish r.publish, then settle
@@ -46,13 +47,17 @@ class Sink {
 
 // The sink section of the config, one field a line.
 struct SinkOptions {
-  std::string type;                            // file | stdout | worker | http
+  std::string type;                            // file | stdout | worker | http | websocket
   std::string path;                            // file
   std::string fsync = "never";                 // file: never | batch
   std::vector<std::string> command;            // worker: argv, no shell
   std::chrono::milliseconds timeout{30000};    // worker: answer; http: whole exchange
   std::string url;                             // http: http://host[:port]/path or https://...
   std::map<std::string, std::string> headers;  // http: sent with every request
+  std::string listen;                          // websocket: host:port
+  int key_token = 1;                           // websocket: subject token naming the session key
+  std::string web_root;                        // websocket: optional static files
+  size_t max_sessions = 10000;                 // websocket
 };
 
 // Throws std::invalid_argument naming the bad option (unknown type, missing path, empty command,

@@ -505,6 +505,34 @@ heartbeat = "10ms"
 sink = { type = "stdout" }
 )",
      6, "broadcast[0].heartbeat", "at least 50ms"},
+    {"WebSocketSinkOnWork", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "websocket", listen = "127.0.0.1:8090" }
+)",
+     5, "work[0].sink", "[[broadcast]]"},
+    {"WebSocketSinkWithoutKeyToken", R"(name = "svc"
+[[broadcast]]
+name = "b"
+subject = "status.all"
+sink = { type = "websocket", listen = "127.0.0.1:8090" }
+)",
+     5, "broadcast[0].sink", "no '*' token"},
+    {"WebSocketSinkKeyTokenBeyondSubject", R"(name = "svc"
+[[broadcast]]
+name = "b"
+subject = "member.*.status"
+sink = { type = "websocket", listen = "127.0.0.1:8090", key_token = 4 }
+)",
+     5, "broadcast[0].sink", "beyond the 3 tokens"},
+    {"WebSocketSinkListenNotHostPort", R"(name = "svc"
+[[broadcast]]
+name = "b"
+subject = "member.*.status"
+sink = { type = "websocket", listen = "8090" }
+)",
+     5, "broadcast[0].sink.listen", "not host:port"},
     {"LogFormatInvalid", R"(name = "svc"
 log_format = "xml"
 [[work]]
@@ -541,13 +569,13 @@ subject = "a.b"
 sink = { type = "kafka" }
 )",
      5, "work[0].sink.type", "unknown sink type 'kafka'"},
-    {"WebsocketSinkNotSupported", R"(name = "svc"
+    {"WebSocketSinkWithoutListen", R"(name = "svc"
 [[broadcast]]
 name = "b"
-subject = "a.b"
+subject = "member.*.status"
 sink = { type = "websocket" }
 )",
-     5, "broadcast[0].sink.type", "not supported yet"},
+     5, "broadcast[0].sink.listen", "missing"},
     {"FileSinkWithoutPath", R"(name = "svc"
 [[work]]
 name = "w"

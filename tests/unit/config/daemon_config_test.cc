@@ -90,6 +90,22 @@ TEST(DaemonConfig, ContractExampleParsesIntoExactValues) {
   EXPECT_EQ(broadcast.sink.line, 26);
 }
 
+TEST(DaemonConfig, WebSocketSinkKeysSessionsByTheSubjectsWildcardToken) {
+  auto config = parse_config(R"(name = "relay"
+[[broadcast]]
+name = "status"
+subject = "member.*.status"
+sink = { type = "websocket", listen = "127.0.0.1:8090", web_root = "web", max_sessions = 50 }
+)",
+                             "/etc/natsfleet/relay.toml");
+  const SinkConfig& sink = config.broadcast.at(0).sink;
+  EXPECT_EQ(sink.type, "websocket");
+  EXPECT_EQ(sink.listen, "127.0.0.1:8090");
+  EXPECT_EQ(sink.key_token, 2);
+  EXPECT_EQ(sink.web_root, "/etc/natsfleet/web");
+  EXPECT_EQ(sink.max_sessions, 50);
+}
+
 TEST(DaemonConfig, JetStreamBroadcastReadsItsSourceStreamAndHeartbeat) {
   auto config = parse_config(R"(name = "relay"
 [[broadcast]]

@@ -1,0 +1,45 @@
+// The relay for services in any language: a [[broadcast]] whose sink is a WebSocket gateway. Each
+// replica's daemon receives every status and hands it to the browser sessions attached to that
+// replica for the key the subject names (member.alice.status, key_token 2 -> "alice"). The
+// message's data goes to the browser unchanged.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "relay/session_registry.h"
+#include "relay/websocket_gateway.h"
+#include "sinks/sink.h"
+
+namespace natsfleet::sinks {
+
+struct WebSocketSinkOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;
+  int key_token = 1;  // 1-based
+  std::string web_root;
+  size_t max_sessions = 10000;
+};
+
+class WebSocketSink final : public Sink {
+ public:
+  // Listens at once: throws std::invalid_argument naming the address when it cannot.
+  explicit WebSocketSink(WebSocketSinkOptions options);
+  ~WebSocketSink() override;
+
+  // Always an ack: a status for a key with no session here is for another replica's sessions.
+  SinkResult deliver(const Message& message, const std::string& subscription) override;
+  std::string describe() const override;
+  void stop() override;
+  int port() const { return gateway_->port(); }
+
+ private:
+  const WebSocketSinkOptions options_;
+  relay::SessionRegistry registry_;
+  std::unique_ptr<relay::WebSocketGateway> gateway_;
+};
+
+// The `key_token`th (1-based) token of `subject`, or "" when it has fewer tokens.
+std::string subject_token(const std::string& subject, int key_token);
+
+}  // namespace natsfleet::sinks
