@@ -1,13 +1,20 @@
 #include "relay/session_registry.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 namespace natsfleet::relay {
 
+SessionRegistry::SessionRegistry(std::size_t remembered_members)
+    : remembered_members_(remembered_members) {}
+
 SessionId SessionRegistry::add(const std::string& member, std::shared_ptr<RelaySession> session) {
   std::lock_guard lock(mu_);
   const SessionId id = next_id_++;
+  // Under the lock, so a status delivered at the same moment cannot overtake it: deliver()
+  // records the new last status and picks its targets in one step.
+  if (auto last = last_.find(member); last != last_.end()) session->deliver(last->second.payload);
   auto it = by_member_.find(member);
   if (it == by_member_.end()) it = by_member_.emplace(member, std::vector<Entry>{}).first;
   it->second.push_back(Entry{id, std::move(session)});
@@ -41,6 +48,7 @@ std::size_t SessionRegistry::deliver(std::string_view member,
   std::vector<std::shared_ptr<RelaySession>> targets;
   {
     std::lock_guard lock(mu_);
+    remember(member, payload);
     const auto it = by_member_.find(member);
     if (it == by_member_.end()) {
       ++unrouted_;
@@ -76,6 +84,23 @@ std::size_t SessionRegistry::deliver(std::string_view member,
   }
   if (entries.empty()) by_member_.erase(it);
   return reached;
+}
+
+void SessionRegistry::remember(std::string_view member,
+                               const std::shared_ptr<const std::string>& payload) {
+  if (remembered_members_ == 0) return;
+  std::string key(member);
+  if (auto it = last_.find(key); it != last_.end()) {
+    it->second.payload = payload;
+    recency_.splice(recency_.end(), recency_, it->second.recency);
+    return;
+  }
+  if (last_.size() >= remembered_members_) {
+    last_.erase(recency_.front());
+    recency_.pop_front();
+  }
+  recency_.push_back(key);
+  last_.emplace(std::move(key), Last{payload, std::prev(recency_.end())});
 }
 
 std::size_t SessionRegistry::sessions(std::string_view member) const {

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,11 +38,15 @@ struct RegistryStats {
 // Thread-safe. Sessions are held by shared_ptr until removed or pruned.
 class SessionRegistry {
  public:
-  SessionRegistry() = default;
+  // Remembers the last status of up to `remembered_members` members (least recently updated
+  // forgotten first) and hands it to each new session of that member: a page opened after its
+  // status was published shows it instead of waiting for the next one. 0: remember nothing.
+  explicit SessionRegistry(std::size_t remembered_members = 10000);
   SessionRegistry(const SessionRegistry&) = delete;
   SessionRegistry& operator=(const SessionRegistry&) = delete;
 
-  // Registers `session` under `member`; the id removes it again. Ids are never reused.
+  // Registers `session` under `member` and hands it the member's last status, if one is
+  // remembered; the id removes it again. Ids are never reused.
   SessionId add(const std::string& member, std::shared_ptr<RelaySession> session);
 
   // Forgets the session; false when it was not (or no longer) registered, e.g. already pruned.
@@ -58,6 +63,8 @@ class SessionRegistry {
   RegistryStats stats() const;
 
  private:
+  void remember(std::string_view member, const std::shared_ptr<const std::string>& payload);
+
   struct Entry {
     SessionId id;
     std::shared_ptr<RelaySession> session;
@@ -68,6 +75,14 @@ class SessionRegistry {
   std::unordered_map<SessionId, std::string> member_of_;
   SessionId next_id_ = 1;
   std::size_t sessions_ = 0;
+  // The last status per member, most recently updated at the back of `recency_`.
+  struct Last {
+    std::shared_ptr<const std::string> payload;
+    std::list<std::string>::iterator recency;
+  };
+  const std::size_t remembered_members_;
+  std::unordered_map<std::string, Last> last_;
+  std::list<std::string> recency_;
   std::uint64_t delivered_ = 0;
   std::uint64_t dropped_ = 0;
   std::uint64_t unrouted_ = 0;

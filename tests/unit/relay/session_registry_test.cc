@@ -193,5 +193,42 @@ TEST(SessionRegistry, ConcurrentAttachDeliverAndRemoveStayConsistent) {
   EXPECT_EQ(registry.stats().members, 1u);
 }
 
+TEST(SessionRegistry, ALateSessionGetsItsMembersLastStatusOnly) {
+  SessionRegistry registry;
+  registry.deliver("alice", payload("alice: syncing"));
+  registry.deliver("alice", payload("alice: synced"));
+  registry.deliver("bob", payload("bob: failed"));
+  auto alice = std::make_shared<FakeSession>();
+  registry.add("alice", alice);
+  EXPECT_EQ(texts(*alice), std::vector<std::string>{"alice: synced"});
+  auto carol = std::make_shared<FakeSession>();
+  registry.add("carol", carol);
+  EXPECT_TRUE(texts(*carol).empty()) << "no status for carol yet";
+  registry.deliver("alice", payload("alice: synced again"));
+  EXPECT_EQ(texts(*alice), (std::vector<std::string>{"alice: synced", "alice: synced again"}));
+}
+
+TEST(SessionRegistry, LastStatusesAreBoundedLeastRecentlyUpdatedFirst) {
+  SessionRegistry registry(2);
+  registry.deliver("alice", payload("a"));
+  registry.deliver("bob", payload("b"));
+  registry.deliver("alice", payload("a2"));  // alice is now the most recent
+  registry.deliver("carol", payload("c"));   // bob is forgotten
+  auto alice = std::make_shared<FakeSession>(), bob = std::make_shared<FakeSession>(),
+       carol = std::make_shared<FakeSession>();
+  registry.add("alice", alice);
+  registry.add("bob", bob);
+  registry.add("carol", carol);
+  EXPECT_EQ(texts(*alice), std::vector<std::string>{"a2"});
+  EXPECT_TRUE(texts(*bob).empty());
+  EXPECT_EQ(texts(*carol), std::vector<std::string>{"c"});
+
+  SessionRegistry forgetful(0);
+  forgetful.deliver("alice", payload("a"));
+  auto late = std::make_shared<FakeSession>();
+  forgetful.add("alice", late);
+  EXPECT_TRUE(texts(*late).empty());
+}
+
 }  // namespace
 }  // namespace natsfleet::relay
