@@ -14,7 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -175,24 +178,43 @@ int run_launcher(const std::string& self, std::vector<int> ports, std::vector<st
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
   });
+  // A line that cannot be carried out is answered and skipped: leaving here early would leave the
+  // replicas and the broker running.
+  auto run_command = [&](const std::string& line, const std::vector<std::string>& words) {
+    int messages = 1;
+    if (words[0] == "event" && words.size() >= 4 && words[2] == "error") {
+      // The text is everything after the word "error" that follows the member.
+      const size_t member_end = line.find(words[1], line.find(words[0]) + words[0].size());
+      const size_t text_at = line.find(words[2], member_end + words[1].size()) + words[2].size();
+      publish(words[1], {{"error", line.substr(text_at + 1)}});
+    } else if (words[0] == "event" && (words.size() == 2 || words.size() == 3)) {
+      if (words.size() == 3) {
+        const auto [end, ec] =
+            std::from_chars(words[2].data(), words[2].data() + words[2].size(), messages);
+        if (ec != std::errc() || end != words[2].data() + words[2].size() || messages < 0) {
+          std::printf("error '%s' is not a message count\n", words[2].c_str());
+          return;
+        }
+      }
+      publish(words[1], {{"messages", messages}});
+    } else if (words[0] == "kill" && words.size() == 2 && replicas.count(words[1])) {
+      stop_child(replicas[words[1]], SIGKILL);
+      std::printf("killed %s\n", words[1].c_str());
+    } else {
+      std::printf("unknown command: %s\n", line.c_str());
+    }
+  };
   std::string line;
   while (!g_stop && std::getline(std::cin, line)) {
     auto words = split(line, ' ');
     if (words.empty()) continue;
     if (words[0] == "quit") break;
-    if (words[0] == "event" && words.size() >= 2) {
-      if (words.size() >= 4 && words[2] == "error")
-        publish(words[1], {{"error", line.substr(line.find("error") + 6)}});
-      else
-        publish(words[1], {{"messages", words.size() >= 3 ? std::stoi(words[2]) : 1}});
-    } else if (words[0] == "kill" && words.size() == 2 && replicas.count(words[1])) {
-      stop_child(replicas[words[1]], SIGKILL);
-      std::printf("killed %s\n", words[1].c_str());
-      std::fflush(stdout);
-    } else {
-      std::printf("unknown command: %s\n", line.c_str());
-      std::fflush(stdout);
+    try {
+      run_command(line, words);
+    } catch (const std::exception& e) {  // an error text that is not UTF-8, say
+      std::printf("error %s\n", e.what());
     }
+    std::fflush(stdout);
   }
   g_stop = true;
   automatic.join();
@@ -219,6 +241,9 @@ int main(int argc, char** argv) {
     if (!args.empty() && args[0] == "replica") {
       sync_status::ReplicaOptions options;
       options.name = flag(args, "--name", "replica");
+      // Logs to stderr, shared with the launcher: stdout is a pipe the launcher reads only up to
+      // the "listening" line, and once full it would block every thread that logs.
+      spdlog::set_default_logger(spdlog::stderr_color_mt("replica-" + options.name));
       options.servers = {flag(args, "--server", "nats://127.0.0.1:4222")};
       options.port = std::stoi(flag(args, "--port", "8080"));
       options.web_root = web_root;

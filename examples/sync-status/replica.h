@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,12 +26,15 @@ int run_replica(const ReplicaOptions& options, const std::atomic<bool>& stop);
 
 // The status a member's panel shows for one sync-complete event (the event's JSON payload:
 // {"member":"alice","messages":42} or {"member":"alice","error":"IMAP login refused"}), or an
-// error naming what is wrong with the payload.
+// error naming what is wrong with the payload. `event_seq`, the event's stream sequence, goes into
+// the status as "event": two replicas may publish a member's statuses out of order, and the page
+// keeps showing the newest event's.
 struct Status {
   std::string member;
   std::string json;   // what the browser receives
   std::string error;  // non-empty: the payload was unusable
 };
-Status status_for(const std::string& payload, const std::string& replica, const std::string& now);
+Status status_for(const std::string& payload, const std::string& replica, const std::string& now,
+                  uint64_t event_seq);
 
 }  // namespace sync_status

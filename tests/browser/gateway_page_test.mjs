@@ -164,12 +164,13 @@ async function main() {
     second.on('pageerror', (error) => pageErrors.push(error.message));
     await second.goto(`${gatewayUrl}?member=alice`);
     await attached(['alice']);
-    await waitForPanel(second, 'alice', { state: 'syncing', count: '0', connection: 'open' },
-      'alice\'s second tab before any status');
+    // A page opened late shows the member's last status at once, not "syncing".
+    await waitForPanel(second, 'alice', { state: 'synced', count: '1', connection: 'open' },
+      'alice\'s second tab shows her last status on attach');
     check(await deliver('alice', { member: 'alice', state: 'synced', at, messages: 43 }) === 2,
       'the relay reached both of alice\'s sessions');
     await waitForPanel(page, 'alice', { state: 'synced', count: '2' }, 'alice, first tab');
-    await waitForPanel(second, 'alice', { state: 'synced', count: '1' }, 'alice, second tab');
+    await waitForPanel(second, 'alice', { state: 'synced', count: '2' }, 'alice, second tab');
     await second.close();
 
     // The relay goes away and comes back: panels say so, keep what they know, and reattach.

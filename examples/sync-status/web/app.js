@@ -1,8 +1,9 @@
 // Member status page: one panel per member named in the address (?members=alice,bob or
 // ?member=alice). Each panel holds a WebSocket to /ws?member=<id> on this host and shows the last
 // status the relay delivered. Test hooks on each panel: data-member, data-state
-// (syncing | synced | failed), data-count (statuses received) and data-connection
-// (connecting | open | reconnecting).
+// (syncing | synced | failed), data-count (statuses received), data-connection
+// (connecting | open | reconnecting) and data-handled-by (the replica that handled the event
+// shown, when the status names it).
 'use strict';
 
 (function () {
@@ -40,6 +41,7 @@
     constructor(member, template) {
       this.member = member;
       this.count = 0;
+      this.shownEvent = 0;
       this.attempt = 0;
       this.socket = null;
       this.root = template.content.firstElementChild.cloneNode(true);
@@ -47,6 +49,8 @@
       this.root.querySelector('.member').textContent = member;
       this.label = this.root.querySelector('.label');
       this.detail = this.root.querySelector('.detail');
+      this.handledBy = this.root.querySelector('.handled-by');
+      this.replica = this.root.querySelector('.replica');
       this.countText = this.root.querySelector('.panel-foot');
       this.connectionText = this.root.querySelector('.connection-text');
     }
@@ -90,10 +94,21 @@
       }
       if (status === null || typeof status !== 'object' || status.type === 'ping') return;
       if (status.member !== undefined && status.member !== this.member) return;
+      // On every (re)attach the relay hands over the member's last status: the same text again
+      // is not a new status.
+      if (data === this.lastData) return;
+      this.lastData = data;
       this.count += 1;
       this.root.dataset.count = String(this.count);
       this.countText.textContent =
         `${this.count} ${this.count === 1 ? 'status' : 'statuses'} received`;
+      // Replicas handle a member's events concurrently, and an event a dead replica held comes
+      // back only after ack_wait: statuses can arrive out of order. The one of the newest event
+      // (its stream sequence) stays on show.
+      if (Number.isFinite(status.event)) {
+        if (status.event < this.shownEvent) return;
+        this.shownEvent = status.event;
+      }
       this.show(status);
     }
 
@@ -117,6 +132,20 @@
       } else if (status.state === 'syncing') {
         this.setState('syncing', 'Syncing…');
         this.detail.textContent = 'A sync is running.';
+      } else {
+        return;
+      }
+      this.showHandledBy(status.handled_by);
+    }
+
+    showHandledBy(replica) {
+      if (typeof replica === 'string' && replica) {
+        this.root.dataset.handledBy = replica;
+        this.replica.textContent = replica;
+        this.handledBy.hidden = false;
+      } else {
+        delete this.root.dataset.handledBy;
+        this.handledBy.hidden = true;
       }
     }
 
