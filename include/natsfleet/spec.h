@@ -68,6 +68,10 @@ struct BroadcastSpec {
   // For a broadcast that owns its stream, such as a relay's.
   bool create_stream = false;
   std::chrono::milliseconds stream_max_age = std::chrono::minutes(10);
+  // jetstream only: a replica's consumer starts with the last message of each subject the
+  // stream holds, then new ones (instead of new ones only). A relay learns every member's last
+  // status this way, even one published while its subscription was being set up.
+  bool start_with_last_per_subject = false;
 };
 
 }  // namespace natsfleet

@@ -71,7 +71,8 @@ nlohmann::json config_starting_at(const WorkSpec& spec, uint64_t seq, const std:
 }
 
 nlohmann::json replica_consumer_config(const WorkSpec& spec, const std::string& name,
-                                       uint64_t start_seq, std::chrono::milliseconds inactive) {
+                                       uint64_t start_seq, std::chrono::milliseconds inactive,
+                                       bool last_per_subject) {
   nlohmann::json c = {
       {"name", name},
       {"ack_policy", "explicit"},
@@ -79,7 +80,9 @@ nlohmann::json replica_consumer_config(const WorkSpec& spec, const std::string& 
       {"max_deliver", spec.max_deliver},
       {"max_ack_pending", spec.max_ack_pending},
       {"filter_subject", spec.subject},
-      {"deliver_policy", start_seq == 0 ? "new" : "by_start_sequence"},
+      {"deliver_policy", start_seq > 0      ? "by_start_sequence"
+                         : last_per_subject ? "last_per_subject"
+                                            : "new"},
       {"replay_policy", "instant"},
       {"max_waiting", 512},
       {"inactive_threshold", ns(inactive)},

@@ -18,11 +18,12 @@ nlohmann::json desired_consumer_config(const WorkSpec& spec, const std::string& 
 // neither replay acknowledged work nor skip pending work).
 nlohmann::json config_starting_at(const WorkSpec& spec, uint64_t seq,
                                   const std::string& durable = {});
-// A replica's own ephemeral pull consumer (a JetStream broadcast), named `name`: new messages
-// when `start_seq` is 0, else from that stream sequence. The broker removes it once nobody has
-// pulled for `inactive`.
+// A replica's own ephemeral pull consumer (a JetStream broadcast), named `name`: from stream
+// sequence `start_seq`, or when it is 0 new messages (with `last_per_subject`: first the last
+// message of each subject). The broker removes it once nobody has pulled for `inactive`.
 nlohmann::json replica_consumer_config(const WorkSpec& spec, const std::string& name,
-                                       uint64_t start_seq, std::chrono::milliseconds inactive);
+                                       uint64_t start_seq, std::chrono::milliseconds inactive,
+                                       bool last_per_subject = false);
 // Where a push-queue consumer delivers: the same for every replica of the fleet.
 std::string deliver_subject_for(const std::string& durable);
 

@@ -211,7 +211,7 @@ class Fleet::Impl {
       return std::make_unique<fleet::BroadcastSubscription>(spec, std::move(handler), context_);
     return std::make_unique<fleet::WorkSubscription>(
         fleet::replica_work_spec(spec), fleet::acking(std::move(handler)), context_,
-        fleet::WorkSubscription::Scope::per_replica, fleet::broadcast_stream_config(spec));
+        fleet::WorkSubscription::Scope::per_replica, fleet::replica_options(spec));
   }
 
   void on_connection(bool connected) {

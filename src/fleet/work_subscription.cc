@@ -49,11 +49,11 @@ int initial_window(const WorkSpec& spec) {
 }  // namespace
 
 WorkSubscription::WorkSubscription(WorkSpec spec, WorkHandler handler, FleetContext& context,
-                                   Scope scope, nlohmann::json stream_to_create)
+                                   Scope scope, ReplicaOptions replica)
     : spec_(std::move(spec)),
       handler_(std::move(handler)),
       scope_(scope),
-      stream_to_create_(std::move(stream_to_create)),
+      replica_(std::move(replica)),
       ctx_(context),
       status_(spec_.name, scope == Scope::shared ? "work" : "broadcast", spec_.subject,
               context.log),
@@ -195,12 +195,12 @@ Result<void> WorkSubscription::bind() {
 }
 
 Result<std::string> WorkSubscription::locate_stream() {
-  if (!stream_to_create_.is_null()) {
+  if (!replica_.stream_to_create.is_null()) {
     auto existing = api_.stream_info(spec_.stream);
     if (existing) return spec_.stream;
     if (!existing.error().is_stream_not_found()) return existing.error();
     // Two replicas may create it at once: an identical create succeeds for both.
-    auto created = api_.create_stream(stream_to_create_);
+    auto created = api_.create_stream(replica_.stream_to_create);
     if (!created) return created.error();
     log_once(fmt::format("{} {}: created stream {} for subject {}",
                          scope_ == Scope::shared ? "work" : "broadcast", spec_.name, spec_.stream,
@@ -290,14 +290,18 @@ Result<nats::ConsumerInfo> WorkSubscription::ensure_replica_consumer(const std::
   if (auto mine = api_.consumer_info(stream, consumer_)) return mine;
   const uint64_t floor = resume_floor();
   bool created = false;
-  auto info = create_or_read(stream,
-                             replica_consumer_config(spec_, consumer_, floor == 0 ? 0 : floor + 1,
-                                                     ctx_.options.broadcast_inactive),
-                             &created);
+  auto info = create_or_read(
+      stream,
+      replica_consumer_config(spec_, consumer_, floor == 0 ? 0 : floor + 1,
+                              ctx_.options.broadcast_inactive, replica_.last_per_subject),
+      &created);
   if (info && created)
-    log_once(fmt::format(
-        "broadcast {}: this replica's consumer {} on stream {} delivers {}", spec_.name, consumer_,
-        stream, floor == 0 ? "new messages" : "after stream sequence " + std::to_string(floor)));
+    log_once(fmt::format("broadcast {}: this replica's consumer {} on stream {} delivers {}",
+                         spec_.name, consumer_, stream,
+                         floor > 0 ? "after stream sequence " + std::to_string(floor)
+                         : replica_.last_per_subject
+                             ? std::string("the last message of each subject, then new ones")
+                             : std::string("new messages")));
   return info;
 }
 
@@ -536,7 +540,8 @@ Result<nats::ConsumerInfo> WorkSubscription::recreate_consumer() {
   }
   nlohmann::json config;
   if (scope_ == Scope::per_replica)
-    config = replica_consumer_config(spec_, consumer_, start, ctx_.options.broadcast_inactive);
+    config = replica_consumer_config(spec_, consumer_, start, ctx_.options.broadcast_inactive,
+                                     replica_.last_per_subject);
   else
     config = start > 0 ? config_starting_at(spec_, start, consumer_)
                        : desired_consumer_config(spec_, consumer_);
@@ -713,18 +718,22 @@ WorkSpec replica_work_spec(const BroadcastSpec& spec) {
   return work;
 }
 
-nlohmann::json broadcast_stream_config(const BroadcastSpec& spec) {
-  if (spec.source != BroadcastSource::jetstream || !spec.create_stream) return nullptr;
+ReplicaOptions replica_options(const BroadcastSpec& spec) {
+  ReplicaOptions options;
+  options.last_per_subject = spec.start_with_last_per_subject;
+  if (spec.source != BroadcastSource::jetstream || !spec.create_stream) return options;
   auto ns = [](std::chrono::milliseconds d) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
   };
-  return {{"name", spec.stream},
-          {"subjects", {spec.subject}},
-          {"storage", "file"},
-          {"retention", "limits"},
-          {"max_age", ns(spec.stream_max_age)},
-          {"duplicate_window", ns(std::min(spec.stream_max_age, milliseconds(120'000)))},
-          {"num_replicas", 1}};
+  options.stream_to_create = {
+      {"name", spec.stream},
+      {"subjects", {spec.subject}},
+      {"storage", "file"},
+      {"retention", "limits"},
+      {"max_age", ns(spec.stream_max_age)},
+      {"duplicate_window", ns(std::min(spec.stream_max_age, milliseconds(120'000)))},
+      {"num_replicas", 1}};
+  return options;
 }
 
 WorkHandler acking(BroadcastHandler handler) {

@@ -36,13 +36,20 @@
 
 namespace natsfleet::fleet {
 
+// A per-replica subscription's extras: `stream_to_create`, a stream config to create when
+// spec.stream does not exist (null: none); `last_per_subject`, start with the last message of
+// each subject.
+struct ReplicaOptions {
+  nlohmann::json stream_to_create = nullptr;
+  bool last_per_subject = false;
+};
+
 class WorkSubscription final : public Supervised {
  public:
   enum class Scope { shared, per_replica };
 
-  // `stream_to_create`: a stream config to create when spec.stream does not exist (null: none).
   WorkSubscription(WorkSpec spec, WorkHandler handler, FleetContext& context,
-                   Scope scope = Scope::shared, nlohmann::json stream_to_create = nullptr);
+                   Scope scope = Scope::shared, ReplicaOptions replica = {});
   ~WorkSubscription() override;
 
   void start() override;
@@ -99,7 +106,7 @@ class WorkSubscription final : public Supervised {
   const WorkSpec spec_;
   const WorkHandler handler_;
   const Scope scope_;
-  const nlohmann::json stream_to_create_;
+  const ReplicaOptions replica_;
   FleetContext& ctx_;
   SubscriptionStatus status_;
   nats::JetStreamApi api_;
@@ -144,8 +151,8 @@ class WorkSubscription final : public Supervised {
 // A JetStream broadcast is the work of one replica: its own consumer, each message handled here
 // and acked once the handler returns (a throw naks it for another try, up to max_deliver).
 WorkSpec replica_work_spec(const BroadcastSpec& spec);
-// The stream a broadcast with create_stream asks for; null when it asks for none.
-nlohmann::json broadcast_stream_config(const BroadcastSpec& spec);
+// How a JetStream broadcast's own consumer and stream are made.
+ReplicaOptions replica_options(const BroadcastSpec& spec);
 WorkHandler acking(BroadcastHandler handler);
 
 }  // namespace natsfleet::fleet

@@ -100,6 +100,9 @@ class Relay::Impl {
     if (options_.source == BroadcastSource::jetstream) {
       spec.stream = options_.stream;
       spec.create_stream = true;
+      // Every key's last status first: nothing published before this replica subscribed is
+      // missed, and a page opened later is handed it.
+      spec.start_with_last_per_subject = true;
       spec.stream_max_age = options_.stream_max_age;
     }
     auto added =

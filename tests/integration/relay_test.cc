@@ -159,6 +159,29 @@ TEST(Relay, StatusesPublishedAcrossABrokerRestartAreAllDeliveredExactlyOnce) {
   EXPECT_EQ(alice->got(), expected);
 }
 
+TEST(Relay, AReplicaThatSubscribesLaterStillHandsEachMemberTheirLastStatus) {
+  NatsServer server;
+  Replica a(server.url(), "replica-a");
+  ASSERT_TRUE(a.fleet.start());
+  auto alice_on_a = a.attach("alice");
+  ASSERT_TRUE(wait_ready({&a}));
+  ASSERT_TRUE(a.relay.publish("alice", "alice: syncing", "w1"));
+  ASSERT_TRUE(a.relay.publish("alice", "alice: synced", "w2"));
+  ASSERT_TRUE(a.relay.publish("bob", "bob: failed", "w3"));
+  ASSERT_TRUE(wait_for([&] { return alice_on_a->count() == 2; }, 10s));
+
+  // Replica b starts after those were published (a rolling deploy); its pages open later still.
+  Replica b(server.url(), "replica-b");
+  ASSERT_TRUE(b.fleet.start());
+  ASSERT_TRUE(b.relay.ensure_subscribed());
+  ASSERT_TRUE(wait_ready({&b}));
+  ASSERT_TRUE(wait_for([&] { return b.relay.stats().received >= 2; }, 10s));
+  auto alice_on_b = b.attach("alice");
+  auto bob_on_b = b.attach("bob");
+  EXPECT_EQ(alice_on_b->got(), std::vector<std::string>{"alice: synced"});
+  EXPECT_EQ(bob_on_b->got(), std::vector<std::string>{"bob: failed"});
+}
+
 TEST(Relay, KeysThatCannotBeASubjectTokenAreRefused) {
   NatsServer server;
   Replica a(server.url(), "replica-a");
