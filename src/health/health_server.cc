@@ -1,7 +1,5 @@
 #include "health/health_server.h"
 
-#include <fcntl.h>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -23,6 +21,7 @@
 #include "health/metrics.h"
 #include "health/readiness.h"
 #include "health/status.h"
+#include "net/listener.h"
 
 namespace natsfleet::health {
 
@@ -60,13 +59,6 @@ Result<ListenAddress> parse_listen_address(std::string_view text) {
 }
 
 namespace {
-
-// Asio opens and accepts sockets without close-on-exec: a worker sink the daemon spawns would
-// otherwise inherit the listener and keep the health port bound after the daemon exits.
-void close_on_exec(int fd) {
-  const int flags = ::fcntl(fd, F_GETFD);
-  if (flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
-}
 
 constexpr std::size_t kHeaderLimit = 8 * 1024;
 constexpr std::size_t kBodyLimit = 8 * 1024;  // the endpoints take no body
@@ -222,17 +214,8 @@ Result<void> HealthServer::Impl::start() {
   const tcp::endpoint endpoint = endpoints.begin()->endpoint();
 
   acceptor_ = std::make_unique<tcp::acceptor>(*ioc_);
-  acceptor_->open(endpoint.protocol(), ec);
-  if (ec) return fail("open a socket for", ec);
-  // Lets a restarted daemon bind while old connections linger in TIME_WAIT; on Linux it does not
-  // let two listeners share the port, so "in use" is still reported.
-  close_on_exec(acceptor_->native_handle());
-  acceptor_->set_option(net::socket_base::reuse_address(true), ec);
-  if (ec) return fail("configure", ec);
-  acceptor_->bind(endpoint, ec);
-  if (ec) return fail("listen on", ec);
-  acceptor_->listen(net::socket_base::max_listen_connections, ec);
-  if (ec) return fail("listen on", ec);
+  if (auto failed = natsfleet::sockets::listen_at(*acceptor_, endpoint))
+    return fail(failed->step, failed->error);
   const tcp::endpoint bound = acceptor_->local_endpoint(ec);
   if (ec) return fail("listen on", ec);
   port_ = bound.port();
@@ -268,7 +251,7 @@ void HealthServer::Impl::stop() {
 void HealthServer::Impl::accept() {
   acceptor_->async_accept([this](beast::error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted) return;
-    if (!ec) close_on_exec(socket.native_handle());
+    if (!ec) natsfleet::sockets::close_on_exec(socket.native_handle());
     if (ec) {
       // Typically out of descriptors: back off instead of spinning on the same error.
       spdlog::warn("health server: accept failed: {}", ec.message());

@@ -25,8 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include <fcntl.h>
-
+#include "net/listener.h"
 #include "relay/member_route.h"
 #include "relay/static_files.h"
 
@@ -49,15 +48,29 @@ constexpr auto kAcceptRetry = std::chrono::milliseconds(100);
 constexpr auto kStopPoll = std::chrono::milliseconds(5);
 constexpr std::string_view kWebSocketPath = "/ws";
 
+// No exception may leave an io handler: one that does ends its connection (`finish`), never the
+// gateway. `who` names the connection kind in the log.
+template <typename F, typename Finish>
+void run_guarded(const char* who, F&& f, Finish&& finish) noexcept {
+  try {
+    f();
+    return;
+  } catch (const std::exception& e) {
+    spdlog::error("relay gateway: {}: {}", who, e.what());
+  } catch (...) {
+    spdlog::error("relay gateway: {}: unknown exception", who);
+  }
+  try {
+    finish();
+  } catch (const std::exception& e) {
+    spdlog::error("relay gateway: {}: cannot close: {}", who, e.what());
+  } catch (...) {
+    spdlog::error("relay gateway: {}: cannot close", who);
+  }
+}
+
 using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;
-
-// Asio opens and accepts sockets without close-on-exec: a process the daemon spawns (a worker
-// sink) would otherwise inherit the listener and keep the port bound after the gateway stops.
-void close_on_exec(int fd) {
-  const int flags = ::fcntl(fd, F_GETFD);
-  if (flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
-}
 
 Response text_response(http::status status, std::string body, unsigned version) {
   Response res{status, version};
@@ -271,22 +284,9 @@ class WsSession : public Connection,
   void abort() override { finish(); }
 
  private:
-  // No exception may leave an io handler: one that does ends this session, not the gateway.
   template <typename F>
   void guarded(F&& f) noexcept {
-    try {
-      f();
-      return;
-    } catch (const std::exception& e) {
-      spdlog::error("relay gateway: session: {}", e.what());
-    } catch (...) {
-      spdlog::error("relay gateway: session: unknown exception");
-    }
-    try {
-      finish();
-    } catch (const std::exception& e) {
-      spdlog::error("relay gateway: session: cannot close: {}", e.what());
-    }
+    run_guarded("session", std::forward<F>(f), [this] { finish(); });
   }
 
   void on_accept(beast::error_code ec) {
@@ -476,19 +476,7 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
  private:
   template <typename F>
   void guarded(F&& f) noexcept {
-    try {
-      f();
-      return;
-    } catch (const std::exception& e) {
-      spdlog::error("relay gateway: http: {}", e.what());
-    } catch (...) {
-      spdlog::error("relay gateway: http: unknown exception");
-    }
-    try {
-      finish();
-    } catch (const std::exception& e) {
-      spdlog::error("relay gateway: http: cannot close: {}", e.what());
-    }
+    run_guarded("http", std::forward<F>(f), [this] { finish(); });
   }
 
   void read() {
@@ -728,17 +716,8 @@ Result<void> WebSocketGateway::Impl::start() {
   const tcp::endpoint endpoint = endpoints.begin()->endpoint();
 
   acceptor_ = std::make_unique<tcp::acceptor>(net::make_strand(core_->ioc));
-  acceptor_->open(endpoint.protocol(), ec);
-  if (ec) return fail("open a socket for", ec);
-  close_on_exec(acceptor_->native_handle());
-  // Lets a restarted process bind while old connections linger in TIME_WAIT; on Linux it does not
-  // let two listeners share the port, so "in use" is still reported.
-  acceptor_->set_option(net::socket_base::reuse_address(true), ec);
-  if (ec) return fail("configure", ec);
-  acceptor_->bind(endpoint, ec);
-  if (ec) return fail("listen on", ec);
-  acceptor_->listen(net::socket_base::max_listen_connections, ec);
-  if (ec) return fail("listen on", ec);
+  if (auto failed = natsfleet::sockets::listen_at(*acceptor_, endpoint))
+    return fail(failed->step, failed->error);
   const tcp::endpoint bound = acceptor_->local_endpoint(ec);
   if (ec) return fail("listen on", ec);
   retry_timer_ = std::make_unique<net::steady_timer>(acceptor_->get_executor());
@@ -795,7 +774,7 @@ void WebSocketGateway::Impl::serve(tcp::socket socket) noexcept {
       socket.close(ec);
       return;
     }
-    close_on_exec(socket.native_handle());
+    natsfleet::sockets::close_on_exec(socket.native_handle());
     std::make_shared<HttpSession>(std::move(socket), core_)->start();
   } catch (const std::exception& e) {
     spdlog::error("relay gateway: accept: {}", e.what());
