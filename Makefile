@@ -27,6 +27,7 @@ demo: build
 bench: build
 	@$(BUILD)/bench/natsfleet-bench
 	@$(BUILD)/bench/natsfleet-daemon-bench
+	@$(BUILD)/bench/natsfleet-relay-bench
 
 # Integration tests under AddressSanitizer + UBSan, and under ThreadSanitizer.
 asan: deps

@@ -199,9 +199,13 @@ Result<std::string> WorkSubscription::locate_stream() {
     auto existing = api_.stream_info(spec_.stream);
     if (existing) return spec_.stream;
     if (!existing.error().is_stream_not_found()) return existing.error();
-    // Two replicas may create it at once: an identical create succeeds for both.
+    // Two replicas may create it at the same moment: the loser's create is refused ("subjects
+    // overlap") and the stream is there.
     auto created = api_.create_stream(replica_.stream_to_create);
-    if (!created) return created.error();
+    if (!created) {
+      if (api_.stream_info(spec_.stream)) return spec_.stream;
+      return created.error();
+    }
     log_once(fmt::format("{} {}: created stream {} for subject {}",
                          scope_ == Scope::shared ? "work" : "broadcast", spec_.name, spec_.stream,
                          spec_.subject));
