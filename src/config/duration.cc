@@ -54,7 +54,12 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
 
 std::string format_duration(std::chrono::milliseconds duration) {
   if (duration.count() == 0) return "0s";
-  if (duration.count() < 0) return "-" + format_duration(-duration);
+  if (duration.count() < 0) {
+    // Appended rather than `"-" + ...`: GCC 12 at -O3 warns falsely (-Wrestrict) on the latter.
+    std::string negative = "-";
+    negative += format_duration(-duration);
+    return negative;
+  }
   std::string text;
   std::int64_t left = duration.count();
   for (const Unit& unit : kUnits) {
