@@ -249,6 +249,8 @@ int main(int argc, char** argv) {
       options.web_root = web_root;
       return sync_status::run_replica(options, g_stop);
     }
+    // stdout is the launcher's conversation (URLs, "published", "killed"); logs go to stderr.
+    spdlog::set_default_logger(spdlog::stderr_color_mt("sync-status"));
     std::vector<int> ports;
     for (const auto& p : split(flag(args, "--ports", "8081,8082"), ','))
       ports.push_back(std::stoi(p));
