@@ -35,12 +35,6 @@ std::string work_config(const std::string& name, const std::string& sink_path, i
          extra_work + "sink = { type = \"file\", path = \"" + sink_path + "\" }\n";
 }
 
-int readyz(int port) {
-  int status = 0;
-  http_get(port, "/readyz", &status);
-  return status;
-}
-
 TEST(Daemon, TwoReplicasShareWorkAndASigkillLosesNothing) {
   NatsServer server;
   BrokerClient admin(server.url());

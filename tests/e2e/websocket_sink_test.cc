@@ -69,12 +69,6 @@ std::string relay_config(const std::string& name, int ws_port, int health_port) 
          std::to_string(ws_port) + "\" }\n";
 }
 
-int readyz(int port) {
-  int status = 0;
-  http_get(port, "/readyz", &status);
-  return status;
-}
-
 TEST(WebSocketSink, AStatusReachesEveryBrowserOfItsMemberOnEveryReplica) {
   NatsServer server;
   BrokerClient admin(server.url());

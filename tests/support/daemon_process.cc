@@ -10,8 +10,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
 #include <stdexcept>
 #include <thread>
+#include "support/nats_server.h"
 
 extern char** environ;
 
@@ -98,6 +100,12 @@ SinkFile read_sink_file(const std::string& path) {
     f.payloads.push_back(record.value("data", std::string()));
   }
   return f;
+}
+
+int readyz(int port) {
+  int status = 0;
+  http_get(port, "/readyz", &status);
+  return status;
 }
 
 }  // namespace natsfleet::testing

@@ -56,4 +56,7 @@ struct SinkFile {
 };
 SinkFile read_sink_file(const std::string& path);
 
+// The status of GET /readyz on a daemon's health port (0 when nothing answers).
+int readyz(int port);
+
 }  // namespace natsfleet::testing
