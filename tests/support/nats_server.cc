@@ -666,4 +666,30 @@ void NatsCluster::wait_ready(std::chrono::milliseconds timeout) const {
   }
 }
 
+std::set<int> tcp_ports_held_by(pid_t pid) {
+  namespace fs = std::filesystem;
+  std::set<std::string> inodes;  // "socket:[12345]" -> "12345"
+  std::error_code ec;
+  for (const auto& fd : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    const std::string target = fs::read_symlink(fd.path(), ec).string();
+    if (target.rfind("socket:[", 0) == 0) inodes.insert(target.substr(8, target.size() - 9));
+  }
+  std::set<int> ports;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // header
+    // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ...
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string sl, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      fields >> sl >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+          timeout >> inode;
+      if (!inodes.count(inode)) continue;
+      ports.insert(std::stoi(local.substr(local.rfind(':') + 1), nullptr, 16));
+    }
+  }
+  return ports;
+}
+
 }  // namespace natsfleet::testing

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -130,6 +131,9 @@ bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds 
               std::chrono::milliseconds interval = std::chrono::milliseconds(20));
 
 int free_loopback_port();  // bind 127.0.0.1:0, read the port, close
+// The local TCP ports of the sockets process `pid` holds (from /proc): a server's port here
+// means the process inherited the server's listener or one of its connections.
+std::set<int> tcp_ports_held_by(pid_t pid);
 // `count` distinct free ports: all probe sockets stay bound until every port is picked, so the
 // kernel cannot hand out the same port twice.
 std::vector<int> free_loopback_ports(size_t count);
