@@ -666,6 +666,8 @@ void NatsCluster::wait_ready(std::chrono::milliseconds timeout) const {
   }
 }
 
+namespace {
+
 std::set<int> tcp_ports_held_by(pid_t pid) {
   namespace fs = std::filesystem;
   std::set<std::string> inodes;  // "socket:[12345]" -> "12345"
@@ -689,6 +691,21 @@ std::set<int> tcp_ports_held_by(pid_t pid) {
       ports.insert(std::stoi(local.substr(local.rfind(':') + 1), nullptr, 16));
     }
   }
+  return ports;
+}
+
+}  // namespace
+
+std::set<int> tcp_ports_a_child_inherits() {
+  char sleep_path[] = "/bin/sleep";
+  char seconds[] = "30";
+  char* argv[] = {sleep_path, seconds, nullptr};
+  pid_t child = 0;
+  if (::posix_spawn(&child, sleep_path, nullptr, nullptr, argv, environ) != 0)
+    throw std::runtime_error("cannot spawn /bin/sleep");
+  auto ports = tcp_ports_held_by(child);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
   return ports;
 }
 

@@ -131,9 +131,10 @@ bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds 
               std::chrono::milliseconds interval = std::chrono::milliseconds(20));
 
 int free_loopback_port();  // bind 127.0.0.1:0, read the port, close
-// The local TCP ports of the sockets process `pid` holds (from /proc): a server's port here
-// means the process inherited the server's listener or one of its connections.
-std::set<int> tcp_ports_held_by(pid_t pid);
+// Spawns a child process (as the daemon spawns a worker sink) and returns the local TCP ports of
+// the sockets it inherited (read from /proc), then kills it. A server's port here means a child
+// would keep the server's listener or one of its connections alive.
+std::set<int> tcp_ports_a_child_inherits();
 // `count` distinct free ports: all probe sockets stay bound until every port is picked, so the
 // kernel cannot hand out the same port twice.
 std::vector<int> free_loopback_ports(size_t count);

@@ -1,9 +1,5 @@
 #include "health/health_server.h"
 
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
@@ -19,8 +15,6 @@
 #include "health_fixtures.h"
 #include "prometheus_parser.h"
 #include "support/nats_server.h"
-
-extern char** environ;
 
 namespace natsfleet::health {
 namespace {
@@ -165,14 +159,7 @@ TEST_F(HealthServerTest, AProcessSpawnedWhileServingDoesNotKeepThePort) {
   EXPECT_EQ(client.get("/healthz").status, 200u);
   // As the daemon does for a worker sink: the child must inherit neither the listener nor the
   // accepted connection (either would keep the health port bound after the daemon exits).
-  char sleep_path[] = "/bin/sleep";
-  char seconds[] = "30";
-  char* argv[] = {sleep_path, seconds, nullptr};
-  pid_t child = 0;
-  ASSERT_EQ(::posix_spawn(&child, sleep_path, nullptr, nullptr, argv, environ), 0);
-  const auto held = natsfleet::testing::tcp_ports_held_by(child);
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
+  const auto held = natsfleet::testing::tcp_ports_a_child_inherits();
   EXPECT_EQ(held.count(port), 0u) << "the child holds a socket on the health port " << port;
 }
 

@@ -23,9 +23,6 @@
 #include <thread>
 #include <vector>
 
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 namespace natsfleet::relay {
@@ -372,14 +369,7 @@ TEST_F(WebSocketGatewayTest, AProcessSpawnedWhileServingDoesNotKeepThePort) {
   auto client = attach(port, "alice");
   ASSERT_TRUE(attached("alice", 1));
   // As the daemon does for a worker sink: the child must not inherit the listener or a session.
-  char sleep_path[] = "/bin/sleep";
-  char seconds[] = "30";
-  char* argv[] = {sleep_path, seconds, nullptr};
-  pid_t child = 0;
-  ASSERT_EQ(::posix_spawn(&child, sleep_path, nullptr, nullptr, argv, environ), 0);
-  const auto held = natsfleet::testing::tcp_ports_held_by(child);
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
+  const auto held = natsfleet::testing::tcp_ports_a_child_inherits();
   EXPECT_EQ(held.count(port), 0u) << "the child holds a socket on the gateway's port " << port;
 }
 
