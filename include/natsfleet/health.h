@@ -20,6 +20,9 @@ struct SubscriptionCounters {
   uint64_t redelivered = 0;  // deliveries with a delivered count above 1
   uint64_t handler_errors = 0;
   uint64_t recoveries = 0;  // consumer recreated or pulls restarted after missed heartbeats
+  uint64_t retried = 0;     // retryable failures (Disposition::retry): no delivery used
+  uint64_t dead_lettered = 0;
+  uint64_t dropped = 0;  // core broadcasts only: dropped from a full queue
 };
 
 struct SubscriptionHealth {
@@ -34,6 +37,10 @@ struct SubscriptionHealth {
   uint64_t consumer_pending = 0;      // from the last consumer info
   uint64_t consumer_ack_pending = 0;  // from the last consumer info
   uint64_t ack_floor = 0;  // stream sequence: all at or below it acked, as last seen on the broker
+  // The downstream is down (retryable failures across messages): messages are held, not pulled.
+  bool downstream_down = false;
+  std::string downstream_error;  // the last retryable failure, while down
+  uint64_t held = 0;             // messages held for a retry
 };
 
 struct FleetHealth {

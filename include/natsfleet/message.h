@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -80,16 +81,28 @@ class Message {
   std::shared_ptr<detail::DeliveryControl> control_;
 };
 
-// What a work handler decided. A handler that throws is treated as nak with backoff.
+// What a work handler decided. Two kinds of failure, and they are treated differently:
+// - rejected (nak, term, or a throw): this message is the problem. Each one uses up a delivery;
+//   after max_deliver the message is terminated and goes to the work's dead-letter subject.
+// - retry: the message is fine, but what it is handed to (a database, an endpoint, a disk) is
+//   unavailable. The fleet keeps the message (in-progress acks: no delivery is used), and when
+//   retryable failures hit different messages with no success in between it calls the
+//   downstream down: it stops pulling, retries the held messages one at a time with jittered
+//   backoff and resumes at full speed on the first success. A message that fails while others
+//   succeed is its own problem: it takes the rejected path.
 class Disposition {
  public:
-  enum class Kind { ack, nak, term };
+  enum class Kind { ack, nak, term, retry };
 
   static Disposition ack() { return Disposition(Kind::ack, {}); }
   // Redeliver, after `delay` (zero: as soon as the broker likes).
   static Disposition nak(std::chrono::milliseconds delay = {}) { return {Kind::nak, delay}; }
-  // Never redeliver (the broker emits a terminated advisory).
+  // Never redeliver: the message goes to the work's dead-letter subject (when set), then the
+  // broker emits a terminated advisory.
   static Disposition term() { return Disposition(Kind::term, {}); }
+  // The downstream is unavailable; try this message again later, using no delivery. `after`
+  // (a Retry-After, say) is the earliest next try; zero leaves it to the fleet's backoff.
+  static Disposition retry(std::chrono::milliseconds after = {}) { return {Kind::retry, after}; }
 
   Kind kind() const { return kind_; }
   std::chrono::milliseconds delay() const { return delay_; }
@@ -98,6 +111,20 @@ class Disposition {
   Disposition(Kind kind, std::chrono::milliseconds delay) : kind_(kind), delay_(delay) {}
   Kind kind_;
   std::chrono::milliseconds delay_;
+};
+
+// A broadcast handler (which returns nothing) throws this to say "the downstream is unavailable,
+// this message is fine": the fleet retries it like Disposition::retry instead of counting an
+// error. A core NATS broadcast cannot be redelivered: it is retried in place while its bounded
+// queue keeps the newest messages.
+class DownstreamUnavailable : public std::runtime_error {
+ public:
+  explicit DownstreamUnavailable(const std::string& why, std::chrono::milliseconds after = {})
+      : std::runtime_error(why), after_(after) {}
+  std::chrono::milliseconds after() const { return after_; }
+
+ private:
+  std::chrono::milliseconds after_;
 };
 
 }  // namespace natsfleet

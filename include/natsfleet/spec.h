@@ -44,6 +44,15 @@ struct WorkSpec {
   std::chrono::milliseconds pull_expires = 30s;
   std::chrono::milliseconds nak_backoff_min = 1s;  // after a handler exception
   std::chrono::milliseconds nak_backoff_max = 60s;
+  // While the downstream is down (Disposition::retry), held messages are tried again after
+  // waits growing from retry_min to retry_max, with jitter.
+  std::chrono::milliseconds retry_min = 500ms;
+  std::chrono::milliseconds retry_max = 30s;
+  // A terminated message (the handler's term, or rejected max_deliver times) is first published
+  // here, with its data, its headers and its origin (include/natsfleet/dead_letter.h); only once
+  // the stream holding this subject stored it is the original terminated. Empty: a terminated
+  // message is only logged. The stream must exist: a missing one fails the bind, by name.
+  std::string dead_letter;
   std::string description;
 };
 
@@ -72,6 +81,12 @@ struct BroadcastSpec {
   // stream holds, then new ones (instead of new ones only). A relay learns every member's last
   // status this way, even one published while its subscription was being set up.
   bool start_with_last_per_subject = false;
+  // core only: messages waiting for a handler are bounded. When the queue is full the oldest
+  // waiting message is dropped (counted, logged once an episode), or with key_token set (the
+  // 1-based subject token naming a key, e.g. 2 for member.<id>.status) the older waiting
+  // message of the same key when there is one: a status stream wants each key's newest.
+  int max_queued = 1024;
+  int key_token = 0;
 };
 
 }  // namespace natsfleet
