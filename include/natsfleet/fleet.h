@@ -73,7 +73,8 @@ using FatalHandler = std::function<void(const FatalReport&)>;
 class Fleet {
  public:
   explicit Fleet(FleetOptions options);
-  // Shuts down (with a short deadline) when still running.
+  // Shuts down (with a short deadline) when still running, then waits for any handler that
+  // overran a shutdown deadline: nothing a handler uses is freed under it.
   ~Fleet();
   Fleet(const Fleet&) = delete;
   Fleet& operator=(const Fleet&) = delete;
@@ -111,8 +112,9 @@ class Fleet {
   FleetHealth health() const;
 
   // Stops pulling, lets in-flight handlers finish and acks them, naks what was buffered but not
-  // started, then drains the connection (or closes it when it is reconnecting). Returns within
-  // `deadline`. Idempotent.
+  // started (and what a downstream outage held), then drains the connection (or closes it when
+  // it is reconnecting). Returns within `deadline`; a handler still running then is waited for
+  // by the destructor. Idempotent.
   void shutdown(std::chrono::milliseconds deadline);
 
   class Impl;

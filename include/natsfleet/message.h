@@ -104,13 +104,22 @@ class Disposition {
   // (a Retry-After, say) is the earliest next try; zero leaves it to the fleet's backoff.
   static Disposition retry(std::chrono::milliseconds after = {}) { return {Kind::retry, after}; }
 
+  // Why (for a nak, a term or a retry): logged, shown in /status, and carried by a dead letter.
+  //   return Disposition::term().because("HTTP 400: unknown recipient");
+  Disposition because(std::string reason) && {
+    reason_ = std::move(reason);
+    return std::move(*this);
+  }
+
   Kind kind() const { return kind_; }
   std::chrono::milliseconds delay() const { return delay_; }
+  const std::string& reason() const { return reason_; }
 
  private:
   Disposition(Kind kind, std::chrono::milliseconds delay) : kind_(kind), delay_(delay) {}
   Kind kind_;
   std::chrono::milliseconds delay_;
+  std::string reason_;
 };
 
 // A broadcast handler (which returns nothing) throws this to say "the downstream is unavailable,

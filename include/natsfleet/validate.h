@@ -15,6 +15,8 @@ std::string check_subject(std::string_view subject, bool allow_wildcards = true)
 // A consumer or stream name: non-empty, no whitespace, '.', '*', '>', '/' or '\'.
 std::string check_name(std::string_view name);
 std::string validate_work(const WorkSpec& spec);
+// The `token`-th (1-based) dot-separated token of a subject, or "" when it has fewer.
+std::string subject_token(std::string_view subject, int token);
 std::string validate_broadcast(const BroadcastSpec& spec);
 
 }  // namespace natsfleet

@@ -35,8 +35,9 @@ constexpr std::string_view kHealthKeys[] = {"listen"};
 constexpr std::string_view kWorkKeys[] = {"name",       "subject",     "stream",          "shape",
                                           "ack_wait",   "max_deliver", "max_ack_pending", "start",
                                           "on_missing", "heartbeat",   "concurrency",     "sink"};
-constexpr std::string_view kBroadcastKeys[] = {"name",   "subject",   "concurrency", "source",
-                                               "stream", "heartbeat", "sink"};
+constexpr std::string_view kBroadcastKeys[] = {"name",       "subject",   "concurrency",
+                                               "source",     "stream",    "heartbeat",
+                                               "max_queued", "key_token", "sink"};
 constexpr std::string_view kFileSinkKeys[] = {"type", "path", "fsync"};
 constexpr std::string_view kStdoutSinkKeys[] = {"type"};
 constexpr std::string_view kWorkerSinkKeys[] = {"type", "command", "timeout"};
@@ -468,10 +469,26 @@ class ConfigParser {
     }
     if (spec.source == BroadcastSource::core && (!spec.stream.empty()))
       broadcast.fail("stream", "applies to source = \"jetstream\" only");
+    if (auto max_queued = broadcast.integer("max_queued")) {
+      if (spec.source != BroadcastSource::core)
+        broadcast.fail("max_queued", "applies to source = \"core\" only (a stream holds the rest)");
+      spec.max_queued = *max_queued;
+      if (auto bad = broadcast_field_problem([&](BroadcastSpec& s) { s.max_queued = *max_queued; });
+          !bad.empty())
+        broadcast.fail("max_queued", bad);
+    }
+    const auto tokens = subject_tokens(spec.subject);
+    if (auto key_token = broadcast.integer("key_token")) {
+      if (spec.source != BroadcastSource::core)
+        broadcast.fail("key_token", "applies to source = \"core\" only");
+      if (*key_token < 1 || *key_token > static_cast<int64_t>(tokens.size()))
+        broadcast.fail("key_token", "must name one of the " + std::to_string(tokens.size()) +
+                                        " tokens of subject " + in_quotes(spec.subject));
+      spec.key_token = static_cast<int>(*key_token);
+    }
     if (auto bad = validate_broadcast(spec); !bad.empty()) broadcast.fail_table(bad);
     config.sink = read_sink(broadcast);
     if (config.sink.type == "websocket") {
-      const auto tokens = subject_tokens(spec.subject);
       if (config.sink.key_token == 0) {
         // By default the session key is the subject's first '*': member.*.status -> token 2.
         auto star = std::find(tokens.begin(), tokens.end(), "*");
@@ -484,6 +501,9 @@ class ConfigParser {
                                    " is beyond the " + std::to_string(tokens.size()) +
                                    " tokens of subject " + in_quotes(spec.subject));
       }
+      // Statuses for a session key: when the queue is full, a key's older status gives way.
+      if (spec.key_token == 0 && spec.source == BroadcastSource::core)
+        spec.key_token = config.sink.key_token;
     }
     return config;
   }

@@ -1,26 +1,71 @@
 #include "consume/dispatcher.h"
 
+#include <algorithm>
+
 namespace natsfleet::consume {
 
-Dispatcher::Dispatcher(int concurrency, Process process) : state_(std::make_shared<State>()) {
+Dispatcher::Dispatcher(Options options, Process process)
+    : options_(std::move(options)), state_(std::make_shared<State>()) {
   state_->process = std::move(process);
-  for (int i = 0; i < std::max(concurrency, 1); ++i) threads_.emplace_back(worker, state_);
+  for (int i = 0; i < std::max(options_.concurrency, 1); ++i) threads_.emplace_back(worker, state_);
 }
 
 Dispatcher::~Dispatcher() {
-  if (!stopped_) stop(std::chrono::milliseconds(0), nullptr);
+  stop(std::chrono::milliseconds(0), nullptr);
+  join();
 }
 
-std::optional<nats::InboundMessage> Dispatcher::submit(nats::InboundMessage&& msg) {
+Dispatcher::Submitted Dispatcher::submit(nats::InboundMessage&& msg, Placement placement) {
+  Submitted result;
   bool wake;
   {
     std::lock_guard lock(state_->mu);
-    if (state_->stopping) return std::move(msg);
-    state_->queue.push_back(std::move(msg));
+    if (state_->stopping) {
+      result.refused = std::move(msg);
+      return result;
+    }
+    auto& queue = state_->queue;
+    std::string key;
+    const bool keyed =
+        options_.key && (placement == Placement::replace ||
+                         (options_.max_queued > 0 && queue.size() >= options_.max_queued));
+    if (keyed) key = options_.key(msg);
+    auto same_key = [&] {
+      return std::find_if(queue.begin(), queue.end(), [&](const Item& item) {
+        return !item.probe && options_.key(item.msg) == key;
+      });
+    };
+    if (placement == Placement::replace && !key.empty()) {
+      if (auto it = same_key(); it != queue.end()) {
+        result.displaced = std::exchange(it->msg, std::move(msg));
+        return result;  // nobody new to wake: the queue holds as many as before
+      }
+    }
+    if (options_.max_queued > 0 && queue.size() >= options_.max_queued) {
+      auto victim = key.empty() ? queue.end() : same_key();
+      if (victim == queue.end())
+        victim = std::find_if(queue.begin(), queue.end(), [](const Item& i) { return !i.probe; });
+      if (victim != queue.end()) {
+        result.displaced = std::move(victim->msg);
+        queue.erase(victim);
+      }
+    }
+    switch (placement) {
+      case Placement::front:
+        queue.push_front(Item{std::move(msg), false});
+        break;
+      case Placement::probe:
+        queue.push_front(Item{std::move(msg), true});
+        break;
+      case Placement::back:
+      case Placement::replace:
+        queue.push_back(Item{std::move(msg), false});
+        break;
+    }
     wake = state_->waiting > 0;
   }
   if (wake) state_->work_ready.notify_one();
-  return std::nullopt;
+  return result;
 }
 
 size_t Dispatcher::queued() const {
@@ -28,18 +73,26 @@ size_t Dispatcher::queued() const {
   return state_->queue.size();
 }
 
-void Dispatcher::worker(std::shared_ptr<State> state) {
+std::vector<std::string> Dispatcher::queued_replies() const {
+  std::vector<std::string> replies;
+  std::lock_guard lock(state_->mu);
+  replies.reserve(state_->queue.size());
+  for (const auto& item : state_->queue) replies.push_back(item.msg.reply);
+  return replies;
+}
+
+void Dispatcher::worker(const std::shared_ptr<State>& state) {
   std::unique_lock lock(state->mu);
   for (;;) {
     ++state->waiting;
     state->work_ready.wait(lock, [&] { return state->stopping || !state->queue.empty(); });
     --state->waiting;
     if (state->stopping) break;
-    nats::InboundMessage msg = std::move(state->queue.front());
+    Item item = std::move(state->queue.front());
     state->queue.pop_front();
     ++state->running;
     lock.unlock();
-    state->process(std::move(msg));  // process() catches handler exceptions itself
+    state->process(std::move(item.msg), item.probe);  // process() catches handler exceptions
     lock.lock();
     --state->running;
     state->idle.notify_all();
@@ -47,7 +100,7 @@ void Dispatcher::worker(std::shared_ptr<State> state) {
 }
 
 bool Dispatcher::stop(std::chrono::milliseconds deadline, const Reject& reject) {
-  std::deque<nats::InboundMessage> leftover;
+  std::deque<Item> leftover;
   bool finished;
   {
     std::unique_lock lock(state_->mu);
@@ -57,16 +110,14 @@ bool Dispatcher::stop(std::chrono::milliseconds deadline, const Reject& reject) 
     finished = state_->idle.wait_for(lock, deadline, [&] { return state_->running == 0; });
   }
   if (reject)
-    for (auto& m : leftover) reject(std::move(m));
-  for (auto& t : threads_) {
-    if (finished)
-      t.join();
-    else
-      t.detach();  // a handler overran the deadline; State outlives us through shared_ptr
-  }
-  threads_.clear();
-  stopped_ = true;
+    for (auto& item : leftover) reject(std::move(item.msg));
   return finished;
+}
+
+void Dispatcher::join() {
+  std::lock_guard lock(join_mu_);
+  for (auto& t : threads_)
+    if (t.joinable() && t.get_id() != std::this_thread::get_id()) t.join();
 }
 
 }  // namespace natsfleet::consume

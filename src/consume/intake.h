@@ -32,6 +32,9 @@ class Intake {
   virtual bool heartbeat_missed() const = 0;
   // How many messages may be requested or buffered at once.
   virtual void set_window(int messages) = 0;
+  // While the downstream is down: take in hardly anything more (a pull keeps room for one
+  // spare message to probe with; a push leaves its deliver group). false resumes as before.
+  virtual void hold_back(bool on) = 0;
 };
 
 }  // namespace natsfleet::consume

@@ -130,7 +130,19 @@ bool PullEngine::heartbeat_missed() const {
 
 void PullEngine::set_window(int messages) {
   std::lock_guard lock(mu_);
-  window_ = std::max(messages, 1);
+  normal_window_ = std::max(messages, 1);
+  if (!held_back_) window_ = normal_window_;
+}
+
+void PullEngine::hold_back(bool on) {
+  {
+    std::lock_guard lock(mu_);
+    if (held_back_ == on) return;
+    held_back_ = on;
+    if (on) normal_window_ = window_;
+    window_ = on ? std::min<int64_t>(window_, 2) : normal_window_;
+  }
+  refill();
 }
 
 int PullEngine::window() const {

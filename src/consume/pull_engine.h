@@ -58,6 +58,8 @@ class PullEngine final : public Intake {
   int64_t buffered() const;
   // Changes how many messages may be requested or buffered at once (at least 1).
   void set_window(int messages) override;
+  // Held back, the window is 2: what is held stays buffered, and one spare message may come.
+  void hold_back(bool on) override;
   int window() const;
   uint64_t pulls_sent() const;
 
@@ -79,6 +81,8 @@ class PullEngine final : public Intake {
   bool running_ = false;
   bool pulling_ = true;
   int64_t window_ = 1;
+  int64_t normal_window_ = 1;  // while held back: the window to return to
+  bool held_back_ = false;
   int64_t requested_ = 0;  // asked for and not yet delivered nor released by a status
   int64_t buffered_ = 0;   // delivered and not yet finished
   Clock::time_point last_activity_{};

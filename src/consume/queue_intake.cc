@@ -33,4 +33,17 @@ void QueueIntake::stop() {
   gone.reset();  // unsubscribes outside the lock: a running callback may be finishing
 }
 
+void QueueIntake::hold_back(bool on) {
+  {
+    std::lock_guard lock(mu_);
+    if (held_back_ == on) return;
+    held_back_ = on;
+  }
+  // The other members of the group get what this replica does not take meanwhile.
+  if (on)
+    stop();
+  else
+    (void)start();  // a failure shows as missing deliveries; the info poll still watches
+}
+
 }  // namespace natsfleet::consume

@@ -31,6 +31,7 @@ class QueueIntake final : public Intake {
   void tick() override {}
   bool heartbeat_missed() const override { return false; }
   void set_window(int) override {}  // the consumer's max_ack_pending bounds what is in flight
+  void hold_back(bool on) override;
 
  private:
   nats::Connection& connection_;
@@ -39,6 +40,7 @@ class QueueIntake final : public Intake {
   Deliver deliver_;
   std::mutex mu_;
   std::unique_ptr<nats::Subscription> subscription_;
+  bool held_back_ = false;
 };
 
 }  // namespace natsfleet::consume

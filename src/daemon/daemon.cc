@@ -118,7 +118,8 @@ bool ensure_streams(const std::string& url, const config::DaemonConfig& cfg, spd
 }
 
 // Stored publishes wait for the stream's ack and carry the message id (a redelivery does not
-// publish twice); a subject no stream holds (a relay's status, say) goes out as plain NATS.
+// publish twice); a subject the broker says no stream holds (a relay's status, say) goes out as
+// plain NATS. Any other failure means the publish may be lost: the caller retries the source.
 Result<void> publish_all(Fleet& fleet, const std::vector<sinks::Publish>& messages) {
   for (const auto& p : messages) {
     auto stored = fleet.publish_to_stream(p.subject, p.data, p.msg_id, 5s);
@@ -150,7 +151,10 @@ FleetHealth health_with_sinks(const Daemon::State& s) {
   FleetHealth h = s.fleet->health();
   for (auto& sub : h.subscriptions) {
     auto it = s.sink_of.find(sub.name);
-    if (it == s.sink_of.end() || it->second->healthy()) continue;
+    if (it == s.sink_of.end()) continue;
+    if (sub.downstream_down)
+      sub.downstream_error = "sink " + it->second->describe() + ": " + sub.downstream_error;
+    if (it->second->healthy()) continue;
     if (sub.state == SubscriptionState::bound) sub.state = SubscriptionState::stalled;
     sub.last_error = "sink " + it->second->describe() + " is unhealthy (restarting repeatedly)";
     h.ready = false;
@@ -183,19 +187,22 @@ int Daemon::run(StopRequest& stop) {
       sinks::Sink* sink = s.sinks.back().get();
       const std::string name = work.spec.name;
       s.sink_of[name] = sink;
-      auto added = fleet.add_work(work.spec, [&s, sink, name](const Message& m) {
+      auto added = fleet.add_work(work.spec, [&s, &fleet, sink, name](const Message& m) {
         const auto started = Clock::now();
         sinks::SinkResult result = sink->deliver(m, name);
-        // What the worker asked to publish goes out (and is stored) before the ack.
-        if (auto published = publish_all(*s.fleet, result.publish); !published) {
-          result.disposition = Disposition::nak(1s);
-          result.error = published.error().describe();
-        } else {
-          s.metrics.count_published(name, result.publish.size());
+        // What the worker asked to publish goes out (and is stored) before the ack; a publish
+        // that did not make it holds the source for a retry (the stream is the downstream).
+        if (result.disposition.kind() == Disposition::Kind::ack) {
+          if (auto published = publish_all(fleet, result.publish); !published) {
+            result.disposition = Disposition::retry();
+            result.error = published.error().describe();
+          } else {
+            s.metrics.count_published(name, result.publish.size());
+          }
         }
         if (!result.error.empty()) s.metrics.count_sink_error(name);
         s.metrics.observe(name, Clock::now() - started, result.disposition.kind());
-        return result.disposition;
+        return std::move(result.disposition).because(std::move(result.error));
       });
       if (!added) {
         log.error("{}", added.error().describe());
@@ -209,18 +216,30 @@ int Daemon::run(StopRequest& stop) {
       const std::string name = bc.spec.name;
       s.sink_of[name] = sink;
       const bool redeliverable = bc.spec.source == BroadcastSource::jetstream;
-      auto added = fleet.add_broadcast(bc.spec, [&s, sink, name, redeliverable](const Message& m) {
-        const auto started = Clock::now();
-        // A core broadcast cannot be redelivered: a sink failure is counted and logged. A
-        // JetStream one throws, so the message comes back to this replica (up to max_deliver).
-        sinks::SinkResult result = sink->deliver(m, name);
-        s.metrics.observe(name, Clock::now() - started, result.disposition.kind());
-        if (!result.error.empty()) {
-          s.metrics.count_sink_error(name);
-          SPDLOG_LOGGER_DEBUG(s.log, "broadcast {}: sink: {}", name, result.error);
-          if (redeliverable) throw std::runtime_error(result.error);
-        }
-      });
+      auto added =
+          fleet.add_broadcast(bc.spec, [&s, &fleet, sink, name, redeliverable](const Message& m) {
+            const auto started = Clock::now();
+            sinks::SinkResult result = sink->deliver(m, name);
+            if (result.disposition.kind() == Disposition::Kind::ack) {
+              // A worker's publishes for a broadcast go out too, before the message counts as done.
+              if (auto published = publish_all(fleet, result.publish); !published) {
+                result.disposition = Disposition::retry();
+                result.error = published.error().describe();
+              } else {
+                s.metrics.count_published(name, result.publish.size());
+              }
+            }
+            s.metrics.observe(name, Clock::now() - started, result.disposition.kind());
+            if (result.error.empty()) return;
+            s.metrics.count_sink_error(name);
+            SPDLOG_LOGGER_DEBUG(s.log, "broadcast {}: sink: {}", name, result.error);
+            // The downstream is away: the fleet retries this message (a core one in place, while
+            // its bounded queue keeps the newest). A rejection is counted; a JetStream broadcast
+            // message comes back for another try, up to max_deliver.
+            if (result.disposition.kind() == Disposition::Kind::retry)
+              throw DownstreamUnavailable(result.error, result.disposition.delay());
+            if (redeliverable) throw std::runtime_error(result.error);
+          });
       if (!added) {
         log.error("{}", added.error().describe());
         return kExitUsage;
@@ -275,8 +294,11 @@ int Daemon::run(StopRequest& stop) {
     log.error("fatal: {}; exiting with {} so the orchestrator restarts this process", fatal,
               kExitFatal);
   fleet.shutdown(s.config.shutdown_timeout);
+  // Stopping the sinks cancels what a handler that overran the deadline still waits on; the
+  // fleet's destructor then waits for that handler, before anything it uses goes away.
   for (auto& sink : s.sinks) sink->stop();
   if (s.health_server) s.health_server->stop();
+  s.fleet.reset();
   if (s.broker) s.broker->stop();
   return fatal.empty() ? kExitOk : kExitFatal;
 }

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "fleet/backoff.h"
+#include "natsfleet/validate.h"
 
 namespace natsfleet::fleet {
 
@@ -12,15 +13,25 @@ BroadcastSubscription::BroadcastSubscription(BroadcastSpec spec, BroadcastHandle
       handler_(std::move(handler)),
       ctx_(context),
       status_(spec_.name, "broadcast", spec_.subject, context.log) {
+  consume::Dispatcher::Options options;
+  options.concurrency = spec_.concurrency;
+  options.max_queued = static_cast<size_t>(std::max(spec_.max_queued, 1));
+  if (spec_.key_token > 0)
+    options.key = [token = spec_.key_token](const nats::InboundMessage& m) {
+      return subject_token(m.subject, token);
+    };
   dispatcher_ = std::make_unique<consume::Dispatcher>(
-      spec_.concurrency, [this](nats::InboundMessage&& m) { process(std::move(m)); });
+      std::move(options), [this](nats::InboundMessage&& m, bool) { process(std::move(m)); });
 }
 
 BroadcastSubscription::~BroadcastSubscription() {
   begin_shutdown();
   finish_handlers(Clock::now());
   join();
+  wait_handlers();
 }
+
+void BroadcastSubscription::wait_handlers() { dispatcher_->join(); }
 
 void BroadcastSubscription::start() {
   thread_ = std::thread([this] { run(); });
@@ -63,7 +74,7 @@ void BroadcastSubscription::run() {
     const bool connected = ctx_.connection->connected();
     if (connected && !subscription_) {
       auto sub = ctx_.connection->subscribe(spec_.subject, "", [this](nats::InboundMessage&& m) {
-        dispatcher_->submit(std::move(m));
+        if (dispatcher_->submit(std::move(m)).displaced) status_.counters.dropped++;
       });
       // Bound means the broker has the interest: a message published after readiness is seen.
       if (sub && ctx_.connection->flush(std::chrono::seconds(2))) {
@@ -79,23 +90,68 @@ void BroadcastSubscription::run() {
       status_.set_state(SubscriptionState::bound);
     else if (!connected && status_.state() == SubscriptionState::bound)
       status_.set_state(SubscriptionState::recovering, "disconnected from the broker");
+    watch_drops();
     auto wait = subscription_ || !connected ? std::chrono::milliseconds(500) : backoff.next();
     wake_.wait_for(lock, wait, [&] { return woken_ || stopping_.load(); });
     woken_ = false;
   }
 }
 
+void BroadcastSubscription::watch_drops() {
+  const uint64_t dropped = status_.counters.dropped.load();
+  const auto now = Clock::now();
+  if (dropped != drops_seen_) {
+    if (!dropping_) {
+      dropping_ = true;
+      episode_start_drops_ = drops_seen_;
+      status_.log().warn(
+          "broadcast {}: {} messages wait for the handler (the most it holds): dropping the "
+          "oldest{}",
+          spec_.name, spec_.max_queued,
+          spec_.key_token > 0
+              ? " of the same key (subject token " + std::to_string(spec_.key_token) + ")"
+              : std::string());
+    }
+    drops_seen_ = dropped;
+    last_drop_ = now;
+  } else if (dropping_ && now - last_drop_ > std::chrono::seconds(5)) {
+    dropping_ = false;
+    status_.log().info("broadcast {}: queue no longer full; {} messages were dropped", spec_.name,
+                       drops_seen_ - episode_start_drops_);
+  }
+}
+
 void BroadcastSubscription::process(nats::InboundMessage&& in) {
   status_.counters.received++;
   Message message(std::move(in.subject), std::move(in.data), std::move(in.headers));
-  try {
-    handler_(message);
-    status_.counters.acked++;
-  } catch (const std::exception& e) {
-    status_.counters.handler_errors++;
-    SPDLOG_LOGGER_DEBUG(ctx_.log, "broadcast {}: handler threw: {}", spec_.name, e.what());
-  } catch (...) {
-    status_.counters.handler_errors++;
+  Backoff backoff(std::chrono::milliseconds(250), std::chrono::seconds(10));
+  for (;;) {
+    try {
+      handler_(message);
+      status_.counters.acked++;
+      if (backoff.attempts() > 0) {
+        status_.set_downstream(false, {}, 0);
+        status_.log().info("broadcast {}: the downstream is back", spec_.name);
+      }
+      return;
+    } catch (const DownstreamUnavailable& e) {
+      // Not redeliverable: try this one again, while the bounded queue keeps the newest.
+      status_.counters.retried++;
+      if (backoff.attempts() == 0)
+        status_.log().warn("broadcast {}: the downstream is down ({}); retrying", spec_.name,
+                           e.what());
+      status_.set_downstream(true, e.what(), 1);
+      auto wait = std::max(backoff.next(), std::min(e.after(), std::chrono::milliseconds(60000)));
+      std::unique_lock lock(mu_);
+      if (wake_.wait_for(lock, wait, [&] { return stopping_.load(); })) return;
+    } catch (const std::exception& e) {
+      status_.counters.handler_errors++;
+      SPDLOG_LOGGER_DEBUG(ctx_.log, "broadcast {}: handler threw: {}", spec_.name, e.what());
+      return;
+    } catch (...) {
+      status_.counters.handler_errors++;
+      return;
+    }
   }
 }
 

@@ -46,7 +46,7 @@ nlohmann::json desired_consumer_config(const WorkSpec& spec, const std::string& 
       {"durable_name", name},
       {"ack_policy", "explicit"},
       {"ack_wait", ns(spec.ack_wait)},
-      {"max_deliver", spec.max_deliver},
+      {"max_deliver", kBrokerMaxDeliver},
       {"max_ack_pending", spec.max_ack_pending},
       {"filter_subject", spec.subject},
       {"deliver_policy", spec.start == StartAt::all ? "all" : "new"},
@@ -77,7 +77,7 @@ nlohmann::json replica_consumer_config(const WorkSpec& spec, const std::string& 
       {"name", name},
       {"ack_policy", "explicit"},
       {"ack_wait", ns(spec.ack_wait)},
-      {"max_deliver", spec.max_deliver},
+      {"max_deliver", kBrokerMaxDeliver},
       {"max_ack_pending", spec.max_ack_pending},
       {"filter_subject", spec.subject},
       {"deliver_policy", start_seq > 0      ? "by_start_sequence"
@@ -139,8 +139,8 @@ ShapeCheck check_shape(const WorkSpec& spec, const nlohmann::json& existing) {
   };
   const int64_t ack_wait = existing.value("ack_wait", int64_t{0});
   drift("ack_wait", ns(spec.ack_wait), describe_ns(ack_wait), describe_ns(ns(spec.ack_wait)));
-  drift("max_deliver", spec.max_deliver, std::to_string(existing.value("max_deliver", 0)),
-        std::to_string(spec.max_deliver));
+  drift("max_deliver", kBrokerMaxDeliver, std::to_string(existing.value("max_deliver", 0)),
+        "-1 (natsfleet enforces max_deliver itself)");
   drift("max_ack_pending", spec.max_ack_pending,
         std::to_string(existing.value("max_ack_pending", 0)), std::to_string(spec.max_ack_pending));
   if (!spec.description.empty())

@@ -11,6 +11,11 @@
 
 namespace natsfleet::fleet {
 
+// The broker's own max_deliver on every consumer natsfleet makes: unlimited. natsfleet counts
+// deliveries itself and terminates (dead-letters) a message on its last rejection; a broker limit
+// would drop a message silently when its last delivery is lost to a crash or a shutdown.
+inline constexpr int kBrokerMaxDeliver = -1;
+
 // The config to create the shared durable with (deliver policy from spec.start), named `durable`
 // (spec.name when empty; a migration names a successor).
 nlohmann::json desired_consumer_config(const WorkSpec& spec, const std::string& durable = {});

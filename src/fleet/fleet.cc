@@ -31,7 +31,7 @@ class Fleet::Impl {
   }
 
   ~Impl() {
-    shutdown(std::chrono::seconds(2));
+    close();
     {
       std::lock_guard lock(mu_);
       reporter_stop_ = true;
@@ -43,6 +43,18 @@ class Fleet::Impl {
       else
         reporter_.join();
     }
+  }
+
+  // Shuts down (short deadline) if still running, then waits for any handler that overran.
+  void close() {
+    shutdown(std::chrono::seconds(2));
+    // A handler that overran the deadline finishes before anything it may use is freed.
+    std::vector<fleet::Supervised*> subs;
+    {
+      std::lock_guard lock(subs_mu_);
+      for (auto& sub : subs_) subs.push_back(sub.get());
+    }
+    for (auto* sub : subs) sub->wait_handlers();
   }
 
   Result<void> add_work(WorkSpec spec, WorkHandler handler) {
@@ -169,7 +181,8 @@ class Fleet::Impl {
     h.ready = h.live && h.connected;
     for (const auto& sub : subs_) {
       h.subscriptions.push_back(sub->health());
-      if (h.subscriptions.back().state != SubscriptionState::bound) h.ready = false;
+      const auto& s = h.subscriptions.back();
+      if (s.state != SubscriptionState::bound || s.downstream_down) h.ready = false;
     }
     return h;
   }
@@ -284,7 +297,10 @@ class Fleet::Impl {
 };
 
 Fleet::Fleet(FleetOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
-Fleet::~Fleet() = default;
+Fleet::~Fleet() {
+  // While this object is whole: a late handler may still call publish() on it.
+  impl_->close();
+}
 Result<void> Fleet::add_work(WorkSpec spec, WorkHandler handler) {
   return impl_->add_work(std::move(spec), std::move(handler));
 }

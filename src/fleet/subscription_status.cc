@@ -73,6 +73,13 @@ void SubscriptionStatus::set_consumer_counts(uint64_t pending, uint64_t ack_pend
   ack_floor_ = ack_floor;
 }
 
+void SubscriptionStatus::set_downstream(bool down, const std::string& error, uint64_t held) {
+  std::lock_guard lock(mu_);
+  downstream_down_ = down;
+  downstream_error_ = down ? error : std::string();
+  held_ = held;
+}
+
 SubscriptionHealth SubscriptionStatus::snapshot() const {
   SubscriptionHealth h;
   h.name = name_;
@@ -87,6 +94,9 @@ SubscriptionHealth SubscriptionStatus::snapshot() const {
     h.consumer_pending = pending_;
     h.consumer_ack_pending = ack_pending_;
     h.ack_floor = ack_floor_;
+    h.downstream_down = downstream_down_;
+    h.downstream_error = downstream_error_;
+    h.held = held_;
   }
   h.counters.received = counters.received.load();
   h.counters.acked = counters.acked.load();
@@ -95,6 +105,9 @@ SubscriptionHealth SubscriptionStatus::snapshot() const {
   h.counters.redelivered = counters.redelivered.load();
   h.counters.handler_errors = counters.handler_errors.load();
   h.counters.recoveries = counters.recoveries.load();
+  h.counters.retried = counters.retried.load();
+  h.counters.dead_lettered = counters.dead_lettered.load();
+  h.counters.dropped = counters.dropped.load();
   return h;
 }
 

@@ -23,6 +23,9 @@ struct AtomicCounters {
   std::atomic<uint64_t> redelivered{0};
   std::atomic<uint64_t> handler_errors{0};
   std::atomic<uint64_t> recoveries{0};
+  std::atomic<uint64_t> retried{0};
+  std::atomic<uint64_t> dead_lettered{0};
+  std::atomic<uint64_t> dropped{0};
 };
 
 class SubscriptionStatus {
@@ -37,6 +40,8 @@ class SubscriptionStatus {
   void warn(const std::string& error);
   void set_location(const std::string& stream, const std::string& consumer);
   void set_consumer_counts(uint64_t pending, uint64_t ack_pending, uint64_t ack_floor);
+  // The downstream's state as the subscription's gate sees it (error: the last retryable one).
+  void set_downstream(bool down, const std::string& error, uint64_t held);
   SubscriptionHealth snapshot() const;
 
   AtomicCounters counters;
@@ -56,6 +61,9 @@ class SubscriptionStatus {
   uint64_t pending_ = 0;
   uint64_t ack_pending_ = 0;
   uint64_t ack_floor_ = 0;
+  bool downstream_down_ = false;
+  std::string downstream_error_;
+  uint64_t held_ = 0;
 };
 
 }  // namespace natsfleet::fleet

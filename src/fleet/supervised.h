@@ -1,7 +1,7 @@
 // What the Fleet supervises: one subscription with its own supervisor thread.
 //
 // Lifecycle: start() -> connection_changed()* -> begin_shutdown() -> finish_handlers()
-//            -> (the Fleet closes the connection) -> join().
+//            -> (the Fleet closes the connection) -> join() -> wait_handlers().
 #pragma once
 
 #include <chrono>
@@ -44,6 +44,8 @@ class Supervised {
   virtual bool finish_handlers(Clock::time_point deadline) = 0;
   // Wait for the supervisor thread (the connection is closed by then, so it ends quickly).
   virtual void join() = 0;
+  // Wait for handlers that overran the shutdown deadline (before anything they use is freed).
+  virtual void wait_handlers() = 0;
   virtual SubscriptionHealth health() const = 0;
 };
 

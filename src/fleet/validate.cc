@@ -38,6 +38,18 @@ std::string check_name(std::string_view name) {
   return {};
 }
 
+std::string subject_token(std::string_view subject, int token) {
+  size_t start = 0;
+  for (int i = 1; i < token; ++i) {
+    start = subject.find('.', start);
+    if (start == std::string_view::npos) return {};
+    ++start;
+  }
+  const size_t end = subject.find('.', start);
+  return std::string(
+      subject.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+}
+
 std::string validate_work(const WorkSpec& spec) {
   if (auto bad = check_name(spec.name); !bad.empty()) return bad;
   if (auto bad = check_subject(spec.subject); !bad.empty()) return bad;
@@ -53,6 +65,8 @@ std::string validate_work(const WorkSpec& spec) {
   if (spec.batch < 0) return "batch cannot be negative";
   if (spec.nak_backoff_max < spec.nak_backoff_min)
     return "nak_backoff_max is below nak_backoff_min";
+  if (spec.retry_min < std::chrono::milliseconds(1)) return "retry_min must be positive";
+  if (spec.retry_max < spec.retry_min) return "retry_max is below retry_min";
   return {};
 }
 
@@ -60,6 +74,8 @@ std::string validate_broadcast(const BroadcastSpec& spec) {
   if (auto bad = check_name(spec.name); !bad.empty()) return bad;
   if (auto bad = check_subject(spec.subject); !bad.empty()) return bad;
   if (spec.concurrency < 1) return "concurrency must be at least 1";
+  if (spec.max_queued < 1) return "max_queued must be at least 1";
+  if (spec.key_token < 0) return "key_token cannot be negative";
   if (spec.source == BroadcastSource::jetstream) {
     if (!spec.stream.empty())
       if (auto bad = check_name(spec.stream); !bad.empty()) return "stream " + bad;

@@ -12,7 +12,9 @@
 #include "consume/queue_intake.h"
 #include "fleet/backoff.h"
 #include "fleet/consumer_shape.h"
+#include "fleet/dead_letter_copy.h"
 #include "nats/connection.h"
+#include "nats/jetstream_api.h"
 
 namespace natsfleet::fleet {
 namespace {
@@ -39,6 +41,17 @@ std::string random_suffix() {
   return fmt::format("{:08x}", digits(device));
 }
 
+// How long a dead letter may take to be stored before the message is nak'd instead.
+constexpr milliseconds kDeadLetterTimeout{5000};
+
+DownstreamGate::Options gate_options(const WorkSpec& spec) {
+  DownstreamGate::Options options;
+  options.retry_min = spec.retry_min;
+  options.retry_max = spec.retry_max;
+  options.in_progress_every = std::max(spec.ack_wait / 3, milliseconds(100));
+  return options;
+}
+
 // The first window: small, so slow handlers never sit on a large buffer; it grows once the
 // handlers prove fast (see adapt_window).
 int initial_window(const WorkSpec& spec) {
@@ -59,9 +72,19 @@ WorkSubscription::WorkSubscription(WorkSpec spec, WorkHandler handler, FleetCont
               context.log),
       api_(*context.connection, context.options.request_timeout),
       tick_(std::clamp(spec_.heartbeat / 4, milliseconds(25), milliseconds(500))),
-      in_progress_(std::make_shared<InProgress>(*context.connection)) {
+      in_progress_(std::make_shared<InProgress>(*context.connection)),
+      gate_(gate_options(spec_)) {
+  consume::Dispatcher::Options options;
+  options.concurrency = spec_.concurrency;
+  // A redelivery of a message still waiting (push: the broker resent it after ack_wait)
+  // replaces it: the same stream sequence.
+  options.key = [](const nats::InboundMessage& m) {
+    auto d = consume::parse_ack_subject(m.reply);
+    return d ? std::to_string(d->stream_seq) : std::string();
+  };
   dispatcher_ = std::make_unique<consume::Dispatcher>(
-      spec_.concurrency, [this](nats::InboundMessage&& m) { process(std::move(m)); });
+      std::move(options),
+      [this](nats::InboundMessage&& m, bool probe) { process(std::move(m), probe); });
   // A replica's own consumer: a name no other replica (nor a restart of this one) picks.
   if (scope_ == Scope::per_replica) consumer_ = spec_.name + "-" + random_suffix();
 }
@@ -70,7 +93,10 @@ WorkSubscription::~WorkSubscription() {
   begin_shutdown();
   finish_handlers(Clock::now());
   join();
+  wait_handlers();
 }
+
+void WorkSubscription::wait_handlers() { dispatcher_->join(); }
 
 void WorkSubscription::start() {
   thread_ = std::thread([this] { run(); });
@@ -110,6 +136,8 @@ bool WorkSubscription::finish_handlers(Clock::time_point deadline) {
   bool done =
       dispatcher_->stop(left(), [this](nats::InboundMessage&& m) { give_back(std::move(m)); });
   if (!done) status_.warn("a handler was still running at the shutdown deadline");
+  // Held for a downstream outage: another replica (or this one, restarted) tries them.
+  for (auto& m : gate_.take_all()) give_back(std::move(m));
   // Messages the broker sent for pulls made before the stop arrive shortly (with a backlog, at
   // once): wait a moment for them and give them back too. Then the inbox goes.
   const auto grace_end = Clock::now() + std::min(left(), milliseconds(250));
@@ -180,6 +208,19 @@ void WorkSubscription::run_binding() {
 Result<void> WorkSubscription::bind() {
   auto stream = locate_stream();
   if (!stream) return stream.error();
+  if (!spec_.dead_letter.empty()) {
+    // Checked before consuming: a terminated message must have somewhere to go.
+    auto holder = api_.find_stream(spec_.dead_letter);
+    if (!holder) {
+      if (holder.error().code == Errc::no_stream_for_subject)
+        return Result<void>(Errc::no_stream_for_subject,
+                            "dead_letter subject " + spec_.dead_letter +
+                                " is held by no stream: create one that holds it (natsfleet "
+                                "creates it only on its embedded broker)");
+      return holder.error();
+    }
+  }
+  if (auto info = api_.stream_info(*stream)) stream_created_ = info->raw.value("created", "");
   auto info = scope_ == Scope::shared ? reconcile(*stream) : ensure_replica_consumer(*stream);
   if (!info) return info.error();
 
@@ -320,11 +361,21 @@ void WorkSubscription::install_intake(const nlohmann::json& config) {
     engine_->stop();
     engine_.reset();
   }
-  auto deliver = [this](nats::InboundMessage&& m) {
-    if (auto refused = dispatcher_->submit(std::move(m))) give_back(std::move(*refused));
-  };
   deliver_subject_ = config.value("deliver_subject", std::string());
-  if (!deliver_subject_.empty()) {
+  const bool pushed = !deliver_subject_.empty();
+  auto deliver = [this, pushed](nats::InboundMessage&& m) {
+    auto placement = consume::Dispatcher::Placement::back;
+    // A push consumer resends after ack_wait whatever waits here: keep one copy, the newest.
+    if (pushed) {
+      auto d = consume::parse_ack_subject(m.reply);
+      if (d && d->delivered > 1) placement = consume::Dispatcher::Placement::replace;
+    }
+    // Only a push delivery displaces (work queues are unbounded: the intake bounds them), and
+    // a push intake counts nothing to release; this runs on nats.c's thread, so no lock here.
+    auto submitted = dispatcher_->submit(std::move(m), placement);
+    if (submitted.refused) give_back(std::move(*submitted.refused));
+  };
+  if (pushed) {
     engine_ = std::make_unique<consume::QueueIntake>(*ctx_.connection, deliver_subject_,
                                                      config.value("deliver_group", std::string()),
                                                      std::move(deliver));
@@ -343,7 +394,9 @@ void WorkSubscription::install_intake(const nlohmann::json& config) {
   if (auto started = engine_->start(); !started) {
     status_.warn("cannot subscribe: " + started.error().describe());
     engine_.reset();
+    return;
   }
+  if (gate_.down()) engine_->hold_back(true);
 }
 
 void WorkSubscription::on_pull_signal(const consume::PullStatus& status) {
@@ -410,7 +463,25 @@ void WorkSubscription::run_bound() {
     enter_recovering("missed idle heartbeats");
     return;
   }
+  tend_held();
   if (Clock::now() - last_info_ >= ctx_.options.info_interval) poll_info();
+}
+
+void WorkSubscription::tend_held() {
+  if (gate_.quiet()) return;
+  const auto now = Clock::now();
+  for (const auto& reply : gate_.in_progress_due(now)) send_ack(reply, consume::kInProgressBody);
+  const auto every = std::max(spec_.ack_wait / 3, milliseconds(100));
+  if (gate_.down() && now - last_queue_progress_ >= every) {
+    last_queue_progress_ = now;
+    for (const auto& reply : dispatcher_->queued_replies())
+      send_ack(reply, consume::kInProgressBody);
+  }
+  if (auto probe = gate_.next_probe(now)) {
+    auto submitted = dispatcher_->submit(std::move(*probe), consume::Dispatcher::Placement::probe);
+    if (submitted.refused) give_back(std::move(*submitted.refused));
+  }
+  status_.set_downstream(gate_.down(), gate_.last_error(), gate_.held());
 }
 
 void WorkSubscription::poll_info() {
@@ -530,14 +601,18 @@ Result<nats::ConsumerInfo> WorkSubscription::recreate_consumer() {
   const uint64_t floor = resume_floor();
   std::string from;
   uint64_t start = 0;  // 0: as the spec says (start of the stream, or new messages)
-  // A stream that restarted below the floor was recreated (wiped store): all of it is new.
-  if (floor > 0 && stream->last_seq >= floor) {
+  // A stream created anew (a wiped store, or deleted and made again) holds none of what the
+  // floor counted: all of it is new, however far it has been refilled since.
+  const std::string born = stream->raw.value("created", "");
+  const bool recreated = !stream_created_.empty() && !born.empty() && born != stream_created_;
+  if (!born.empty()) stream_created_ = born;
+  if (floor > 0 && !recreated && stream->last_seq >= floor) {
     start = floor + 1;
     from = "stream sequence " + std::to_string(start);
   } else if (floor > 0) {
     start = 1;
-    from =
-        "the stream's start (the stream was reset below ack floor " + std::to_string(floor) + ")";
+    from = "the stream's start (the stream was created anew since ack floor " +
+           std::to_string(floor) + ")";
   } else {
     from = spec_.start == StartAt::all && scope_ == Scope::shared ? "the stream's start"
                                                                   : "new messages";
@@ -656,57 +731,172 @@ void WorkSubscription::send_ack(const std::string& reply, std::string_view body)
   (void)ctx_.connection->publish(reply, std::string(body));
 }
 
-void WorkSubscription::process(nats::InboundMessage&& in) {
+void WorkSubscription::process(nats::InboundMessage&& in, bool probe) {
   auto delivery = consume::parse_ack_subject(in.reply);
+  const uint64_t id = delivery ? delivery->stream_seq : 0;
+  // While the downstream is down, a fresh message waits untried for its turn as a probe.
+  if (!probe && gate_.down()) {
+    auto back = gate_.hold(std::move(in), id, Clock::now());
+    if (!back) return;
+    in = std::move(*back);
+  }
   const uint64_t delivered = delivery ? delivery->delivered : 1;
-  status_.counters.received++;
-  if (delivered > 1) status_.counters.redelivered++;
+  if (!probe) {
+    status_.counters.received++;
+    if (delivered > 1) status_.counters.redelivered++;
+  }
   Message message(std::move(in.subject), std::move(in.data), std::move(in.headers), delivery,
                   in.reply, in_progress_);
 
-  Disposition outcome = Disposition::ack();
-  const auto started = Clock::now();
-  try {
-    outcome = handler_(message);
-  } catch (const std::exception& e) {
-    status_.counters.handler_errors++;
-    SPDLOG_LOGGER_DEBUG(ctx_.log, "work {}: handler threw: {}", spec_.name, e.what());
-    Backoff backoff(spec_.nak_backoff_min, spec_.nak_backoff_max, [] { return 1.0; });
-    milliseconds delay{};
-    for (uint64_t i = 0; i < delivered; ++i) delay = backoff.next();
-    outcome = Disposition::nak(delay);
-  } catch (...) {
-    status_.counters.handler_errors++;
-    outcome = Disposition::nak(spec_.nak_backoff_min);
+  // Delivered again and again with no verdict: every replica that took it died or timed out
+  // (a message that crashes its process). Set it aside rather than loop for ever.
+  if (spec_.max_deliver > 0 && delivered > 2 * static_cast<uint64_t>(spec_.max_deliver)) {
+    settle(message, in.reply,
+           Disposition::term().because(fmt::format(
+               "delivered {} times with no verdict (replicas died or timed out handling it)",
+               delivered)));
+    std::lock_guard lock(engine_mu_);
+    if (engine_) engine_->message_done();
+    return;
   }
-  adapt_window(Clock::now() - started);
+  const auto started = Clock::now();
+  Disposition outcome = run_handler(message, delivered);
+  const auto now = Clock::now();
+  if (!gate_.down()) adapt_window(now - started);
+
+  if (outcome.kind() == Disposition::Kind::retry) {
+    status_.counters.retried++;
+    SPDLOG_LOGGER_DEBUG(ctx_.log, "work {}: retryable failure of stream sequence {}: {}",
+                        spec_.name, id, outcome.reason());
+    // Still in hand: no ack, no nak, no delivery used. The gate decides what comes next.
+    nats::InboundMessage again{message.subject(), in.reply, message.data(), message.headers()};
+    apply(gate_.failed(std::move(again), id, probe, outcome.reason(), outcome.delay(), now));
+    return;
+  }
   if (delivery) {
     uint64_t seen = last_handled_seq_.load(std::memory_order_relaxed);
     while (seen < delivery->stream_seq &&
            !last_handled_seq_.compare_exchange_weak(seen, delivery->stream_seq)) {
     }
   }
-  // The broker will not redeliver past max_deliver: say so explicitly (terminated advisory).
-  if (outcome.kind() == Disposition::Kind::nak && spec_.max_deliver > 0 &&
-      delivered >= static_cast<uint64_t>(spec_.max_deliver))
-    outcome = Disposition::term();
+  // Any answer but "retry" shows the downstream works.
+  DownstreamGate::Outcome gate;
+  if (!gate_.quiet()) gate = gate_.succeeded(probe, now);
+  settle(message, in.reply, std::move(outcome));
+  {
+    std::lock_guard lock(engine_mu_);
+    if (engine_) engine_->message_done();
+  }
+  apply(std::move(gate));
+}
 
+Disposition WorkSubscription::run_handler(const Message& message, uint64_t delivered) {
+  try {
+    return handler_(message);
+  } catch (const DownstreamUnavailable& e) {
+    return Disposition::retry(e.after()).because(e.what());
+  } catch (const std::exception& e) {
+    status_.counters.handler_errors++;
+    SPDLOG_LOGGER_DEBUG(ctx_.log, "work {}: handler threw: {}", spec_.name, e.what());
+    Backoff backoff(spec_.nak_backoff_min, spec_.nak_backoff_max, [] { return 1.0; });
+    milliseconds delay{};
+    for (uint64_t i = 0; i < delivered; ++i) delay = backoff.next();
+    return Disposition::nak(delay).because(std::string("handler threw: ") + e.what());
+  } catch (...) {
+    status_.counters.handler_errors++;
+    return Disposition::nak(spec_.nak_backoff_min).because("handler threw");
+  }
+}
+
+void WorkSubscription::settle(const Message& message, const std::string& reply,
+                              Disposition outcome) {
+  const uint64_t delivered = message.delivered();
+  // A rejection on the last allowed delivery ends the message here: natsfleet, not the broker,
+  // enforces max_deliver, so a last delivery lost to a crash is redelivered, never dropped.
+  if (outcome.kind() == Disposition::Kind::nak && spec_.max_deliver > 0 &&
+      delivered >= static_cast<uint64_t>(spec_.max_deliver)) {
+    std::string why = fmt::format("rejected on delivery {} of {}", delivered, spec_.max_deliver);
+    if (!outcome.reason().empty()) why += ": " + outcome.reason();
+    outcome = Disposition::term().because(std::move(why));
+  }
   switch (outcome.kind()) {
     case Disposition::Kind::ack:
-      send_ack(in.reply, consume::kAckBody);
+      send_ack(reply, consume::kAckBody);
       status_.counters.acked++;
-      break;
+      return;
+    case Disposition::Kind::retry:  // not reached: retries are held, never settled
     case Disposition::Kind::nak:
-      send_ack(in.reply, consume::nak_body(outcome.delay()));
+      send_ack(reply, consume::nak_body(outcome.delay()));
       status_.counters.naked++;
-      break;
+      return;
     case Disposition::Kind::term:
-      send_ack(in.reply, consume::kTermBody);
-      status_.counters.termed++;
       break;
   }
-  std::lock_guard lock(engine_mu_);
-  if (engine_) engine_->message_done();
+  const auto& d = message.delivery();
+  const std::string where =
+      d ? fmt::format("{} sequence {}", d->stream, d->stream_seq) : std::string("a message");
+  const std::string reason =
+      outcome.reason().empty() ? "terminated by the handler" : outcome.reason();
+  if (!spec_.dead_letter.empty()) {
+    auto copy = dead_letter_copy(message, spec_.dead_letter, spec_.name, reason,
+                                 std::chrono::system_clock::now());
+    if (auto stored = publish_dead_letter(*ctx_.connection, copy, kDeadLetterTimeout); !stored) {
+      // Not stored, so not terminated: it comes back and is dead-lettered then.
+      status_.warn("cannot store the dead letter of " + where + ": " + stored.error().describe() +
+                   "; it is redelivered instead");
+      send_ack(reply, consume::nak_body(spec_.nak_backoff_min));
+      status_.counters.naked++;
+      return;
+    }
+    status_.counters.dead_lettered++;
+  }
+  send_ack(reply, consume::kTermBody);
+  status_.counters.termed++;
+  status_.log().warn("work {}: {} (subject {}) terminated after {} deliveries ({}){}", spec_.name,
+                     where, message.subject(), delivered, reason,
+                     spec_.dead_letter.empty() ? std::string("; no dead_letter subject is set")
+                                               : "; dead-lettered to " + spec_.dead_letter);
+}
+
+void WorkSubscription::apply(DownstreamGate::Outcome outcome) {
+  using Change = DownstreamGate::Change;
+  if (outcome.change == Change::went_down) {
+    down_since_ = Clock::now();
+    status_.log().warn(
+        "work {}: the downstream is down ({}); holding {} message(s) without using deliveries, "
+        "taking no more, retrying one at a time with backoff",
+        spec_.name, gate_.last_error(), gate_.held());
+    std::lock_guard lock(engine_mu_);
+    if (engine_) engine_->hold_back(true);
+  } else if (outcome.change == Change::went_up) {
+    status_.log().info(
+        "work {}: the downstream is back after {} ms; resuming", spec_.name,
+        std::chrono::duration_cast<milliseconds>(Clock::now() - down_since_).count());
+    std::lock_guard lock(engine_mu_);
+    if (engine_) engine_->hold_back(false);
+  }
+  if (outcome.change != Change::none)
+    status_.set_downstream(gate_.down(), gate_.last_error(), gate_.held());
+  // Older than anything waiting: they go first, in their order.
+  for (auto it = outcome.retry.rbegin(); it != outcome.retry.rend(); ++it) {
+    auto submitted = dispatcher_->submit(std::move(*it), consume::Dispatcher::Placement::front);
+    if (submitted.refused) give_back(std::move(*submitted.refused));
+  }
+  for (auto& m : outcome.reject) {
+    auto delivery = consume::parse_ack_subject(m.reply);
+    const uint64_t delivered = delivery ? delivery->delivered : 1;
+    Backoff backoff(spec_.nak_backoff_min, spec_.nak_backoff_max, [] { return 1.0; });
+    milliseconds delay{};
+    for (uint64_t i = 0; i < delivered; ++i) delay = backoff.next();
+    const std::string reply = m.reply;
+    Message message(std::move(m.subject), std::move(m.data), std::move(m.headers), delivery, reply,
+                    in_progress_);
+    settle(message, reply,
+           Disposition::nak(delay).because("failed while other messages went through: " +
+                                           gate_.last_error()));
+    std::lock_guard lock(engine_mu_);
+    if (engine_) engine_->message_done();
+  }
 }
 
 WorkSpec replica_work_spec(const BroadcastSpec& spec) {
@@ -741,6 +931,7 @@ ReplicaOptions replica_options(const BroadcastSpec& spec) {
 }
 
 WorkHandler acking(BroadcastHandler handler) {
+  // DownstreamUnavailable passes through: the work subscription holds the message for a retry.
   return [handler = std::move(handler)](const Message& m) {
     handler(m);
     return Disposition::ack();

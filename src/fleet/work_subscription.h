@@ -30,6 +30,7 @@
 #include "consume/dispatcher.h"
 #include "consume/intake.h"
 #include "consume/pull_status.h"
+#include "fleet/downstream_gate.h"
 #include "fleet/subscription_status.h"
 #include "fleet/supervised.h"
 #include "nats/jetstream_api.h"
@@ -57,6 +58,7 @@ class WorkSubscription final : public Supervised {
   void begin_shutdown() override;
   bool finish_handlers(Clock::time_point deadline) override;
   void join() override;
+  void wait_handlers() override;
   SubscriptionHealth health() const override;
 
  private:
@@ -90,7 +92,16 @@ class WorkSubscription final : public Supervised {
   void enter_recovering(const std::string& why);
   void go_fatal(const std::string& reason);
 
-  void process(nats::InboundMessage&& msg);
+  // One delivery (or a held message tried again: `probe`) through the handler and to the broker.
+  void process(nats::InboundMessage&& msg, bool probe);
+  Disposition run_handler(const Message& message, uint64_t delivered);
+  // Acks, naks or terminates (after the dead letter is stored) and counts it.
+  void settle(const Message& message, const std::string& reply, Disposition outcome);
+  // Carries out what the downstream gate decided: pause or resume intake, hand held messages
+  // back, reject the ones that failed alone.
+  void apply(DownstreamGate::Outcome outcome);
+  // Supervisor-thread upkeep of held messages: in-progress acks, the next probe, health.
+  void tend_held();
   void on_pull_signal(const consume::PullStatus& status);
   void send_ack(const std::string& reply, std::string_view body);
   // Sizes the pull window from measured handler times: large for fast handlers (throughput),
@@ -132,6 +143,9 @@ class WorkSubscription final : public Supervised {
   std::unique_ptr<consume::Intake> engine_;
   std::string deliver_subject_;  // of the intake; empty when pulling
   std::unique_ptr<consume::Dispatcher> dispatcher_;
+  DownstreamGate gate_;
+  Clock::time_point last_queue_progress_{};  // in-progress acks of waiting messages while down
+  Clock::time_point down_since_{};
 
   // Supervisor-thread state.
   std::string stream_;
@@ -142,6 +156,7 @@ class WorkSubscription final : public Supervised {
   std::set<std::string> logged_;
   std::string recovering_reason_;
   uint64_t ack_floor_ = 0;
+  std::string stream_created_;  // the stream's creation time: a recreated stream differs
   uint64_t last_floor_seen_ = 0;
   uint64_t last_acked_seen_ = 0;
   Clock::time_point last_info_{};

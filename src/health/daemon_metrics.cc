@@ -37,6 +37,9 @@ void DaemonMetrics::observe(const std::string& subscription, std::chrono::nanose
     case Disposition::Kind::term:
       entry->termed.fetch_add(1, std::memory_order_relaxed);
       break;
+    case Disposition::Kind::retry:
+      entry->retried.fetch_add(1, std::memory_order_relaxed);
+      break;
   }
 }
 
@@ -58,6 +61,7 @@ std::vector<DaemonMetrics::SubscriptionSnapshot> DaemonMetrics::snapshot() const
     s.acked = entry.acked.load(std::memory_order_relaxed);
     s.naked = entry.naked.load(std::memory_order_relaxed);
     s.termed = entry.termed.load(std::memory_order_relaxed);
+    s.retried = entry.retried.load(std::memory_order_relaxed);
     s.published = entry.published.load(std::memory_order_relaxed);
     s.sink_errors = entry.sink_errors.load(std::memory_order_relaxed);
     out.push_back(std::move(s));

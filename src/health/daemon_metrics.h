@@ -26,6 +26,7 @@ class DaemonMetrics {
     uint64_t acked = 0;
     uint64_t naked = 0;
     uint64_t termed = 0;
+    uint64_t retried = 0;
     uint64_t published = 0;
     uint64_t sink_errors = 0;
   };
@@ -56,6 +57,7 @@ class DaemonMetrics {
     std::atomic<uint64_t> acked{0};
     std::atomic<uint64_t> naked{0};
     std::atomic<uint64_t> termed{0};
+    std::atomic<uint64_t> retried{0};
     std::atomic<uint64_t> published{0};
     std::atomic<uint64_t> sink_errors{0};
   };

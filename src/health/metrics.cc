@@ -110,12 +110,37 @@ void render_subscriptions(Writer& w, const FleetHealth& health, const std::strin
       {"natsfleet_recoveries_total",
        "Consumers recreated or pulls restarted after missed heartbeats.",
        &SubscriptionCounters::recoveries},
+      {"natsfleet_retries_total",
+       "Retryable failures (the downstream was unavailable; no delivery was used).",
+       &SubscriptionCounters::retried},
+      {"natsfleet_dead_lettered_total",
+       "Terminated messages stored on the work's dead-letter subject.",
+       &SubscriptionCounters::dead_lettered},
   };
   for (const auto& family : counters) {
     w.family(family.name, "counter", family.help);
     for (const auto& s : subs)
       w.sample(family.name, subscription_labels(service, s), s.counters.*family.field);
   }
+
+  w.family("natsfleet_dropped_total", "counter",
+           "Core broadcast messages dropped unhandled, by reason (queue_full: the bounded queue "
+           "was full and an older message gave way).");
+  for (const auto& s : subs) {
+    Labels labels = subscription_labels(service, s);
+    labels.emplace_back("reason", "queue_full");
+    w.sample("natsfleet_dropped_total", labels, s.counters.dropped);
+  }
+
+  w.family("natsfleet_sink_down", "gauge",
+           "1 while the subscription's downstream is down: messages are held and retried.");
+  for (const auto& s : subs)
+    w.sample("natsfleet_sink_down", subscription_labels(service, s),
+             uint64_t{s.downstream_down ? 1u : 0u});
+  w.family("natsfleet_held_messages", "gauge",
+           "Messages held for a retry while the downstream is down.");
+  for (const auto& s : subs)
+    w.sample("natsfleet_held_messages", subscription_labels(service, s), s.held);
 
   w.family("natsfleet_subscription_state", "gauge",
            "1 for the state the subscription is in, 0 for the others.");
@@ -181,7 +206,7 @@ void render_daemon(Writer& w, const FleetHealth& health, const DaemonMetrics& me
   w.family("natsfleet_sink_results_total", "counter", "Sink verdicts per outcome.");
   for (const auto& s : snapshots) {
     const std::pair<std::string_view, uint64_t> outcomes[] = {
-        {"ack", s.acked}, {"nak", s.naked}, {"term", s.termed}};
+        {"ack", s.acked}, {"nak", s.naked}, {"term", s.termed}, {"retry", s.retried}};
     for (const auto& [outcome, value] : outcomes) {
       Labels labels = labels_of(s);
       labels.emplace_back("outcome", outcome);

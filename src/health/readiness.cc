@@ -12,6 +12,11 @@ ReadinessVerdict readiness(const FleetHealth& health) {
   }
   if (!health.connected) reasons.emplace_back("not connected to the broker");
   for (const auto& s : health.subscriptions) {
+    if (s.downstream_down) {
+      reasons.push_back(s.kind + " " + s.name + ": the downstream is down (" + s.downstream_error +
+                        "); " + std::to_string(s.held) + " message(s) held for a retry");
+      if (s.state == SubscriptionState::bound) continue;
+    }
     if (s.state == SubscriptionState::bound) continue;
     std::string why = s.kind + " " + s.name + " is " + to_string(s.state);
     if (!s.last_error.empty()) why += ": " + s.last_error;

@@ -14,9 +14,6 @@
 namespace natsfleet::sinks {
 namespace {
 
-// Disk trouble clears slowly; a short pause keeps a full disk from spinning the broker.
-constexpr std::chrono::milliseconds kRetryDelay{1000};
-
 std::string errno_text(const std::string& what, const std::string& path, int err) {
   return what + " " + path + ": " + std::strerror(err);
 }
@@ -124,18 +121,25 @@ SinkResult FileSink::deliver(const Message& message, const std::string& subscrip
     std::unique_lock lock(mu_);
     auto failed = [&](std::string error) {
       healthy_ = false;
-      return SinkResult{Disposition::nak(kRetryDelay), {}, std::move(error)};
+      return SinkResult{Disposition::retry(), {}, std::move(error)};
     };
-    if (stopped_) return SinkResult{Disposition::nak(kRetryDelay), {}, "file sink stopped"};
+    if (stopped_) return SinkResult{Disposition::retry(), {}, "file sink stopped"};
     if (fd_ < 0)
       if (auto error = open_locked(); !error.empty()) return failed(std::move(error));
-    if (auto error = write_locked(line); !error.empty()) return failed(std::move(error));
+    if (auto error = write_locked(line); !error.empty()) {
+      // Opened again on the next try: the file may have been moved, replaced or remounted.
+      if (!syncing_) {
+        ::close(fd_);
+        fd_ = -1;
+      }
+      return failed(std::move(error));
+    }
     if (fsync_ == FsyncPolicy::batch)
       if (auto error = sync_locked(lock); !error.empty()) return failed(std::move(error));
     healthy_ = true;
     return {};
   } catch (const std::exception& e) {
-    return SinkResult{Disposition::nak(kRetryDelay), {}, std::string("file sink: ") + e.what()};
+    return SinkResult{Disposition::retry(), {}, std::string("file sink: ") + e.what()};
   }
 }
 

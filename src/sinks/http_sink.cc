@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -166,6 +167,12 @@ class HttpSink::Connection {
 
   beast::tcp_stream& lowest() { return secure_ ? beast::get_lowest_layer(*secure_) : *plain_; }
 
+  // From another thread (stop()): the exchange in progress ends at once as aborted.
+  void abort() {
+    aborted_ = true;
+    ioc_.stop();
+  }
+
   // An idle connection the server has closed (or written to) is readable; it is not reused.
   bool looks_alive() {
     if (!lowest().socket().is_open()) return false;
@@ -233,7 +240,8 @@ class HttpSink::Connection {
     std::optional<beast::error_code> result;
     start([&result](beast::error_code ec, auto&&...) { result = ec; });
     ioc_.restart();
-    ioc_.run_until(deadline);
+    // aborted_ is set before ioc_.stop(): either it is seen here or run_until sees the stop.
+    if (!aborted_) ioc_.run_until(deadline);
     if (!result) {
       // Cancelling makes the pending operation complete; its handler must run before `result`
       // goes out of scope.
@@ -241,11 +249,12 @@ class HttpSink::Connection {
       lowest().close();
       ioc_.restart();
       ioc_.run();
-      return beast::error::timeout;
+      return aborted_ ? beast::error_code(net::error::operation_aborted) : beast::error::timeout;
     }
     return *result;
   }
 
+  std::atomic<bool> aborted_{false};
   net::io_context ioc_;
   tcp::resolver resolver_;
   std::optional<beast::tcp_stream> plain_;
@@ -285,7 +294,20 @@ void HttpSink::stop() {
     std::lock_guard lock(mu_);
     stopped_ = true;
     idle.swap(idle_);
+    for (auto* connection : active_) connection->abort();
   }
+}
+
+bool HttpSink::begin_exchange(Connection* connection) {
+  std::lock_guard lock(mu_);
+  if (stopped_) return false;
+  active_.insert(connection);
+  return true;
+}
+
+void HttpSink::end_exchange(Connection* connection) {
+  std::lock_guard lock(mu_);
+  active_.erase(connection);
 }
 
 std::unique_ptr<HttpSink::Connection> HttpSink::take_idle() {
@@ -305,9 +327,12 @@ void HttpSink::give_back(std::unique_ptr<Connection> connection) {
 }
 
 SinkResult HttpSink::deliver(const Message& message, const std::string& subscription) {
+  // The endpoint is unreachable, overloaded or failing: the message is fine (retry, honouring
+  // Retry-After). Only an answer about this message (another 4xx) rejects it.
   const auto retry = [&](std::string error, std::string_view retry_after = {}) {
-    return SinkResult{
-        Disposition::nak(http_retry_delay(retry_after, message.delivered())), {}, std::move(error)};
+    const auto after = retry_after.empty() ? std::chrono::milliseconds(0)
+                                           : http_retry_delay(retry_after, message.delivered());
+    return SinkResult{Disposition::retry(after), {}, std::move(error)};
   };
   try {
     {
@@ -335,8 +360,14 @@ SinkResult HttpSink::deliver(const Message& message, const std::string& subscrip
     for (int attempt = 0; attempt < 2; ++attempt) {
       auto connection = take_idle();
       const bool reused = connection != nullptr;
-      if (!connection) {
-        connection = std::make_unique<Connection>(tls_.get());
+      if (!connection) connection = std::make_unique<Connection>(tls_.get());
+      if (!begin_exchange(connection.get())) return retry("http sink stopped");
+      struct Active {
+        HttpSink& sink;
+        Connection* connection;
+        ~Active() { sink.end_exchange(connection); }
+      } active{*this, connection.get()};
+      if (!reused) {
         if (auto ec = connection->connect(url_, deadline)) {
           if (ec == beast::error::timeout)
             return retry("POST " + options_.url + ": timed out after " +
@@ -365,9 +396,11 @@ SinkResult HttpSink::deliver(const Message& message, const std::string& subscrip
       return retry(text, std::string_view(retry_after.data(), retry_after.size()));
     }
     if (status >= 400) return SinkResult{Disposition::term(), {}, text};
-    // 1xx and 3xx: redirects are not followed; the endpoint is misconfigured, so keep the
-    // message and let max_deliver decide.
-    return retry(text + " (redirects are not followed)");
+    // 1xx and 3xx: redirects are not followed; the endpoint is misconfigured for this message,
+    // so it is rejected and max_deliver decides.
+    return SinkResult{Disposition::nak(http_retry_delay({}, message.delivered())),
+                      {},
+                      text + " (redirects are not followed)"};
   } catch (const std::exception& e) {
     return retry(std::string("http sink: ") + e.what());
   }

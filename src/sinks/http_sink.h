@@ -1,6 +1,7 @@
 // POSTs each sink record to an HTTP(S) endpoint and maps the response to a disposition:
-// 2xx ack; 408, 429 and 5xx (and timeouts, refused or broken connections) nak with a delay that
-// honours Retry-After; any other 4xx term. Connections are kept alive and reused.
+// 2xx ack; 408, 429 and 5xx (and timeouts, refused or broken connections, DNS failures) retry,
+// honouring Retry-After; any other 4xx term; 1xx and 3xx nak. Connections are kept alive and
+// reused; stop() cancels the requests in flight.
 #pragma once
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +62,9 @@ class HttpSink : public Sink {
 
   std::unique_ptr<Connection> take_idle();
   void give_back(std::unique_ptr<Connection> connection);
+  // Registers a connection in use, so stop() can abort it; false once stopped.
+  bool begin_exchange(Connection* connection);
+  void end_exchange(Connection* connection);
 
   const HttpOptions options_;
   HttpUrl url_;
@@ -67,6 +72,7 @@ class HttpSink : public Sink {
   std::unique_ptr<Tls> tls_;  // null for http
   std::mutex mu_;
   std::vector<std::unique_ptr<Connection>> idle_;
+  std::set<Connection*> active_;
   bool stopped_ = false;
 };
 

@@ -24,8 +24,15 @@ struct Publish {
   std::string msg_id;
 };
 
+// What a sink says about one message. Two kinds of failure:
+// - retry: the downstream is unreachable, overloaded or out of space (http 408/429/5xx, a
+//   timeout, a refused connection, a DNS failure, a file write error such as ENOSPC, a worker
+//   that is not running, exited or timed out, a worker's "retry"). The message is held and
+//   uses no delivery.
+// - nak / term: the downstream refused this message (http's other 4xx, a worker's nak or term).
+//   Each uses a delivery; after max_deliver the message is dead-lettered.
 struct SinkResult {
-  Disposition disposition = Disposition::ack();  // ack | nak(delay) | term
+  Disposition disposition = Disposition::ack();  // ack | retry(after) | nak(delay) | term
   std::vector<Publish> publish;                  // publish these first, then settle
   std::string error;                             // why, when not ack (for logs and metrics)
 };
@@ -41,7 +48,8 @@ class Sink {
   virtual bool healthy() const { return true; }
   // For logs and /status: "file out/mail.jsonl".
   virtual std::string describe() const = 0;
-  // Releases resources (closes files, stops the worker). Afterwards deliver() naks. Idempotent.
+  // Releases resources (closes files, stops the worker, cancels requests in flight). Afterwards
+  // deliver() answers retry. Idempotent.
   virtual void stop() {}
 };
 

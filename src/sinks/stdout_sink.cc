@@ -6,12 +6,6 @@
 #include "sinks/record.h"
 
 namespace natsfleet::sinks {
-namespace {
-
-constexpr std::chrono::milliseconds kRetryDelay{1000};
-
-}  // namespace
-
 void StdoutSink::stop() {
   std::lock_guard lock(mu_);
   stopped_ = true;
@@ -22,20 +16,20 @@ SinkResult StdoutSink::deliver(const Message& message, const std::string& subscr
     std::string line = record_json(message, subscription);
     line += '\n';
     std::lock_guard lock(mu_);
-    if (stopped_) return SinkResult{Disposition::nak(kRetryDelay), {}, "stdout sink stopped"};
+    if (stopped_) return SinkResult{Disposition::retry(), {}, "stdout sink stopped"};
     errno = 0;
     // The flush under the lock is what makes a line reach the OS before the ack, and whole.
     if (std::fwrite(line.data(), 1, line.size(), out_) != line.size() || std::fflush(out_) != 0) {
       const int err = errno;
       std::clearerr(out_);
       return SinkResult{
-          Disposition::nak(kRetryDelay),
+          Disposition::retry(),
           {},
           std::string("write stdout: ") + (err != 0 ? std::strerror(err) : "stream error")};
     }
     return {};
   } catch (const std::exception& e) {
-    return SinkResult{Disposition::nak(kRetryDelay), {}, std::string("stdout sink: ") + e.what()};
+    return SinkResult{Disposition::retry(), {}, std::string("stdout sink: ") + e.what()};
   }
 }
 

@@ -4,17 +4,6 @@
 
 namespace natsfleet::sinks {
 
-std::string subject_token(const std::string& subject, int key_token) {
-  size_t start = 0;
-  for (int i = 1; i < key_token; ++i) {
-    start = subject.find('.', start);
-    if (start == std::string::npos) return {};
-    ++start;
-  }
-  const size_t end = subject.find('.', start);
-  return subject.substr(start, end == std::string::npos ? std::string::npos : end - start);
-}
-
 WebSocketSink::WebSocketSink(WebSocketSinkOptions options) : options_(std::move(options)) {
   relay::GatewayOptions gateway;
   gateway.host = options_.host;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "natsfleet/validate.h"
 #include "relay/session_registry.h"
 #include "relay/websocket_gateway.h"
 #include "sinks/sink.h"
@@ -40,6 +41,6 @@ class WebSocketSink final : public Sink {
 };
 
 // The `key_token`th (1-based) token of `subject`, or "" when it has fewer tokens.
-std::string subject_token(const std::string& subject, int key_token);
+using natsfleet::subject_token;
 
 }  // namespace natsfleet::sinks

@@ -134,6 +134,10 @@ std::optional<WorkerAnswer> parse_worker_answer(std::string_view line, std::stri
   } else if (kind == "term") {
     answer.result.disposition = Disposition::term();
     answer.result.error = worker_error.empty() ? "worker: term" : "worker: " + worker_error;
+  } else if (kind == "retry") {
+    // The worker's own downstream is unavailable: hold the message, use no delivery.
+    answer.result.disposition = Disposition::retry(delay);
+    answer.result.error = worker_error.empty() ? "worker: retry" : "worker: " + worker_error;
   } else {
     answer.result.disposition = Disposition::nak(kWorkerRetryDelay);
     answer.result.error =

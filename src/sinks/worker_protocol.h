@@ -18,9 +18,9 @@ inline constexpr std::chrono::milliseconds kWorkerRetryDelay{1000};
 
 struct WorkerAnswer {
   uint64_t id = 0;
-  // ack | nak(delay) | term; an unknown or missing result, an unreadable delay or a malformed
-  // publish entry is a nak (kWorkerRetryDelay) with `error` saying why. Publish msg_ids are
-  // left empty: they depend on the message (see publish_msg_id()).
+  // ack | nak(delay) | term | retry(delay); an unknown or missing result, an unreadable delay or a
+  // malformed publish entry is a nak (kWorkerRetryDelay) with `error` saying why. Publish msg_ids
+  // are left empty: they depend on the message (see publish_msg_id()).
   SinkResult result;
 };
 

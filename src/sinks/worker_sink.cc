@@ -35,9 +35,9 @@ constexpr milliseconds kExitGrace{200};
 // An answer line longer than this is a broken worker; it is dropped, not buffered without end.
 constexpr size_t kMaxAnswerLine = 16u << 20;
 
-SinkResult nak(std::string error) {
-  return SinkResult{Disposition::nak(kWorkerRetryDelay), {}, std::move(error)};
-}
+// The worker is not there to answer (exited, not running, wedged, stopping): the message is
+// fine, the downstream is not.
+SinkResult nak(std::string error) { return SinkResult{Disposition::retry(), {}, std::move(error)}; }
 
 std::string describe_status(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));

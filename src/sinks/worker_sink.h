@@ -24,7 +24,7 @@ namespace natsfleet::sinks {
 
 struct WorkerOptions {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
-  // An answer must come within this; otherwise the delivery naks and the worker, considered
+  // An answer must come within this; otherwise the delivery is retried and the worker, considered
   // wedged, is killed (SIGKILL) and restarted.
   std::chrono::milliseconds timeout{30000};
   // Restart waits double from min to max while the worker keeps dying young.
@@ -50,13 +50,13 @@ class WorkerSink : public Sink {
   WorkerSink(const WorkerSink&) = delete;
   WorkerSink& operator=(const WorkerSink&) = delete;
 
-  // Blocks until the worker answers this delivery, dies (nak 1s, "worker exited"), or the
-  // timeout passes (nak 1s, "worker timed out").
+  // Blocks until the worker answers this delivery, dies (retry, "worker exited"), or the
+  // timeout passes (retry, "worker timed out").
   SinkResult deliver(const Message& message, const std::string& subscription) override;
   bool healthy() const override;
   std::string describe() const override;
   // Closes the worker's stdin, lets it answer what is in flight for up to stop_grace, then
-  // SIGTERM, then SIGKILL. What is still unanswered naks. Idempotent.
+  // SIGTERM, then SIGKILL. What is still unanswered is retried. Idempotent.
   void stop() override;
 
   // For tests and /status: the current worker's pid (0 while none runs) and how many workers

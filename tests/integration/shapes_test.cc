@@ -192,7 +192,7 @@ TEST(Migration, MutableDriftIsUpdatedInPlaceNotMigrated) {
   ASSERT_TRUE(seen.wait_distinct(20, 10s));
   auto info = admin.consumer("DAEMON_SYNC", "sync-listener");
   EXPECT_EQ(info.config["ack_wait"], std::chrono::nanoseconds(spec.ack_wait).count());
-  EXPECT_EQ(info.config["max_deliver"], spec.max_deliver);
+  EXPECT_EQ(info.config["max_deliver"], fleet::kBrokerMaxDeliver);
   // The same consumer, not a new one: its creation time is unchanged and no successor exists.
   EXPECT_EQ(info.raw["created"], created->raw["created"]);
   EXPECT_EQ(consumers_of(admin, "DAEMON_SYNC"), std::set<std::string>{"sync-listener"});

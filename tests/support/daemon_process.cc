@@ -108,4 +108,24 @@ int readyz(int port) {
   return status;
 }
 
+ChildProcess::ChildProcess(std::vector<std::string> argv) {
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  if (posix_spawn(&pid_, args[0], nullptr, nullptr, args.data(), environ) != 0)
+    throw std::runtime_error("cannot spawn " + argv.front());
+}
+
+ChildProcess::~ChildProcess() {
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+}
+
+uint64_t rss_kib(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
+  return 0;
+}
+
 }  // namespace natsfleet::testing

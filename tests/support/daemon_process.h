@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@ class DaemonProcess {
   bool running();
   std::string log() const;
   std::string config_path() const { return dir_ + "/" + name_ + ".toml"; }
+  pid_t pid() const { return pid_; }
 
  private:
   std::string dir_;
@@ -36,6 +38,24 @@ class DaemonProcess {
   pid_t pid_ = -1;
   std::optional<int> exit_code_;
 };
+
+// A helper program (a test endpoint, say) run for the length of a test: killed with SIGKILL and
+// reaped when the object goes.
+class ChildProcess {
+ public:
+  // argv[0] is a path. Throws std::runtime_error when it cannot be spawned.
+  explicit ChildProcess(std::vector<std::string> argv);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// The resident set size of a process in KiB, from /proc (0 when it cannot be read).
+uint64_t rss_kib(pid_t pid);
 
 // A temporary directory removed with everything in it when the object goes.
 class TempDir {

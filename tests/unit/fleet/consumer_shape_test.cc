@@ -27,6 +27,8 @@ TEST(ConsumerShape, DesiredConfigIsASharedPullDurable) {
   EXPECT_EQ(c["ack_wait"], 30'000'000'000LL);
   EXPECT_EQ(c["deliver_policy"], "all");
   EXPECT_FALSE(c.contains("deliver_subject"));
+  // natsfleet enforces max_deliver: the broker's limit would drop a lost last delivery silently.
+  EXPECT_EQ(c["max_deliver"], -1);
 }
 
 TEST(ConsumerShape, StartingAtSetsStartSequence) {

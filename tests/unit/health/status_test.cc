@@ -35,7 +35,8 @@ TEST(RenderStatus, CarriesEveryField) {
   EXPECT_EQ(work["ack_floor"], 99991);
   const json expected_counters = {{"received", 1017}, {"acked", 1001},     {"naked", 11},
                                   {"termed", 3},      {"redelivered", 13}, {"handler_errors", 5},
-                                  {"recoveries", 2}};
+                                  {"recoveries", 2},  {"retried", 0},      {"dead_lettered", 0},
+                                  {"dropped", 0}};
   EXPECT_EQ(work["counters"], expected_counters);
 
   const json& broadcast = doc["subscriptions"][1];
@@ -48,11 +49,18 @@ TEST(RenderStatus, CarriesEveryField) {
   // Exactly the documented keys, nothing more, nothing less.
   std::vector<std::string> keys;
   for (const auto& [key, value] : work.items()) keys.push_back(key);
-  const std::vector<std::string> documented = {
-      "ack_floor",        "consumer", "consumer_ack_pending",
-      "consumer_pending", "counters", "kind",
-      "last_error",       "name",     "state",
-      "stream",           "subject"};
+  const std::vector<std::string> documented = {"ack_floor",
+                                               "consumer",
+                                               "consumer_ack_pending",
+                                               "consumer_pending",
+                                               "counters",
+                                               "downstream",
+                                               "kind",
+                                               "last_error",
+                                               "name",
+                                               "state",
+                                               "stream",
+                                               "subject"};
   std::sort(keys.begin(), keys.end());
   EXPECT_EQ(keys, documented);
 }

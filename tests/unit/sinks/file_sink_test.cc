@@ -110,30 +110,28 @@ TEST(FileSink, BatchFsyncSharesSyncsBetweenConcurrentDeliveries) {
             << " fdatasync calls\n";
 }
 
-TEST(FileSink, PathThatIsADirectoryNaksWithoutCrashing) {
+TEST(FileSink, PathThatIsADirectoryIsRetryableWithoutCrashing) {
   TempDir dir;
   FileSink sink(dir.path(), FsyncPolicy::never);
   auto r = sink.deliver(js_message("m"), "s");
-  EXPECT_EQ(r.disposition.kind(), Disposition::Kind::nak);
-  EXPECT_EQ(r.disposition.delay(), 1s);
+  EXPECT_EQ(r.disposition.kind(), Disposition::Kind::retry);
   EXPECT_NE(r.error.find("open"), std::string::npos) << r.error;
   EXPECT_FALSE(sink.healthy());
 }
 
-TEST(FileSink, PathUnderProcNaksWithoutCrashing) {
+TEST(FileSink, PathUnderProcIsRetryableWithoutCrashing) {
   FileSink sink("/proc/self/no-such-dir/out.jsonl", FsyncPolicy::batch);
   auto r = sink.deliver(js_message("m"), "s");
-  EXPECT_EQ(r.disposition.kind(), Disposition::Kind::nak);
+  EXPECT_EQ(r.disposition.kind(), Disposition::Kind::retry);
   EXPECT_FALSE(r.error.empty());
   EXPECT_FALSE(sink.healthy());
 }
 
-TEST(FileSink, FullDiskNaksWithTheError) {
+TEST(FileSink, FullDiskIsRetryableWithTheError) {
   // /dev/full accepts the open and fails every write with ENOSPC.
   FileSink sink("/dev/full", FsyncPolicy::never);
   auto r = sink.deliver(js_message("m"), "s");
-  EXPECT_EQ(r.disposition.kind(), Disposition::Kind::nak);
-  EXPECT_EQ(r.disposition.delay(), 1s);
+  EXPECT_EQ(r.disposition.kind(), Disposition::Kind::retry);
   EXPECT_NE(r.error.find(std::strerror(ENOSPC)), std::string::npos) << r.error;
   EXPECT_FALSE(sink.healthy());
 }
@@ -144,7 +142,7 @@ TEST(FileSink, OpenIsRetriedOnceThePathBecomesWritable) {
   { std::ofstream(blocker) << "a file where the directory should be"; }
   const auto path = blocker / "mail.jsonl";
   FileSink sink(path, FsyncPolicy::never);
-  EXPECT_EQ(sink.deliver(js_message("m"), "s").disposition.kind(), Disposition::Kind::nak);
+  EXPECT_EQ(sink.deliver(js_message("m"), "s").disposition.kind(), Disposition::Kind::retry);
   std::filesystem::remove(blocker);
   auto r = sink.deliver(js_message("m"), "s");
   EXPECT_EQ(r.disposition.kind(), Disposition::Kind::ack) << r.error;
@@ -152,12 +150,12 @@ TEST(FileSink, OpenIsRetriedOnceThePathBecomesWritable) {
   EXPECT_EQ(read_lines(path).size(), 1u);
 }
 
-TEST(FileSink, DeliverAfterStopNaks) {
+TEST(FileSink, DeliverAfterStopIsRetryable) {
   TempDir dir;
   FileSink sink(dir.path() / "mail.jsonl", FsyncPolicy::batch);
   sink.stop();
   auto r = sink.deliver(js_message("m"), "s");
-  EXPECT_EQ(r.disposition.kind(), Disposition::Kind::nak);
+  EXPECT_EQ(r.disposition.kind(), Disposition::Kind::retry);
   EXPECT_NE(r.error.find("stopped"), std::string::npos);
   sink.stop();  // idempotent
 }

@@ -77,23 +77,22 @@ TEST(HttpSink, CoreMessagesHaveNoStreamHeaders) {
   EXPECT_EQ(req.headers.at("nats-subject"), "member.7.status");
 }
 
-TEST(HttpSink, ServerErrorNaksWithBackoffByDeliveryCount) {
+TEST(HttpSink, ServerErrorIsADownstreamFailureNotARejection) {
   TestHttpServer server(always(500));
   HttpSink sink(options_for(server.url()));
   auto first = sink.deliver(js_message("m", 1, 1), "s");
-  EXPECT_EQ(first.disposition.kind(), Kind::nak);
-  EXPECT_EQ(first.disposition.delay(), 1s);
+  EXPECT_EQ(first.disposition.kind(), Kind::retry);
+  EXPECT_EQ(first.disposition.delay(), 0s) << "no Retry-After: the fleet's backoff decides";
   EXPECT_NE(first.error.find("500"), std::string::npos) << first.error;
   auto third = sink.deliver(js_message("m", 1, 3), "s");
-  EXPECT_EQ(third.disposition.kind(), Kind::nak);
-  EXPECT_EQ(third.disposition.delay(), 4s);
+  EXPECT_EQ(third.disposition.kind(), Kind::retry);
 }
 
 TEST(HttpSink, TooManyRequestsHonoursRetryAfter) {
   TestHttpServer server(always(429, {{"Retry-After", "7"}}));
   HttpSink sink(options_for(server.url()));
   auto r = sink.deliver(js_message("m"), "s");
-  EXPECT_EQ(r.disposition.kind(), Kind::nak);
+  EXPECT_EQ(r.disposition.kind(), Kind::retry);
   EXPECT_EQ(r.disposition.delay(), 7s);
 }
 
@@ -101,7 +100,7 @@ TEST(HttpSink, ServiceUnavailableRetryAfterIsCapped) {
   TestHttpServer server(always(503, {{"Retry-After", "86400"}}));
   HttpSink sink(options_for(server.url()));
   auto r = sink.deliver(js_message("m"), "s");
-  EXPECT_EQ(r.disposition.kind(), Kind::nak);
+  EXPECT_EQ(r.disposition.kind(), Kind::retry);
   EXPECT_EQ(r.disposition.delay(), 300s);
 }
 
@@ -115,7 +114,7 @@ TEST(HttpSink, ClientErrorsTerminate) {
   }
 }
 
-TEST(HttpSink, RedirectsAreNotFollowedButKeepTheMessage) {
+TEST(HttpSink, RedirectsAreNotFollowedAndRejectTheMessage) {
   TestHttpServer server(always(301, {{"Location", "/elsewhere"}}));
   HttpSink sink(options_for(server.url()));
   auto r = sink.deliver(js_message("m"), "s");
@@ -123,7 +122,7 @@ TEST(HttpSink, RedirectsAreNotFollowedButKeepTheMessage) {
   EXPECT_NE(r.error.find("redirect"), std::string::npos) << r.error;
 }
 
-TEST(HttpSink, SilentServerTimesOutWithANak) {
+TEST(HttpSink, SilentServerTimesOutAsRetryable) {
   TestHttpServer server([](const SeenRequest&) {
     CannedReply reply;
     reply.hang = true;
@@ -133,22 +132,20 @@ TEST(HttpSink, SilentServerTimesOutWithANak) {
   const auto start = Clock::now();
   auto r = sink.deliver(js_message("m"), "s");
   const auto took = elapsed_since(start);
-  EXPECT_EQ(r.disposition.kind(), Kind::nak);
-  EXPECT_EQ(r.disposition.delay(), 1s);
+  EXPECT_EQ(r.disposition.kind(), Kind::retry);
   EXPECT_NE(r.error.find("timed out"), std::string::npos) << r.error;
   EXPECT_GE(took, 290ms);
   EXPECT_LT(took, 3s);  // generous: the point is that it does not wait for ever
 }
 
-TEST(HttpSink, ConnectionRefusedNaks) {
+TEST(HttpSink, ConnectionRefusedIsRetryable) {
   // A port that was free a moment ago and has no listener now.
   int port = 0;
   { port = TestHttpServer(always(200)).port(); }
   HttpSink sink(options_for("http://127.0.0.1:" + std::to_string(port) + "/"));
   const auto start = Clock::now();
   auto r = sink.deliver(js_message("m", 1, 2), "s");
-  EXPECT_EQ(r.disposition.kind(), Kind::nak);
-  EXPECT_EQ(r.disposition.delay(), 2s);
+  EXPECT_EQ(r.disposition.kind(), Kind::retry);
   EXPECT_NE(r.error.find("refused"), std::string::npos) << r.error;
   EXPECT_LT(elapsed_since(start), 3s);
 }
@@ -197,11 +194,11 @@ TEST(HttpSink, ConcurrentDeliveriesAllAck) {
   EXPECT_LE(server.connections(), 8 + 1);
 }
 
-TEST(HttpSink, DeliverAfterStopNaks) {
+TEST(HttpSink, DeliverAfterStopIsRetryable) {
   TestHttpServer server(always(200));
   HttpSink sink(options_for(server.url()));
   sink.stop();
-  EXPECT_EQ(sink.deliver(js_message("m"), "s").disposition.kind(), Kind::nak);
+  EXPECT_EQ(sink.deliver(js_message("m"), "s").disposition.kind(), Kind::retry);
   EXPECT_TRUE(server.requests().empty());
 }
 
@@ -227,7 +224,7 @@ TEST(HttpSink, HttpsVerifiesThePeerAndSendsSni) {
   // With only the system CAs the self-signed certificate is refused, and nothing is sent.
   HttpSink untrusted(options_for(url));
   auto refused = untrusted.deliver(js_message("m"), "s");
-  EXPECT_EQ(refused.disposition.kind(), Kind::nak);
+  EXPECT_EQ(refused.disposition.kind(), Kind::retry);
   EXPECT_NE(refused.error.find("certificate verify failed"), std::string::npos) << refused.error;
   EXPECT_EQ(server.requests().size(), 2u);
 }
@@ -241,7 +238,7 @@ TEST(HttpSink, HttpsRefusesACertificateForAnotherName) {
   auto options = options_for("https://localhost:" + std::to_string(server.port()) + "/");
   options.ca_file = ca;
   auto r = HttpSink(options).deliver(js_message("m"), "s");
-  EXPECT_EQ(r.disposition.kind(), Kind::nak);
+  EXPECT_EQ(r.disposition.kind(), Kind::retry);
   EXPECT_NE(r.error.find("certificate verify failed"), std::string::npos) << r.error;
   EXPECT_TRUE(server.requests().empty());
 }

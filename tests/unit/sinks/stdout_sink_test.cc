@@ -48,21 +48,21 @@ TEST(StdoutSink, WritesOneRecordPerLineAndAcks) {
   std::fclose(out);
 }
 
-TEST(StdoutSink, WriteErrorNaks) {
+TEST(StdoutSink, WriteErrorIsRetryable) {
   std::FILE* full = std::fopen("/dev/full", "w");
   ASSERT_NE(full, nullptr);
   StdoutSink sink(full);
   auto r = sink.deliver(js_message("m"), "s");
-  EXPECT_EQ(r.disposition.kind(), Disposition::Kind::nak);
+  EXPECT_EQ(r.disposition.kind(), Disposition::Kind::retry);
   EXPECT_NE(r.error.find(std::strerror(ENOSPC)), std::string::npos) << r.error;
   std::fclose(full);
 }
 
-TEST(StdoutSink, DeliverAfterStopNaks) {
+TEST(StdoutSink, DeliverAfterStopIsRetryable) {
   std::FILE* out = std::tmpfile();
   StdoutSink sink(out);
   sink.stop();
-  EXPECT_EQ(sink.deliver(js_message("m"), "s").disposition.kind(), Disposition::Kind::nak);
+  EXPECT_EQ(sink.deliver(js_message("m"), "s").disposition.kind(), Disposition::Kind::retry);
   std::fclose(out);
 }
 

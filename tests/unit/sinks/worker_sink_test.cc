@@ -109,7 +109,7 @@ TEST(WorkerSink, OutOfOrderAnswersReachTheirOwnDeliveries) {
   EXPECT_EQ(sink.starts(), 1u);
 }
 
-TEST(WorkerSink, CrashingWorkerNaksWhatIsInFlightAndIsRestarted) {
+TEST(WorkerSink, CrashingWorkerRetriesWhatIsInFlightAndIsRestarted) {
   WorkerSink sink(fast(script("crash_every_n_worker.py", {"7"})));
   constexpr int kThreads = 4;
   constexpr int kPerThread = 15;
@@ -122,8 +122,7 @@ TEST(WorkerSink, CrashingWorkerNaksWhatIsInFlightAndIsRestarted) {
         auto r = sink.deliver(js_message("m"), "s");
         if (r.disposition.kind() == Kind::ack) {
           ++acked;
-        } else if (r.disposition.kind() == Kind::nak && r.disposition.delay() == 1s &&
-                   r.error.rfind("worker exited", 0) == 0) {
+        } else if (r.disposition.kind() == Kind::retry && r.error.rfind("worker exited", 0) == 0) {
           ++exited;
         } else {
           ++other;
@@ -132,7 +131,7 @@ TEST(WorkerSink, CrashingWorkerNaksWhatIsInFlightAndIsRestarted) {
       }
     });
   for (auto& t : threads) t.join();
-  std::cout << "[ info ] " << acked << " acked, " << exited << " naked (worker exited), "
+  std::cout << "[ info ] " << acked << " acked, " << exited << " to retry (worker exited), "
             << sink.starts() << " starts, " << elapsed_since(start).count() << "ms\n";
   EXPECT_EQ(acked + exited, kThreads * kPerThread);
   EXPECT_GT(exited, 0);
@@ -155,8 +154,7 @@ TEST(WorkerSink, SilentWorkerTimesOutAndIsReplaced) {
   const auto start = Clock::now();
   auto r = sink.deliver(js_message("m"), "s");
   const auto took = elapsed_since(start);
-  EXPECT_EQ(r.disposition.kind(), Kind::nak);
-  EXPECT_EQ(r.disposition.delay(), 1s);
+  EXPECT_EQ(r.disposition.kind(), Kind::retry);
   EXPECT_NE(r.error.find("timed out"), std::string::npos) << r.error;
   EXPECT_GE(took, 290ms);
   EXPECT_LT(took, 3s);  // generous: the point is that it does not wait for ever
@@ -176,7 +174,7 @@ TEST(WorkerSink, WorkerThatDoesNotReadItsStdinTimesOutAndIsReplaced) {
   const auto start = Clock::now();
   auto r = sink.deliver(js_message(std::string(4 << 20, 'x')), "s");
   const auto took = elapsed_since(start);
-  EXPECT_EQ(r.disposition.kind(), Kind::nak);
+  EXPECT_EQ(r.disposition.kind(), Kind::retry);
   // The writer and the supervisor race to report it; either way it is a timeout.
   EXPECT_NE(r.error.find("timed out"), std::string::npos) << r.error;
   EXPECT_GE(took, 290ms);
@@ -204,13 +202,13 @@ TEST(WorkerSink, CrashLoopIsUnhealthyUntilAWorkerStaysUp) {
   EXPECT_EQ(sink.deliver(js_message("m"), "s").disposition.kind(), Kind::ack);
 }
 
-TEST(WorkerSink, ProgramThatCannotStartNaksAndIsUnhealthy) {
+TEST(WorkerSink, ProgramThatCannotStartIsRetryableAndUnhealthy) {
   auto options = fast({"/nonexistent/natsfleet-worker"}, 200ms);
   options.restart_min = 1ms;
   options.restart_max = 5ms;
   WorkerSink sink(options);
   auto r = sink.deliver(js_message("m"), "s");
-  EXPECT_EQ(r.disposition.kind(), Kind::nak);
+  EXPECT_EQ(r.disposition.kind(), Kind::retry);
   EXPECT_NE(r.error.find("not running"), std::string::npos) << r.error;
   EXPECT_TRUE(wait_for([&] { return !sink.healthy(); }, 5s));
 }
@@ -226,7 +224,7 @@ TEST(WorkerSink, StopLetsTheWorkerFinishAndExit) {
   EXPECT_LT(elapsed_since(start), 5s);  // it exits on EOF, well before the grace ends
   EXPECT_TRUE(process_gone(pid));
   auto r = sink.deliver(js_message("m"), "s");
-  EXPECT_EQ(r.disposition.kind(), Kind::nak);
+  EXPECT_EQ(r.disposition.kind(), Kind::retry);
   EXPECT_NE(r.error.find("stopped"), std::string::npos);
   sink.stop();  // idempotent
 }
@@ -248,7 +246,7 @@ TEST(WorkerSink, StopKillsAWorkerThatIgnoresEofAndSigterm) {
   EXPECT_TRUE(process_gone(pid));
 }
 
-TEST(WorkerSink, StopNaksDeliveriesStillWaitingForAnAnswer) {
+TEST(WorkerSink, StopRetriesDeliveriesStillWaitingForAnAnswer) {
   auto options = fast(script("silent_worker.py"), 30s);
   options.stop_grace = 200ms;
   WorkerSink sink(options);
@@ -260,7 +258,7 @@ TEST(WorkerSink, StopNaksDeliveriesStillWaitingForAnAnswer) {
   sink.stop();
   waiting.join();
   EXPECT_LT(elapsed_since(start), 4s);  // not the delivery's 30s
-  EXPECT_EQ(result.disposition.kind(), Kind::nak);
+  EXPECT_EQ(result.disposition.kind(), Kind::retry);
   EXPECT_NE(result.error.find("stopped"), std::string::npos) << result.error;
 }
 

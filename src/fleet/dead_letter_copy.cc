@@ -1,0 +1,76 @@
+#include "fleet/dead_letter_copy.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "nats/connection.h"
+#include "natsfleet/dead_letter.h"
+
+namespace natsfleet::fleet {
+namespace {
+
+std::string utc_rfc3339(std::chrono::system_clock::time_point t) {
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000);
+}
+
+}  // namespace
+
+DeadLetterCopy dead_letter_copy(const Message& message, const std::string& dead_letter_subject,
+                                const std::string& subscription, const std::string& reason,
+                                std::chrono::system_clock::time_point now) {
+  DeadLetterCopy copy;
+  copy.subject = dead_letter_subject;
+  copy.data = message.data();
+  copy.headers = message.headers();
+  if (auto id = copy.headers.find("Nats-Msg-Id"); id != copy.headers.end()) {
+    copy.headers[dead_letter::kMsgId] = id->second;
+    copy.headers.erase("Nats-Msg-Id");
+  }
+  // Nats-Expected-* were the original publisher's conditions on its own stream; the
+  // dead-letter stream would check them against itself and refuse the copy.
+  std::erase_if(copy.headers,
+                [](const auto& h) { return h.first.rfind("Nats-Expected-", 0) == 0; });
+  const auto& d = message.delivery();
+  const std::string stream = d ? d->stream : std::string();
+  const uint64_t seq = d ? d->stream_seq : 0;
+  copy.headers[dead_letter::kStream] = {stream};
+  copy.headers[dead_letter::kSequence] = {std::to_string(seq)};
+  copy.headers[dead_letter::kSubscription] = {subscription};
+  copy.headers[dead_letter::kSubject] = {message.subject()};
+  copy.headers[dead_letter::kDeliveries] = {std::to_string(message.delivered())};
+  // A header value is one line: a multi-line reason (a response body) is folded.
+  std::string one_line = reason.empty() ? std::string("terminated") : reason;
+  for (char& c : one_line)
+    if (c == '\r' || c == '\n') c = ' ';
+  copy.headers[dead_letter::kReason] = {one_line};
+  copy.headers[dead_letter::kTime] = {utc_rfc3339(now)};
+  copy.headers["Nats-Msg-Id"] = {dead_letter::message_id(subscription, stream, seq)};
+  return copy;
+}
+
+Result<void> publish_dead_letter(nats::Connection& connection, const DeadLetterCopy& copy,
+                                 std::chrono::milliseconds timeout) {
+  auto reply = connection.request(copy.subject, copy.data, copy.headers, timeout);
+  if (!reply)
+    return Error{reply.error().code,
+                 "dead letter to " + copy.subject + ": " + reply.error().describe()};
+  const auto ack = nlohmann::json::parse(reply->data, nullptr, false);
+  if (ack.is_object() && ack.contains("error"))
+    return Error{std::error_code(ack["error"].value("err_code", 0), jetstream_category()),
+                 "dead letter to " + copy.subject + ": " +
+                     ack["error"].value("description", std::string("refused"))};
+  if (!ack.is_object() || !ack.contains("seq"))
+    return Result<void>(Errc::protocol, "dead letter to " + copy.subject +
+                                            ": no stream acknowledged it (not stored)");
+  return {};
+}
+
+}  // namespace natsfleet::fleet

@@ -1,0 +1,289 @@
+// The library when a handler's downstream fails: Disposition::retry holds messages without
+// using deliveries, a message that fails alone is rejected and dead-lettered with its origin, a
+// core broadcast's queue is bounded, and a handler that overruns shutdown is waited for.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "natsfleet/dead_letter.h"
+#include "natsfleet/fleet.h"
+#include "natsfleet/validate.h"
+#include "support/broker_client.h"
+#include "support/fast_fleet.h"
+#include "support/nats_server.h"
+#include "support/recorder.h"
+
+namespace natsfleet::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Dead letters as a core subscriber on the dead-letter subject sees them (with headers).
+class DeadLetters {
+ public:
+  DeadLetters(BrokerClient& client, const std::string& subject) {
+    auto sub = client.connection().subscribe(subject, "", [this](nats::InboundMessage&& m) {
+      std::lock_guard lock(mu_);
+      seen_.push_back(std::move(m));
+    });
+    if (!sub) throw std::runtime_error(sub.error().describe());
+    sub_ = std::move(sub.value());
+    (void)client.connection().flush(2s);
+  }
+  std::vector<nats::InboundMessage> seen() const {
+    std::lock_guard lock(mu_);
+    return seen_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<nats::InboundMessage> seen_;
+  std::unique_ptr<nats::Subscription> sub_;
+};
+
+std::string header(const nats::InboundMessage& m, const std::string& key) {
+  auto it = m.headers.find(key);
+  return it == m.headers.end() || it->second.empty() ? std::string() : it->second.front();
+}
+
+const SubscriptionHealth* find_sub(const FleetHealth& h, const std::string& name) {
+  for (const auto& s : h.subscriptions)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+TEST(DownstreamFaults, RetryHoldsMessagesPastAckWaitWithoutUsingDeliveries) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  Fleet fleet(fast_options({server.url()}, "replica"));
+  auto spec = fast_work("jobs", "jobs.run");
+  spec.ack_wait = 1s;  // held far longer than this: in-progress acks keep them here
+  spec.max_deliver = 2;
+  spec.retry_min = 100ms;
+  spec.retry_max = 400ms;
+  spec.concurrency = 2;
+  std::atomic<bool> down{true};
+  Recorder seen;
+  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
+    if (down) return Disposition::retry().because("database unavailable");
+    seen.record("r", m);
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(fleet.start());
+  admin.publish_many("jobs.run", 20);
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto h = fleet.health();
+        auto* s = find_sub(h, "jobs");
+        return s && s->downstream_down && !h.ready;
+      },
+      10s));
+  auto during = fleet.health();
+  EXPECT_NE(find_sub(during, "jobs")->downstream_error.find("database unavailable"),
+            std::string::npos);
+  std::this_thread::sleep_for(4s);  // four ack_waits
+  down = false;
+  ASSERT_TRUE(seen.wait_distinct(20, 20s));
+  seen.locked([](const Recorder& r) {
+    EXPECT_EQ(r.redelivered(), 0u) << "the outage used deliveries";
+    EXPECT_EQ(r.duplicates(), 0u);
+    return 0;
+  });
+  ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 10s));
+  auto after = find_sub(fleet.health(), "jobs");
+  EXPECT_EQ(after->counters.termed, 0u);
+  EXPECT_GT(after->counters.retried, 0u);
+  fleet.shutdown(5s);
+}
+
+TEST(DownstreamFaults, AMessageThatFailsAloneIsDeadLetteredWithItsOrigin) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  admin.create_stream("DEAD", {"dead.jobs"});
+  DeadLetters dead(admin, "dead.jobs");
+  Fleet fleet(fast_options({server.url()}, "replica"));
+  auto spec = fast_work("jobs", "jobs.run");
+  spec.max_deliver = 3;
+  spec.retry_min = 50ms;
+  spec.retry_max = 200ms;
+  spec.concurrency = 2;
+  spec.dead_letter = "dead.jobs";
+  Recorder seen;
+  // m7 makes the downstream fail every time (as if it crashed a worker): it looks like an
+  // outage at first, and must be found out rather than hold the subscription down for ever.
+  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
+    if (m.data() == "m7") return Disposition::retry().because("worker exited");
+    seen.record("r", m);
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(fleet.start());
+  admin.publish_many("jobs.run", 50);
+  ASSERT_TRUE(seen.wait_distinct(49, 30s));
+  ASSERT_TRUE(wait_for([&] { return dead.seen().size() == 1; }, 30s))
+      << "dead letters: " << dead.seen().size();
+  const auto letter = dead.seen().front();
+  EXPECT_EQ(letter.data, "m7");
+  EXPECT_EQ(header(letter, dead_letter::kStream), "JOBS");
+  EXPECT_EQ(header(letter, dead_letter::kSequence), "8");
+  EXPECT_EQ(header(letter, dead_letter::kSubscription), "jobs");
+  EXPECT_EQ(header(letter, dead_letter::kSubject), "jobs.run");
+  EXPECT_EQ(header(letter, dead_letter::kDeliveries), "3");
+  EXPECT_NE(header(letter, dead_letter::kReason).find("worker exited"), std::string::npos)
+      << header(letter, dead_letter::kReason);
+  EXPECT_FALSE(header(letter, dead_letter::kTime).empty());
+  EXPECT_EQ(header(letter, "Nats-Msg-Id"), dead_letter::message_id("jobs", "JOBS", 8));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto info = admin.consumer("JOBS", "jobs");
+        return info.num_ack_pending == 0 && info.num_pending == 0 && fleet.health().ready;
+      },
+      10s));
+  auto s = find_sub(fleet.health(), "jobs");
+  EXPECT_EQ(s->counters.dead_lettered, 1u);
+  EXPECT_EQ(s->counters.termed, 1u);
+  EXPECT_FALSE(s->downstream_down);
+  fleet.shutdown(5s);
+}
+
+TEST(DownstreamFaults, AHandlersTermIsDeadLetteredFirstThenTerminated) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  admin.create_stream("DEAD", {"dead.jobs"});
+  DeadLetters dead(admin, "dead.jobs");
+  Fleet fleet(fast_options({server.url()}, "replica"));
+  auto spec = fast_work("jobs", "jobs.run");
+  spec.dead_letter = "dead.jobs";
+  Recorder seen;
+  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
+    if (m.data() == "m3") return Disposition::term().because("unknown recipient");
+    seen.record("r", m);
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(fleet.start());
+  admin.publish_many("jobs.run", 10);
+  ASSERT_TRUE(seen.wait_distinct(9, 10s));
+  ASSERT_TRUE(wait_for([&] { return dead.seen().size() == 1; }, 10s));
+  EXPECT_EQ(header(dead.seen().front(), dead_letter::kReason), "unknown recipient");
+  EXPECT_EQ(header(dead.seen().front(), dead_letter::kDeliveries), "1");
+  fleet.shutdown(5s);
+}
+
+TEST(DownstreamFaults, ADeadLetterSubjectNoStreamHoldsIsANamedErrorAtBind) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  Fleet fleet(fast_options({server.url()}, "replica"));
+  auto spec = fast_work("jobs", "jobs.run");
+  spec.dead_letter = "nowhere.dead";
+  std::atomic<int> handled{0};
+  ASSERT_TRUE(fleet.add_work(spec, [&](const Message&) {
+    ++handled;
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(fleet.start());
+  admin.publish_many("jobs.run", 3);
+  std::string error;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto s = find_sub(fleet.health(), "jobs");
+        error = s ? s->last_error : "";
+        return error.find("nowhere.dead") != std::string::npos;
+      },
+      10s))
+      << error;
+  EXPECT_NE(error.find("held by no stream"), std::string::npos) << error;
+  EXPECT_FALSE(fleet.health().ready);
+  EXPECT_EQ(handled.load(), 0) << "nothing is consumed without somewhere for dead letters";
+  // Once the stream exists, the work binds by itself.
+  admin.create_stream("DEAD", {"nowhere.dead"});
+  ASSERT_TRUE(wait_for([&] { return handled.load() == 3; }, 10s));
+  fleet.shutdown(5s);
+}
+
+TEST(DownstreamFaults, CoreBroadcastQueueIsBoundedKeepingEachKeysNewest) {
+  NatsServer server;
+  Fleet fleet(fast_options({server.url()}, "replica"));
+  BroadcastSpec spec;
+  spec.name = "status";
+  spec.subject = "member.*.status";
+  spec.max_queued = 8;
+  spec.key_token = 2;
+  std::mutex gate;
+  gate.lock();  // the handler is stuck until the flood is over
+  std::mutex mu;
+  std::map<std::string, std::vector<std::string>> got;
+  std::atomic<int> started{0};
+  ASSERT_TRUE(fleet.add_broadcast(spec, [&](const Message& m) {
+    if (started++ == 0) {
+      std::lock_guard wait(gate);
+    }
+    std::lock_guard lock(mu);
+    got[subject_token(m.subject(), 2)].push_back(m.data());
+  }));
+  ASSERT_TRUE(fleet.start());
+  ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 10s));
+  BrokerClient publisher(server.url());
+  (void)publisher.connection().publish("member.first.status", "first");
+  ASSERT_TRUE(wait_for([&] { return started.load() == 1; }, 5s));
+  for (int i = 0; i < 300; ++i)
+    (void)publisher.connection().publish("member.k" + std::to_string(i % 3) + ".status",
+                                         std::to_string(i));
+  ASSERT_TRUE(publisher.connection().flush(5s));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto s = find_sub(fleet.health(), "status");
+        return s && s->counters.dropped + 8 >= 300;
+      },
+      10s))
+      << find_sub(fleet.health(), "status")->counters.dropped;
+  gate.unlock();
+  ASSERT_TRUE(wait_for(
+      [&] {
+        std::lock_guard lock(mu);
+        size_t n = 0;
+        for (auto& [k, v] : got) n += v.size();
+        return n == 1 + 8;
+      },
+      10s));
+  std::lock_guard lock(mu);
+  // Each key's newest status survived the flood (297, 298 and 299 are the last of k0, k1, k2).
+  EXPECT_EQ(got["k0"].back(), "297");
+  EXPECT_EQ(got["k1"].back(), "298");
+  EXPECT_EQ(got["k2"].back(), "299");
+  EXPECT_EQ(find_sub(fleet.health(), "status")->counters.dropped, 300u - 8u);
+  fleet.shutdown(2s);
+}
+
+TEST(DownstreamFaults, AHandlerThatOverrunsTheShutdownDeadlineIsWaitedFor) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  std::atomic<bool> running{false};
+  std::atomic<bool> finished{false};
+  {
+    auto fleet = std::make_unique<Fleet>(fast_options({server.url()}, "replica"));
+    Fleet* self = fleet.get();
+    ASSERT_TRUE(fleet->add_work(fast_work("jobs", "jobs.run"), [&, self](const Message&) {
+      running = true;
+      std::this_thread::sleep_for(1500ms);
+      // Uses the fleet after its shutdown deadline: it must still be there.
+      (void)self->health();
+      finished = true;
+      return Disposition::ack();
+    }));
+    ASSERT_TRUE(fleet->start());
+    admin.publish("jobs.run", "slow");
+    ASSERT_TRUE(wait_for([&] { return running.load(); }, 10s));
+    fleet->shutdown(100ms);
+    EXPECT_FALSE(finished.load()) << "shutdown returned within its deadline";
+  }
+  EXPECT_TRUE(finished.load()) << "the fleet was freed under a running handler";
+}
+
+}  // namespace
+}  // namespace natsfleet::testing

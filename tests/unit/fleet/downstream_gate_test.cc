@@ -1,0 +1,223 @@
+// The downstream gate: an outage holds messages and probes one at a time; a message that fails
+// while others succeed is rejected; the poison that looks like an outage is found out.
+#include "fleet/downstream_gate.h"
+
+#include <gtest/gtest.h>
+
+namespace natsfleet::fleet {
+namespace {
+
+using namespace std::chrono_literals;
+using Change = DownstreamGate::Change;
+using TimePoint = DownstreamGate::TimePoint;
+
+nats::InboundMessage msg(uint64_t id) {
+  nats::InboundMessage m;
+  m.subject = "jobs.run";
+  m.reply = "reply." + std::to_string(id);
+  m.data = "m" + std::to_string(id);
+  return m;
+}
+
+uint64_t id_of(const nats::InboundMessage& m) { return std::stoull(m.data.substr(1)); }
+
+DownstreamGate gate() {
+  DownstreamGate::Options o;
+  o.retry_min = 100ms;
+  o.retry_max = 1s;
+  o.in_progress_every = 10s;
+  o.jitter = [] { return 1.0; };
+  return DownstreamGate(o);
+}
+
+const TimePoint t0{};
+
+TEST(DownstreamGate, OneFailureIsASuspectNotAnOutage) {
+  auto g = gate();
+  auto out = g.failed(msg(1), 1, false, "503", 0ms, t0);
+  EXPECT_EQ(out.change, Change::none);
+  EXPECT_FALSE(g.down());
+  EXPECT_EQ(g.held(), 1u);
+  EXPECT_FALSE(g.quiet());
+}
+
+TEST(DownstreamGate, AMessageThatFailsWhileAnotherSucceedsIsRejected) {
+  auto g = gate();
+  (void)g.failed(msg(1), 1, false, "400-ish", 0ms, t0);
+  auto out = g.succeeded(false, t0 + 10ms);
+  ASSERT_EQ(out.reject.size(), 1u);
+  EXPECT_EQ(id_of(out.reject[0]), 1u);
+  EXPECT_TRUE(out.retry.empty());
+  EXPECT_TRUE(g.quiet());
+}
+
+TEST(DownstreamGate, FailuresOfTwoDifferentMessagesMeanTheDownstreamIsDown) {
+  auto g = gate();
+  (void)g.failed(msg(1), 1, false, "503", 0ms, t0);
+  auto out = g.failed(msg(2), 2, false, "503", 0ms, t0);
+  EXPECT_EQ(out.change, Change::went_down);
+  EXPECT_TRUE(g.down());
+  EXPECT_TRUE(out.reject.empty());
+  // Fresh messages are held untried.
+  EXPECT_FALSE(g.hold(msg(3), 3, t0).has_value());
+  EXPECT_EQ(g.held(), 3u);
+}
+
+TEST(DownstreamGate, TheSameMessageFailingTwiceIsNotYetAnOutage) {
+  auto g = gate();
+  (void)g.failed(msg(1), 1, false, "503", 0ms, t0);
+  auto probe = g.next_probe(t0 + 100ms);
+  ASSERT_TRUE(probe);
+  auto out = g.failed(std::move(*probe), 1, true, "503", 0ms, t0 + 110ms);
+  EXPECT_EQ(out.change, Change::none);
+  EXPECT_FALSE(g.down());
+}
+
+TEST(DownstreamGate, ALoneMessageFailingAgainAndAgainIsTakenForAnOutage) {
+  auto g = gate();
+  (void)g.failed(msg(1), 1, false, "503", 0ms, t0);
+  TimePoint now = t0;
+  Change last = Change::none;
+  for (int i = 0; i < 2; ++i) {
+    now += 5s;
+    auto probe = g.next_probe(now);
+    ASSERT_TRUE(probe);
+    last = g.failed(std::move(*probe), 1, true, "503", 0ms, now).change;
+  }
+  EXPECT_EQ(last, Change::went_down);
+  EXPECT_TRUE(g.down());
+}
+
+TEST(DownstreamGate, WhileDownOneProbeAtATimeAfterBackoffOldestFirstInTurn) {
+  auto g = gate();
+  (void)g.failed(msg(1), 1, false, "503", 0ms, t0);
+  (void)g.failed(msg(2), 2, false, "503", 0ms, t0);
+  EXPECT_FALSE(g.next_probe(t0 + 50ms)) << "before the first backoff";
+  auto p1 = g.next_probe(t0 + 100ms);
+  ASSERT_TRUE(p1);
+  EXPECT_EQ(id_of(*p1), 1u);
+  EXPECT_FALSE(g.next_probe(t0 + 10s)) << "one probe out at a time";
+  (void)g.failed(std::move(*p1), 1, true, "503", 0ms, t0 + 150ms);
+  // The next wait doubles (200ms), and the next probe is another message.
+  EXPECT_FALSE(g.next_probe(t0 + 300ms));
+  auto p2 = g.next_probe(t0 + 350ms);
+  ASSERT_TRUE(p2);
+  EXPECT_EQ(id_of(*p2), 2u);
+}
+
+TEST(DownstreamGate, RetryAfterDelaysTheNextProbe) {
+  auto g = gate();
+  (void)g.failed(msg(1), 1, false, "503", 0ms, t0);
+  (void)g.failed(msg(2), 2, false, "503", 30s, t0);
+  EXPECT_FALSE(g.next_probe(t0 + 29s));
+  EXPECT_TRUE(g.next_probe(t0 + 30s));
+}
+
+TEST(DownstreamGate, RecoveryHandsEveryHeldMessageBackInOrderUsingNoDelivery) {
+  auto g = gate();
+  (void)g.failed(msg(1), 1, false, "503", 0ms, t0);
+  (void)g.failed(msg(2), 2, false, "503", 0ms, t0);
+  (void)g.hold(msg(3), 3, t0);
+  auto p = g.next_probe(t0 + 1s);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(id_of(*p), 1u);
+  auto out = g.succeeded(true, t0 + 1s);
+  EXPECT_EQ(out.change, Change::went_up);
+  EXPECT_TRUE(out.reject.empty());
+  ASSERT_EQ(out.retry.size(), 2u);
+  EXPECT_EQ(id_of(out.retry[0]), 2u);
+  EXPECT_EQ(id_of(out.retry[1]), 3u);
+  EXPECT_FALSE(g.down());
+  EXPECT_TRUE(g.quiet());
+}
+
+TEST(DownstreamGate, APoisonThatLooksLikeAnOutageIsFoundOutAndRejected) {
+  // Message 1 crashes the worker every time, taking message 2 down with it: an "outage".
+  auto g = gate();
+  (void)g.failed(msg(1), 1, false, "worker exited", 0ms, t0);
+  (void)g.failed(msg(2), 2, false, "worker exited", 0ms, t0);
+  ASSERT_TRUE(g.down());
+  auto p1 = g.next_probe(t0 + 1s);
+  ASSERT_EQ(id_of(*p1), 1u);
+  (void)g.failed(std::move(*p1), 1, true, "worker exited", 0ms, t0 + 1s);
+  auto p2 = g.next_probe(t0 + 2s);
+  ASSERT_EQ(id_of(*p2), 2u);
+  auto up = g.succeeded(true, t0 + 2s);  // 2 goes through alone: the worker is fine
+  EXPECT_EQ(up.change, Change::none) << "not up until the probe that failed is tried alone";
+  EXPECT_TRUE(g.down());
+  auto verify = g.next_probe(t0 + 2s);  // at once, no backoff
+  ASSERT_TRUE(verify);
+  EXPECT_EQ(id_of(*verify), 1u);
+  auto out = g.failed(std::move(*verify), 1, true, "worker exited", 0ms, t0 + 2s);
+  ASSERT_EQ(out.reject.size(), 1u);
+  EXPECT_EQ(id_of(out.reject[0]), 1u);
+  EXPECT_EQ(out.change, Change::went_up);
+  EXPECT_FALSE(g.down());
+}
+
+TEST(DownstreamGate, AProbeThatFailedDuringTheOutageAndWorksNowIsNotRejected) {
+  auto g = gate();
+  (void)g.failed(msg(1), 1, false, "503", 0ms, t0);
+  (void)g.failed(msg(2), 2, false, "503", 0ms, t0);
+  auto p1 = g.next_probe(t0 + 1s);
+  (void)g.failed(std::move(*p1), 1, true, "503", 0ms, t0 + 1s);
+  auto p2 = g.next_probe(t0 + 2s);
+  (void)g.succeeded(true, t0 + 2s);
+  auto verify = g.next_probe(t0 + 2s);
+  ASSERT_EQ(id_of(*verify), 1u);
+  auto out = g.succeeded(true, t0 + 2s);
+  EXPECT_EQ(out.change, Change::went_up);
+  EXPECT_TRUE(out.reject.empty());
+}
+
+TEST(DownstreamGate, TwoVerifyFailuresInARowMeanDownAgain) {
+  auto g = gate();
+  for (uint64_t id : {1, 2, 3}) (void)g.failed(msg(id), id, false, "503", 0ms, t0);
+  TimePoint now = t0;
+  for (int i = 0; i < 2; ++i) {  // probes of 1 and 2 fail
+    now += 5s;
+    auto p = g.next_probe(now);
+    (void)g.failed(std::move(*p), id_of(*p), true, "503", 0ms, now);
+  }
+  now += 5s;
+  auto p3 = g.next_probe(now);
+  ASSERT_EQ(id_of(*p3), 3u);
+  (void)g.succeeded(true, now);
+  auto v1 = g.next_probe(now);
+  auto first = g.failed(std::move(*v1), id_of(*v1), true, "503", 0ms, now);
+  EXPECT_EQ(first.reject.size(), 1u) << "failed alone right after a success";
+  auto v2 = g.next_probe(now);
+  ASSERT_TRUE(v2);
+  auto second = g.failed(std::move(*v2), id_of(*v2), true, "503", 0ms, now);
+  EXPECT_TRUE(second.reject.empty()) << "a second failure in a row is the downstream again";
+  EXPECT_TRUE(g.down());
+  EXPECT_FALSE(g.next_probe(now)) << "back to backoff";
+}
+
+TEST(DownstreamGate, HeldMessagesGetInProgressAcksOnTheirInterval) {
+  auto g = gate();
+  (void)g.failed(msg(1), 1, false, "503", 0ms, t0);
+  (void)g.failed(msg(2), 2, false, "503", 0ms, t0);
+  EXPECT_TRUE(g.in_progress_due(t0 + 9s).empty());
+  auto due = g.in_progress_due(t0 + 10s);
+  EXPECT_EQ(due.size(), 2u);
+  EXPECT_TRUE(g.in_progress_due(t0 + 11s).empty());
+}
+
+TEST(DownstreamGate, TakeAllReturnsEverythingHeld) {
+  auto g = gate();
+  (void)g.failed(msg(1), 1, false, "503", 0ms, t0);
+  (void)g.failed(msg(2), 2, false, "503", 0ms, t0);
+  (void)g.hold(msg(3), 3, t0);
+  EXPECT_EQ(g.take_all().size(), 3u);
+  EXPECT_EQ(g.held(), 0u);
+  EXPECT_FALSE(g.down());
+}
+
+TEST(DownstreamGate, HoldHandsAMessageBackWhenUp) {
+  auto g = gate();
+  EXPECT_TRUE(g.hold(msg(1), 1, t0).has_value());
+}
+
+}  // namespace
+}  // namespace natsfleet::fleet
