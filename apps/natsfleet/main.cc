@@ -261,12 +261,14 @@ int main(int argc, char** argv) {
       "replay", "publish each to its original subject, then delete it once the stream stored it");
   common(replay_cmd);
   replay_cmd->add_option("--to", dead_flags.to, "publish to this subject instead");
-  replay_cmd->add_option("--seq", dead_flags.seqs,
-                         "only this dead-letter stream sequence (repeatable)");
+  replay_cmd
+      ->add_option("--seq", dead_flags.seqs, "only this dead-letter stream sequence (repeatable)")
+      ->check(CLI::PositiveNumber);
   auto* purge_cmd = dead_cmd->add_subcommand("purge", "delete them");
   common(purge_cmd);
-  purge_cmd->add_option("--seq", dead_flags.seqs,
-                        "only this dead-letter stream sequence (repeatable)");
+  purge_cmd
+      ->add_option("--seq", dead_flags.seqs, "only this dead-letter stream sequence (repeatable)")
+      ->check(CLI::PositiveNumber);
 
   auto* demo = app.add_subcommand(
       "demo", "two replicas share work on an embedded broker through crashes and restarts");
