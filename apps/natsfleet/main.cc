@@ -3,6 +3,8 @@
 //   natsfleet run CONFIG [--server URL]... [--log-format text|json]  0 clean, 2 config, 70 fatal
 //   natsfleet lint CONFIG...                                 0 clean, 1 findings, 2 unreadable
 //   natsfleet audit [--server URL]... [--config CONFIG] [--json]   0 clean, 1 findings, 2 broker
+//   natsfleet dead-letters list|replay|purge [--server URL]... [--subject S]... [--config CONFIG]
+//                                                   0 done, 1 some failed, 2 broker/usage/stream
 //   natsfleet demo                                           the story on an embedded broker
 //   natsfleet version
 #include <signal.h>
@@ -12,6 +14,7 @@
 #include <climits>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +26,7 @@
 #include "config/lint.h"
 #include "daemon/daemon.h"
 #include "daemon/logging.h"
+#include "deadletters/dead_letters_command.h"
 #include "demo/fleet_demo.h"
 
 namespace {
@@ -136,6 +140,53 @@ int audit(const AuditFlags& flags) {
   return report->findings.empty() ? 0 : 1;
 }
 
+struct DeadLetterFlags {
+  std::vector<std::string> servers;
+  std::vector<std::string> subjects;
+  std::string config_path;
+  bool json = false;
+  std::string timeout = "30s";
+  std::vector<uint64_t> seqs;
+  std::string to;
+};
+
+int dead_letters(const std::string& command, const DeadLetterFlags& flags) {
+  // A command-line tool: SIGINT/SIGTERM end it at once. Each dead letter is deleted only after
+  // its replay was stored, so stopping midway loses nothing.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+
+  natsfleet::deadletters::DeadLettersOptions options;
+  std::optional<natsfleet::config::DaemonConfig> config;
+  if (!flags.config_path.empty()) {
+    try {
+      config = natsfleet::config::load_config(flags.config_path);
+    } catch (const natsfleet::config::ConfigError& e) {
+      std::fprintf(stderr, "natsfleet: %s\n", e.what());
+      return natsfleet::deadletters::kExitCannot;
+    }
+    options.credentials_file = config->fleet.credentials_file;
+    options.tls = config->fleet.tls;
+  }
+  options.servers = !flags.servers.empty() ? flags.servers
+                    : config               ? config->fleet.servers
+                                           : std::vector<std::string>{};
+  options.subjects =
+      natsfleet::deadletters::dead_letter_subjects(flags.subjects, config ? &*config : nullptr);
+  options.timeout = *natsfleet::config::parse_duration(flags.timeout);  // checked by the parser
+  options.json = flags.json;
+  options.seqs = flags.seqs;
+  options.to = flags.to;
+  natsfleet::daemon::setup_logging("text");  // stdout carries the listing only
+
+  if (command == "list") return natsfleet::deadletters::list(options, std::cout, std::cerr);
+  if (command == "replay") return natsfleet::deadletters::replay(options, std::cout, std::cerr);
+  return natsfleet::deadletters::purge(options, std::cout, std::cerr);
+}
+
 // A CLI11 check: the flag must be a duration like "3s" or "500ms".
 std::string check_duration(const std::string& text) {
   return natsfleet::config::parse_duration(text)
@@ -187,6 +238,38 @@ int main(int argc, char** argv) {
       ->check(check_duration)
       ->capture_default_str();
 
+  auto* dead_cmd = app.add_subcommand(
+      "dead-letters", "list, replay or purge the messages works gave up on (their dead_letter)");
+  dead_cmd->require_subcommand(1);
+  DeadLetterFlags dead_flags;
+  std::string dead_command;
+  auto common = [&](CLI::App* sub) {
+    sub->add_option("--server", dead_flags.servers,
+                    "broker URL (repeatable); required unless the config has servers");
+    sub->add_option("--subject", dead_flags.subjects,
+                    "a dead-letter subject (repeatable); default: every dead_letter in --config");
+    sub->add_option("--config", dead_flags.config_path,
+                    "a daemon config: its servers, credentials and [[work]] dead_letter subjects");
+    sub->add_flag("--json", dead_flags.json, "one JSON object instead of lines for people");
+    sub->add_option("--timeout", dead_flags.timeout, "the whole command, connecting included")
+        ->check(check_duration)
+        ->capture_default_str();
+    sub->callback([&dead_command, sub] { dead_command = sub->get_name(); });
+  };
+  common(dead_cmd->add_subcommand("list", "one line per dead letter: where from, why, its size"));
+  auto* replay_cmd = dead_cmd->add_subcommand(
+      "replay", "publish each to its original subject, then delete it once the stream stored it");
+  common(replay_cmd);
+  replay_cmd->add_option("--to", dead_flags.to, "publish to this subject instead");
+  replay_cmd
+      ->add_option("--seq", dead_flags.seqs, "only this dead-letter stream sequence (repeatable)")
+      ->check(CLI::PositiveNumber);
+  auto* purge_cmd = dead_cmd->add_subcommand("purge", "delete them");
+  common(purge_cmd);
+  purge_cmd
+      ->add_option("--seq", dead_flags.seqs, "only this dead-letter stream sequence (repeatable)")
+      ->check(CLI::PositiveNumber);
+
   auto* demo = app.add_subcommand(
       "demo", "two replicas share work on an embedded broker through crashes and restarts");
   int messages = 3000;
@@ -204,6 +287,7 @@ int main(int argc, char** argv) {
   if (run_cmd->parsed()) return run(config_path, servers, log_format);
   if (lint_cmd->parsed()) return lint(lint_paths);
   if (audit_cmd->parsed()) return audit(audit_flags);
+  if (dead_cmd->parsed()) return dead_letters(dead_command, dead_flags);
   if (demo->parsed()) {
     natsfleet::daemon::setup_logging("text");
     return natsfleet::demo::run_demo(

@@ -3,14 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "audit/broker_snapshot.h"
-#include "audit/unreachable_reason.h"
+#include "audit/tool_connection.h"
 #include "config/duration.h"
 #include "nats/connection.h"
 
@@ -19,74 +17,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
-
-// nats.c's connect timeout per attempt; the audit's own timeout bounds it further.
-constexpr milliseconds kConnectTimeout{2000};
-
-// What the connection's callbacks (on nats.c's threads) tell the waiting audit.
-struct ConnectOutcome {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool connected = false;
-  bool closed = false;
-};
-
-nats::ConnectOptions connect_options(const AuditOptions& options) {
-  nats::ConnectOptions c;
-  c.servers = options.servers;
-  c.name = "natsfleet-audit";
-  c.credentials_file = options.credentials_file;
-  c.tls_ca = options.tls.ca;
-  c.tls_cert = options.tls.cert;
-  c.tls_key = options.tls.key;
-  c.max_reconnect = 0;  // an audit reports an unreachable broker; it never waits one out
-  c.connect_timeout = std::min(kConnectTimeout, options.timeout);
-  return c;
-}
-
-// "nats://a:4222: Connection refused; nats://b:4222: ...": nats.c only says that no server was
-// available, so each server is probed for the reason, in what is left of the audit's time.
-std::string unreachable(const AuditOptions& options, steady_clock::time_point deadline) {
-  std::vector<std::string> reasons;
-  for (const auto& server : options.servers) {
-    const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
-    reasons.push_back(
-        fmt::format("{}: {}", server,
-                    left > milliseconds(0)
-                        ? unreachable_reason(server, std::min(left, kConnectTimeout))
-                        : "no connection within " + config::format_duration(options.timeout)));
-  }
-  return fmt::format("{}", fmt::join(reasons, "; "));
-}
-
-Result<std::unique_ptr<nats::Connection>> connect(const AuditOptions& options,
-                                                  const std::string& servers,
-                                                  steady_clock::time_point deadline) {
-  auto outcome = std::make_shared<ConnectOutcome>();
-  nats::ConnectionEvents events;
-  events.connected = [outcome] {
-    std::lock_guard lock(outcome->mu);
-    outcome->connected = true;
-    outcome->cv.notify_all();
-  };
-  events.closed = [outcome](const std::string&) {
-    std::lock_guard lock(outcome->mu);
-    outcome->closed = true;
-    outcome->cv.notify_all();
-  };
-  auto connection = nats::Connection::open(connect_options(options), std::move(events));
-  if (!connection)
-    return Error{connection.error().code,
-                 fmt::format("cannot connect to {}: {}", servers, connection.error().describe())};
-
-  {
-    std::unique_lock lock(outcome->mu);
-    outcome->cv.wait_until(lock, deadline, [&] { return outcome->connected || outcome->closed; });
-    if (outcome->connected) return connection;
-  }
-  return Error{make_error_code(Errc::not_connected),
-               "cannot reach " + unreachable(options, deadline)};
-}
 
 // A failed read after the connection was up, in words that say what happened.
 Error midway(const Error& error, const std::string& servers, milliseconds timeout) {
@@ -126,12 +56,22 @@ Result<AuditReport> run_audit(const AuditOptions& options) {
   const auto deadline = steady_clock::now() + options.timeout;
   const std::string servers = fmt::format("{}", fmt::join(options.servers, ", "));
 
-  auto connection = connect(options, servers, deadline);
+  auto connection = connect_once({.servers = options.servers,
+                                  .name = "natsfleet-audit",
+                                  .credentials_file = options.credentials_file,
+                                  .tls = options.tls,
+                                  .timeout = options.timeout},
+                                 deadline);
   if (!connection) return connection.error();
-  auto first = read_snapshot(**connection, deadline);
+  // Dead-letter subjects are counted in both samples: a count that rises is still failing.
+  std::vector<std::string> counted;
+  if (options.config)
+    for (const auto& work : options.config->work)
+      if (!work.spec.dead_letter.empty()) counted.push_back(work.spec.dead_letter);
+  auto first = read_snapshot(**connection, deadline, counted);
   if (!first) return midway(first.error(), servers, options.timeout);
   std::this_thread::sleep_for(options.interval);
-  auto second = read_snapshot(**connection, deadline);
+  auto second = read_snapshot(**connection, deadline, counted);
   if (!second) return midway(second.error(), servers, options.timeout);
 
   AuditReport report;
@@ -142,6 +82,8 @@ Result<AuditReport> run_audit(const AuditOptions& options) {
   if (options.config) {
     auto work = work_findings(*options.config, *second);
     report.findings.insert(report.findings.end(), work.begin(), work.end());
+    auto dead = dead_letter_findings(*options.config, *first, *second);
+    report.findings.insert(report.findings.end(), dead.begin(), dead.end());
   }
   return report;
 }

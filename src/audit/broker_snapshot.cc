@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "audit/subject_match.h"
+
 namespace natsfleet::audit {
 namespace {
 
@@ -33,7 +35,8 @@ std::vector<const nats::ConsumerInfo*> BrokerSnapshot::consumers_of(
 }
 
 Result<BrokerSnapshot> read_snapshot(nats::Connection& connection,
-                                     steady_clock::time_point deadline) {
+                                     steady_clock::time_point deadline,
+                                     const std::vector<std::string>& count_subjects) {
   auto api = [&] { return nats::JetStreamApi(connection, time_left(deadline)); };
   BrokerSnapshot snapshot;
   auto stream_names = api().stream_names();
@@ -56,6 +59,16 @@ Result<BrokerSnapshot> read_snapshot(nats::Connection& connection,
         continue;
       if (!consumer_info) return consumer_info.error();
       snapshot.consumers.push_back(std::move(consumer_info.value()));
+    }
+  }
+  for (const auto& subject : count_subjects) {
+    for (const auto& stream : snapshot.streams) {
+      if (!subject_within_any(subject, stream.subjects)) continue;
+      auto count = api().subject_messages(stream.name, subject);
+      if (!count && count.error().is_stream_not_found()) break;
+      if (!count) return count.error();
+      snapshot.subject_messages[subject] = *count;
+      break;
     }
   }
   return snapshot;

@@ -209,6 +209,41 @@ std::vector<Finding> consumer_findings(const BrokerSnapshot& first, const Broker
   return out;
 }
 
+std::vector<Finding> dead_letter_findings(const config::DaemonConfig& config,
+                                          const BrokerSnapshot& first,
+                                          const BrokerSnapshot& second) {
+  std::vector<Finding> out;
+  for (const config::WorkConfig& work : config.work) {
+    const WorkSpec& spec = work.spec;
+    if (spec.dead_letter.empty()) continue;
+    const std::string where = fmt::format("{}:{}", config.file, work.line);
+    const nats::StreamInfo* stream = stream_holding(spec.dead_letter, second);
+    if (!stream) {
+      out.push_back(
+          {"", spec.name, "dead-letter-stream-missing",
+           fmt::format("{}: no stream holds dead_letter subject '{}'", where, spec.dead_letter),
+           fmt::format("create a stream holding '{}' (nats stream add): natsfleet run does not "
+                       "bind the work without one",
+                       spec.dead_letter)});
+      continue;
+    }
+    const auto now = second.subject_messages.find(spec.dead_letter);
+    if (now == second.subject_messages.end() || now->second == 0) continue;
+    const auto before = first.subject_messages.find(spec.dead_letter);
+    const bool growing = before != first.subject_messages.end() && now->second > before->second;
+    out.push_back(
+        {stream->name, spec.name, "dead-letters",
+         fmt::format(
+             "{}: '{}' holds {} dead letter{} of work '{}'{}", where, spec.dead_letter, now->second,
+             now->second == 1 ? "" : "s", spec.name,
+             growing ? fmt::format(", growing ({} at the first sample)", before->second) : ""),
+         fmt::format("natsfleet dead-letters list --config {} --subject {} shows why; fix the "
+                     "cause, then replay them (or purge)",
+                     config.file, spec.dead_letter)});
+  }
+  return out;
+}
+
 std::vector<Finding> work_findings(const config::DaemonConfig& config,
                                    const BrokerSnapshot& snapshot) {
   std::vector<Finding> out;

@@ -16,6 +16,9 @@
 //                     all: a replica of an older release still consumes it.
 // Config rules, per [[work]]:
 //   work-no-stream, work-wrong-stream, work-missing, work-wrong-shape
+// Dead-letter rules, per [[work]] with a dead_letter subject:
+//   dead-letter-stream-missing  no stream holds the subject: the work cannot keep what it gives up
+//   dead-letters                the subject holds messages (growing: more in the second sample)
 #pragma once
 
 #include <chrono>
@@ -54,5 +57,11 @@ std::vector<Finding> consumer_findings(const BrokerSnapshot& first, const Broker
 // The config rules for each [[work]] of `config`, judged against `snapshot`, in config order.
 std::vector<Finding> work_findings(const config::DaemonConfig& config,
                                    const BrokerSnapshot& snapshot);
+
+// The dead-letter rules for each [[work]] of `config` with a dead_letter, in config order. The
+// counts come from the snapshots' subject_messages (read_snapshot's count_subjects).
+std::vector<Finding> dead_letter_findings(const config::DaemonConfig& config,
+                                          const BrokerSnapshot& first,
+                                          const BrokerSnapshot& second);
 
 }  // namespace natsfleet::audit

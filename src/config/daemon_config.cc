@@ -32,9 +32,10 @@ constexpr std::string_view kTopKeys[] = {"name",   "servers",    "credentials",
                                          "health", "work",       "broadcast"};
 constexpr std::string_view kTlsKeys[] = {"ca", "cert", "key"};
 constexpr std::string_view kHealthKeys[] = {"listen"};
-constexpr std::string_view kWorkKeys[] = {"name",       "subject",     "stream",          "shape",
-                                          "ack_wait",   "max_deliver", "max_ack_pending", "start",
-                                          "on_missing", "heartbeat",   "concurrency",     "sink"};
+constexpr std::string_view kWorkKeys[] = {
+    "name",        "subject",         "stream", "shape",      "ack_wait",
+    "max_deliver", "max_ack_pending", "start",  "on_missing", "heartbeat",
+    "concurrency", "dead_letter",     "sink"};
 constexpr std::string_view kBroadcastKeys[] = {"name",       "subject",   "concurrency",
                                                "source",     "stream",    "heartbeat",
                                                "max_queued", "key_token", "sink"};
@@ -419,6 +420,14 @@ class ConfigParser {
     if (auto concurrency = work.integer("concurrency")) {
       spec.concurrency = *concurrency;
       check("concurrency", [&](WorkSpec& s) { s.concurrency = spec.concurrency; });
+    }
+    if (auto dead_letter = work.non_empty_string("dead_letter")) {
+      spec.dead_letter = *dead_letter;
+      // Judged with the work's subject: it must not be one the work itself consumes.
+      check("dead_letter", [&](WorkSpec& s) {
+        s.subject = spec.subject;
+        s.dead_letter = spec.dead_letter;
+      });
     }
     // Each field passed alone, so what is left is a combination: max_ack_pending below
     // concurrency. Blame the key the user wrote.

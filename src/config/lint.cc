@@ -65,6 +65,12 @@ std::vector<LintFinding> lint(const DaemonConfig& config) {
                      "work '" + spec.name +
                          "' has max_deliver = -1: a message its sink always fails is redelivered "
                          "for ever; set a limit so it is terminated"});
+    if (spec.max_deliver > 0 && spec.dead_letter.empty())
+      out.push_back({file, work.line, "no-dead-letter",
+                     "work '" + spec.name + "' terminates a message after " +
+                         std::to_string(spec.max_deliver) +
+                         " deliveries and keeps it nowhere (only a log line): set dead_letter = "
+                         "\"SUBJECT\" to keep it for natsfleet dead-letters replay"});
     if (spec.max_ack_pending < spec.concurrency)
       out.push_back({file, work.line, "ack-pending-below-concurrency",
                      "work '" + spec.name + "' has max_ack_pending " +

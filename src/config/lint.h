@@ -19,6 +19,8 @@ namespace natsfleet::config {
 //                                 this; the rule stays for configs built in code.
 //   plain-http-remote             an http sink on plain http:// to a non-loopback host
 //   unlimited-redelivery          work with max_deliver = -1: a poison message loops for ever
+//   no-dead-letter                work with a max_deliver limit and no dead_letter: a message
+//                                 terminated at the limit is kept nowhere
 //   stdout-sink-for-work          work acknowledged once written to stdout, which nothing keeps
 //   embedded-broker               no servers: fine for a demo, not for production
 struct LintFinding {

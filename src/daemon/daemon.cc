@@ -97,21 +97,29 @@ bool ensure_streams(const std::string& url, const config::DaemonConfig& cfg, spd
   const auto until = Clock::now() + 10s;
   while (!conn.value()->connected() && Clock::now() < until) std::this_thread::sleep_for(20ms);
   nats::JetStreamApi api(*conn.value(), 2s);
+  auto create = [&](const std::string& name, const std::string& subject) {
+    nlohmann::json config = {{"name", name}, {"subjects", {subject}}, {"storage", "file"}};
+    if (auto made = api.create_stream(config); !made) {
+      log.error("embedded broker: cannot create stream {} for {}: {}", name, subject,
+                made.error().describe());
+      return false;
+    }
+    log.info("embedded broker: created stream {} for subject {}", name, subject);
+    return true;
+  };
   for (const auto& work : cfg.work) {
-    if (api.find_stream(work.spec.subject)) continue;
-    std::string name = work.spec.stream;
+    auto held = api.find_stream(work.spec.subject);
+    std::string name = held ? *held : work.spec.stream;
     if (name.empty()) {
       name = work.spec.name;
       for (char& c : name) c = c == '-' ? '_' : static_cast<char>(std::toupper(c));
     }
-    nlohmann::json config = {
-        {"name", name}, {"subjects", {work.spec.subject}}, {"storage", "file"}};
-    if (auto made = api.create_stream(config); !made) {
-      log.error("embedded broker: cannot create stream {} for {}: {}", name, work.spec.subject,
-                made.error().describe());
+    if (!held && !create(name, work.spec.subject)) return false;
+    // The work's dead letters get a stream of their own: a terminated message is only let go once
+    // a stream has stored its copy.
+    if (!work.spec.dead_letter.empty() && !api.find_stream(work.spec.dead_letter) &&
+        !create(name + "_DEAD_LETTERS", work.spec.dead_letter))
       return false;
-    }
-    log.info("embedded broker: created stream {} for subject {}", name, work.spec.subject);
   }
   conn.value()->shutdown(1s);
   return true;

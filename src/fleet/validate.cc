@@ -28,6 +28,25 @@ std::string check_subject(std::string_view subject, bool allow_wildcards) {
   }
 }
 
+namespace {
+
+// True when a message published to `subject` (no wildcards) is matched by `pattern`.
+bool matches(std::string_view pattern, std::string_view subject) {
+  for (;;) {
+    const size_t pdot = pattern.find('.');
+    const size_t sdot = subject.find('.');
+    const std::string_view ptoken = pattern.substr(0, pdot);
+    if (ptoken == ">") return true;
+    if (ptoken != "*" && ptoken != subject.substr(0, sdot)) return false;
+    if (pdot == std::string_view::npos || sdot == std::string_view::npos)
+      return pdot == std::string_view::npos && sdot == std::string_view::npos;
+    pattern.remove_prefix(pdot + 1);
+    subject.remove_prefix(sdot + 1);
+  }
+}
+
+}  // namespace
+
 std::string check_name(std::string_view name) {
   if (name.empty()) return "name is empty";
   for (char c : name)
@@ -67,6 +86,14 @@ std::string validate_work(const WorkSpec& spec) {
     return "nak_backoff_max is below nak_backoff_min";
   if (spec.retry_min < std::chrono::milliseconds(1)) return "retry_min must be positive";
   if (spec.retry_max < spec.retry_min) return "retry_max is below retry_min";
+  if (!spec.dead_letter.empty()) {
+    if (auto bad = check_subject(spec.dead_letter, /*allow_wildcards=*/false); !bad.empty())
+      return "dead_letter " + bad + ": it is where messages are published, so it has no wildcards";
+    // Its own dead letters would come back to the work that gave up on them, for ever.
+    if (matches(spec.subject, spec.dead_letter))
+      return "dead_letter '" + spec.dead_letter + "' is matched by the work's own subject '" +
+             spec.subject + "': its dead letters would be consumed again";
+  }
   return {};
 }
 

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "natsfleet/error.h"
+#include "natsfleet/message.h"
 
 namespace natsfleet::nats {
 
@@ -44,6 +46,25 @@ struct ConsumerInfo {
   bool is_pull() const { return !config.contains("deliver_subject"); }
 };
 
+// STREAM.MSG.GET's answer when the stream holds no such message.
+inline constexpr int kJsNoMessageFound = 10037;
+
+// A message read back from a stream, headers decoded.
+struct StoredMessage {
+  std::string subject;
+  uint64_t seq = 0;
+  std::string time;  // when the stream stored it, RFC 3339 as the server wrote it
+  std::string data;
+  Headers headers;
+};
+
+// A stream's answer to a stored publish.
+struct PublishAck {
+  std::string stream;
+  uint64_t seq = 0;
+  bool duplicate = false;  // the Nats-Msg-Id was seen within the duplicate window: not stored again
+};
+
 class JetStreamApi {
  public:
   JetStreamApi(Connection& connection, std::chrono::milliseconds timeout);
@@ -61,6 +82,20 @@ class JetStreamApi {
   Result<ConsumerInfo> create_consumer(const std::string& stream, const nlohmann::json& config);
   Result<void> delete_consumer(const std::string& stream, const std::string& consumer);
 
+  // The message at `seq`; with `subject`, the first message on that subject at or after `seq`
+  // (next_by_subj, server 2.9 and later). None: an error with code kJsNoMessageFound.
+  Result<StoredMessage> get_message(const std::string& stream, uint64_t seq,
+                                    const std::string& subject = {});
+  Result<void> delete_message(const std::string& stream, uint64_t seq);
+  // Removes the messages on `subject` only (it may hold wildcards); returns how many went.
+  Result<uint64_t> purge_subject(const std::string& stream, const std::string& subject);
+  // How many messages on `subject` (it may hold wildcards) the stream holds now.
+  Result<uint64_t> subject_messages(const std::string& stream, const std::string& subject);
+  // A stored publish: returns once the stream holding `subject` has the message. No stream holds
+  // the subject: Errc::no_stream_for_subject.
+  Result<PublishAck> publish(const std::string& subject, const std::string& data,
+                             const Headers& headers);
+
   // One API call: the decoded answer, or the API's error as a jetstream_category() code.
   Result<nlohmann::json> call(const std::string& subject, const nlohmann::json& body);
 
@@ -71,5 +106,12 @@ class JetStreamApi {
 
 StreamInfo parse_stream_info(const nlohmann::json& j);
 ConsumerInfo parse_consumer_info(const nlohmann::json& j);
+// STREAM.MSG.GET's "message" object: base64 data and a base64 "NATS/1.0" header block decoded.
+Result<StoredMessage> parse_stored_message(const nlohmann::json& message);
+// Standard base64 (padding optional, no line breaks); anything else is an error.
+Result<std::string> decode_base64(std::string_view text);
+// "NATS/1.0\r\nKey: value\r\n...\r\n\r\n" -> headers; a key given twice keeps both values in order.
+// An inline status ("NATS/1.0 503") is ignored: stored messages carry none.
+Result<Headers> parse_header_block(std::string_view block);
 
 }  // namespace natsfleet::nats

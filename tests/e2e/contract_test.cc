@@ -137,6 +137,7 @@ TEST(Lint, FindingsExitOneCleanExitsZeroUnreadableExitsTwo) {
   const std::string clean = dir.path() + "/clean.toml";
   std::ofstream(clean) << "name = \"svc\"\nservers = [\"nats://127.0.0.1:4222\"]\n"
                        << "[[work]]\nname = \"w\"\nsubject = \"a.b\"\n"
+                       << "dead_letter = \"dead.a.b\"\n"
                        << "sink = { type = \"file\", path = \"out.jsonl\" }\n";
   auto ok = run_cli("lint " + clean);
   EXPECT_EQ(ok.code, 0) << ok.output;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -335,6 +336,66 @@ TEST(WorkFindings, EachWorkIsJudgedInConfigOrder) {
   auto cfg = daemon_config(work_entry("a", "nowhere.a") + work_entry("b", "jobs.b"));
   auto findings = work_findings(cfg, snapshot({}, {stream("JOBS", {"jobs.>"})}));
   EXPECT_EQ(rules(findings), (Rules{"work-no-stream", "work-missing"}));
+}
+
+}  // namespace
+}  // namespace natsfleet::audit
+
+namespace natsfleet::audit {
+namespace {
+
+BrokerSnapshot counted(std::vector<nats::StreamInfo> streams,
+                       std::map<std::string, uint64_t> subjects) {
+  BrokerSnapshot s;
+  s.streams = std::move(streams);
+  s.subject_messages = std::move(subjects);
+  return s;
+}
+
+TEST(DeadLetterFindings, HeldMessagesAreReportedAndGrowingWhenTheCountRose) {
+  auto cfg = config::parse_config(
+      "name = \"svc\"\n[[work]]\nname = \"mail-relay\"\nsubject = \"mail.outgoing\"\n"
+      "dead_letter = \"mail.dead\"\nsink = { type = \"stdout\" }\n",
+      "svc.toml");
+  const auto streams = std::vector{stream("DEAD", {"mail.dead"})};
+  auto steady = dead_letter_findings(cfg, counted(streams, {{"mail.dead", 3}}),
+                                     counted(streams, {{"mail.dead", 3}}));
+  ASSERT_EQ(steady.size(), 1u);
+  EXPECT_EQ(steady[0].finding, "dead-letters");
+  EXPECT_EQ(steady[0].stream, "DEAD");
+  EXPECT_EQ(steady[0].consumer, "mail-relay");
+  EXPECT_NE(steady[0].evidence.find("svc.toml:2: 'mail.dead' holds 3 dead letters"),
+            std::string::npos)
+      << steady[0].evidence;
+  EXPECT_EQ(steady[0].evidence.find("growing"), std::string::npos);
+  EXPECT_NE(steady[0].action.find("natsfleet dead-letters list"), std::string::npos);
+
+  auto growing = dead_letter_findings(cfg, counted(streams, {{"mail.dead", 1}}),
+                                      counted(streams, {{"mail.dead", 4}}));
+  ASSERT_EQ(growing.size(), 1u);
+  EXPECT_NE(growing[0].evidence.find("growing (1 at the first sample)"), std::string::npos)
+      << growing[0].evidence;
+
+  EXPECT_TRUE(dead_letter_findings(cfg, counted(streams, {{"mail.dead", 2}}),
+                                   counted(streams, {{"mail.dead", 0}}))
+                  .empty());
+}
+
+TEST(DeadLetterFindings, NoStreamHoldsTheSubjectAndWorksWithoutOneAreSkipped) {
+  auto cfg = config::parse_config(
+      "name = \"svc\"\n[[work]]\nname = \"plain\"\nsubject = \"a.b\"\nsink = { type = "
+      "\"stdout\" }\n[[work]]\nname = \"kept\"\nsubject = \"a.c\"\ndead_letter = \"dead.c\"\n"
+      "sink = { type = \"stdout\" }\n",
+      "svc.toml");
+  const auto none = counted({stream("A", {"a.>"})}, {});
+  auto findings = dead_letter_findings(cfg, none, none);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].finding, "dead-letter-stream-missing");
+  EXPECT_EQ(findings[0].stream, "");
+  EXPECT_EQ(findings[0].consumer, "kept");
+  EXPECT_NE(findings[0].evidence.find("svc.toml:6: no stream holds dead_letter subject 'dead.c'"),
+            std::string::npos)
+      << findings[0].evidence;
 }
 
 }  // namespace

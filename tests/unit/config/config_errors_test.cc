@@ -455,6 +455,47 @@ sink = { type = "stdout" }
 )",
      5, "work[0].max_deliver", "out of range"},
 
+    {"DeadLetterEmpty", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+dead_letter = ""
+sink = { type = "stdout" }
+)",
+     5, "work[0].dead_letter", "is empty"},
+    {"DeadLetterWildcard", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+dead_letter = "dead.>"
+sink = { type = "stdout" }
+)",
+     5, "work[0].dead_letter", "has a wildcard"},
+    {"DeadLetterSpace", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+dead_letter = "dead letters"
+sink = { type = "stdout" }
+)",
+     5, "work[0].dead_letter", "whitespace"},
+    {"DeadLetterNotAString", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+dead_letter = 1
+sink = { type = "stdout" }
+)",
+     5, "work[0].dead_letter", "expected a string"},
+    {"DeadLetterFedBackToTheWork", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "jobs.>"
+dead_letter = "jobs.dead"
+sink = { type = "stdout" }
+)",
+     5, "work[0].dead_letter", "consumed again"},
+
     // Choices.
     {"StartInvalid", R"(name = "svc"
 [[work]]

@@ -155,6 +155,7 @@ sink = { type = "stdout" }
   EXPECT_EQ(work.spec.concurrency, defaults.concurrency);
   EXPECT_EQ(work.spec.batch, defaults.batch);
   EXPECT_EQ(work.spec.pull_expires, defaults.pull_expires);
+  EXPECT_EQ(work.spec.dead_letter, "");
   EXPECT_EQ(config.broadcast.at(0).spec.concurrency, BroadcastSpec{}.concurrency);
 }
 
@@ -177,6 +178,7 @@ start = "new"
 on_missing = "exit"
 heartbeat = "250ms"
 concurrency = 8
+dead_letter = "dead.jobs"
 sink = { type = "file", path = "/var/lib/svc/jobs.jsonl", fsync = "batch" }
 )",
                                            "svc.toml");
@@ -196,6 +198,7 @@ sink = { type = "file", path = "/var/lib/svc/jobs.jsonl", fsync = "batch" }
   EXPECT_EQ(work.spec.on_missing, OnMissing::exit);
   EXPECT_EQ(work.spec.heartbeat, milliseconds(250));
   EXPECT_EQ(work.spec.concurrency, 8);
+  EXPECT_EQ(work.spec.dead_letter, "dead.jobs");
   EXPECT_EQ(work.sink.path, "/var/lib/svc/jobs.jsonl");
   EXPECT_EQ(work.sink.fsync, "batch");
 }

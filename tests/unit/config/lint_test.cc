@@ -15,19 +15,23 @@ constexpr const char* kClean = R"(name = "svc"
 servers = ["nats://10.0.0.1:4222"]
 [[work]]
 name = "w"
+dead_letter = "dead.w"
 subject = "a.b"
 sink = { type = "file", path = "out.jsonl" }
 [[work]]
 name = "h"
+dead_letter = "dead.h"
 subject = "a.c"
 ack_wait = "30s"
 sink = { type = "http", url = "https://hooks.example.com/x", timeout = "10s" }
 [[work]]
 name = "local"
+dead_letter = "dead.local"
 subject = "a.d"
 sink = { type = "http", url = "http://127.0.0.1:8080/hook" }
 [[work]]
 name = "worker"
+dead_letter = "dead.worker"
 subject = "a.e"
 ack_wait = "1m"
 sink = { type = "worker", command = ["/usr/bin/worker"], timeout = "1m" }
@@ -36,6 +40,19 @@ name = "b"
 subject = "a.b"
 sink = { type = "stdout" }
 )";
+
+// Every work left at the default max_deliver without a dead_letter has no-dead-letter; the tests
+// of the other rules leave it out so that each shows its own rule alone.
+std::vector<LintFinding> without_no_dead_letter(std::vector<LintFinding> findings) {
+  std::erase_if(findings, [](const LintFinding& f) { return f.rule == "no-dead-letter"; });
+  return findings;
+}
+std::vector<LintFinding> lint_others(const DaemonConfig& config) {
+  return without_no_dead_letter(lint(config));
+}
+std::vector<LintFinding> lint_all_others(const std::vector<DaemonConfig>& configs) {
+  return without_no_dead_letter(lint_all(configs));
+}
 
 // The rules a set of findings names, in order.
 std::vector<std::string> rules(const std::vector<LintFinding>& findings) {
@@ -61,20 +78,20 @@ TEST(Lint, FindingPrintsAsFileLineRuleMessage) {
 }
 
 TEST(Lint, EmbeddedBrokerWhenNoServers) {
-  const auto findings = lint(parse_config(R"(name = "svc"
+  const auto findings = lint_others(parse_config(R"(name = "svc"
 [[work]]
 name = "w"
 subject = "a.b"
 sink = { type = "file", path = "out.jsonl" }
 )",
-                                          "svc.toml"));
+                                                 "svc.toml"));
   ASSERT_EQ(rules(findings), std::vector<std::string>{"embedded-broker"});
   EXPECT_EQ(findings[0].file, "svc.toml");
   EXPECT_EQ(findings[0].line, 1);
 }
 
 TEST(Lint, DuplicateSubjectInOneFile) {
-  const auto findings = lint(parse_config(R"(name = "svc"
+  const auto findings = lint_others(parse_config(R"(name = "svc"
 servers = ["nats://10.0.0.1:4222"]
 [[work]]
 name = "relay"
@@ -85,7 +102,7 @@ name = "relay-2"
 subject = "mail.outgoing"
 sink = { type = "file", path = "b.jsonl" }
 )",
-                                          "svc.toml"));
+                                                 "svc.toml"));
   ASSERT_EQ(rules(findings), std::vector<std::string>{"duplicate-subject"});
   EXPECT_EQ(findings[0].line, 7);
   EXPECT_NE(findings[0].message.find("'relay' (line 3)"), std::string::npos) << findings[0].message;
@@ -105,15 +122,17 @@ sink = { type = "file", path = "a.jsonl" }
     return parse_config(text, file);
   };
   // Same name: one shared consumer, which is the point.
-  EXPECT_TRUE(lint_all({with_name("relay", "a.toml"), with_name("relay", "b.toml")}).empty());
+  EXPECT_TRUE(
+      lint_all_others({with_name("relay", "a.toml"), with_name("relay", "b.toml")}).empty());
 
-  const auto findings = lint_all({with_name("relay", "a.toml"), with_name("relay-b", "b.toml")});
+  const auto findings =
+      lint_all_others({with_name("relay", "a.toml"), with_name("relay-b", "b.toml")});
   ASSERT_EQ(rules(findings), std::vector<std::string>{"duplicate-subject"});
   EXPECT_EQ(findings[0].file, "b.toml");
   EXPECT_EQ(findings[0].line, 3);
   EXPECT_NE(findings[0].message.find("a.toml:3"), std::string::npos) << findings[0].message;
   // lint alone looks at one file, where nothing is duplicated.
-  EXPECT_TRUE(lint(with_name("relay-b", "b.toml")).empty());
+  EXPECT_TRUE(lint_others(with_name("relay-b", "b.toml")).empty());
 }
 
 TEST(Lint, BroadcastShadowsWorkAcrossFiles) {
@@ -134,8 +153,8 @@ subject = "member.*.status"
 sink = { type = "stdout" }
 )",
                                       "gateway.toml");
-  EXPECT_TRUE(lint(broadcast).empty());
-  const auto findings = lint_all({work, broadcast});
+  EXPECT_TRUE(lint_others(broadcast).empty());
+  const auto findings = lint_all_others({work, broadcast});
   ASSERT_EQ(rules(findings), std::vector<std::string>{"broadcast-shadows-work"});
   EXPECT_EQ(findings[0].file, "gateway.toml");
   EXPECT_EQ(findings[0].line, 4);
@@ -152,13 +171,13 @@ TEST(Lint, BroadcastShadowsWorkInOneConfigBuiltInCode) {
                          .line = 3});
   config.broadcast.push_back(
       {.spec = {.name = "status", .subject = "c.d"}, .sink = {.type = "stdout"}, .line = 8});
-  const auto findings = lint(config);
+  const auto findings = lint_others(config);
   ASSERT_EQ(rules(findings), std::vector<std::string>{"broadcast-shadows-work"});
   EXPECT_EQ(findings[0].line, 8);
 }
 
 TEST(Lint, AckWaitBelowSinkTimeout) {
-  const auto findings = lint(parse_config(R"(name = "svc"
+  const auto findings = lint_others(parse_config(R"(name = "svc"
 servers = ["nats://10.0.0.1:4222"]
 [[work]]
 name = "hook"
@@ -170,7 +189,7 @@ name = "worker"
 subject = "a.c"
 sink = { type = "worker", command = ["/usr/bin/worker"], timeout = "1m" }
 )",
-                                          "svc.toml"));
+                                                 "svc.toml"));
   ASSERT_EQ(rules(findings), (std::vector<std::string>{"ack-wait-below-sink-timeout",
                                                        "ack-wait-below-sink-timeout"}));
   EXPECT_EQ(findings[0].line, 3);
@@ -190,13 +209,13 @@ TEST(Lint, AckPendingBelowConcurrencyInAConfigBuiltInCode) {
   work.spec.max_ack_pending = 4;
   work.line = 5;
   config.work.push_back(work);
-  const auto findings = lint(config);
+  const auto findings = lint_others(config);
   ASSERT_EQ(rules(findings), std::vector<std::string>{"ack-pending-below-concurrency"});
   EXPECT_EQ(findings[0].line, 5);
 }
 
 TEST(Lint, PlainHttpToARemoteHost) {
-  const auto findings = lint(parse_config(R"(name = "svc"
+  const auto findings = lint_others(parse_config(R"(name = "svc"
 servers = ["nats://10.0.0.1:4222"]
 [[work]]
 name = "remote"
@@ -215,14 +234,14 @@ name = "b"
 subject = "a.e"
 sink = { type = "http", url = "HTTP://10.1.2.3/x" }
 )",
-                                          "svc.toml"));
+                                                 "svc.toml"));
   ASSERT_EQ(rules(findings), (std::vector<std::string>{"plain-http-remote", "plain-http-remote"}));
   EXPECT_EQ(findings[0].line, 6);
   EXPECT_EQ(findings[1].line, 18);
 }
 
 TEST(Lint, UnlimitedRedelivery) {
-  const auto findings = lint(parse_config(R"(name = "svc"
+  const auto findings = lint_others(parse_config(R"(name = "svc"
 servers = ["nats://10.0.0.1:4222"]
 [[work]]
 name = "w"
@@ -230,13 +249,13 @@ subject = "a.b"
 max_deliver = -1
 sink = { type = "file", path = "out.jsonl" }
 )",
-                                          "svc.toml"));
+                                                 "svc.toml"));
   ASSERT_EQ(rules(findings), std::vector<std::string>{"unlimited-redelivery"});
   EXPECT_EQ(findings[0].line, 3);
 }
 
 TEST(Lint, StdoutSinkForWorkButNotForBroadcast) {
-  const auto findings = lint(parse_config(R"(name = "svc"
+  const auto findings = lint_others(parse_config(R"(name = "svc"
 servers = ["nats://10.0.0.1:4222"]
 [[work]]
 name = "w"
@@ -247,7 +266,7 @@ name = "b"
 subject = "a.c"
 sink = { type = "stdout" }
 )",
-                                          "svc.toml"));
+                                                 "svc.toml"));
   ASSERT_EQ(rules(findings), std::vector<std::string>{"stdout-sink-for-work"});
   EXPECT_EQ(findings[0].line, 6);
 }
@@ -270,12 +289,40 @@ sink = { type = "file", path = "x" }
 )",
                               "b.toml");
   std::vector<std::string> printed;
-  for (const auto& finding : lint_all({a, b})) printed.push_back(to_string(finding));
+  for (const auto& finding : lint_all_others({a, b})) printed.push_back(to_string(finding));
   ASSERT_EQ(printed.size(), 4u);
   EXPECT_EQ(printed[0].rfind("a.toml:1: embedded-broker: ", 0), 0u) << printed[0];
   EXPECT_EQ(printed[1].rfind("a.toml:2: unlimited-redelivery: ", 0), 0u) << printed[1];
   EXPECT_EQ(printed[2].rfind("a.toml:6: stdout-sink-for-work: ", 0), 0u) << printed[2];
   EXPECT_EQ(printed[3].rfind("b.toml:3: duplicate-subject: ", 0), 0u) << printed[3];
+}
+
+TEST(Lint, NoDeadLetterForALimitedWorkWithoutOne) {
+  const auto findings = lint(parse_config(R"(name = "svc"
+servers = ["nats://10.0.0.1:4222"]
+[[work]]
+name = "kept"
+subject = "a.b"
+dead_letter = "dead.a.b"
+sink = { type = "file", path = "out.jsonl" }
+[[work]]
+name = "lost"
+subject = "a.c"
+max_deliver = 3
+sink = { type = "file", path = "out.jsonl" }
+[[work]]
+name = "loops"
+subject = "a.d"
+max_deliver = -1
+sink = { type = "file", path = "out.jsonl" }
+)",
+                                          "svc.toml"));
+  ASSERT_EQ(rules(findings), (std::vector<std::string>{"no-dead-letter", "unlimited-redelivery"}));
+  EXPECT_EQ(findings[0].line, 8);
+  EXPECT_NE(findings[0].message.find("work 'lost'"), std::string::npos) << findings[0].message;
+  EXPECT_NE(findings[0].message.find("after 3 deliveries"), std::string::npos)
+      << findings[0].message;
+  EXPECT_EQ(findings[1].line, 13) << "-1 never terminates: unlimited-redelivery, not this rule";
 }
 
 }  // namespace

@@ -39,5 +39,27 @@ TEST(Validate, WorkSpecCombinations) {
   EXPECT_NE(validate_work(no_deliver), "");
 }
 
+TEST(Validate, DeadLetterIsAPlainSubjectTheWorkDoesNotConsume) {
+  WorkSpec spec{.name = "w", .subject = "mail.*"};
+  spec.dead_letter = "dead.mail";
+  EXPECT_EQ(validate_work(spec), "");
+  spec.dead_letter = "mail.dead.x";  // more tokens than mail.* matches
+  EXPECT_EQ(validate_work(spec), "");
+  for (const char* bad : {"dead.*", "dead.>", "dead mail", "dead..mail"}) {
+    spec.dead_letter = bad;
+    EXPECT_NE(validate_work(spec).find("dead_letter"), std::string::npos) << bad;
+  }
+  for (const char* fed_back : {"mail.dead", "mail.x"}) {
+    spec.dead_letter = fed_back;
+    EXPECT_NE(validate_work(spec).find("consumed again"), std::string::npos) << fed_back;
+  }
+  spec.subject = "mail.>";
+  spec.dead_letter = "mail.dead.letters";
+  EXPECT_NE(validate_work(spec).find("consumed again"), std::string::npos);
+  spec.subject = "mail.outgoing";
+  spec.dead_letter = "mail.outgoing";
+  EXPECT_NE(validate_work(spec).find("consumed again"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace natsfleet
