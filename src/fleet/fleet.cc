@@ -158,14 +158,13 @@ class Fleet::Impl {
       return !streams->empty();
     });
     if (!holds)
-      return Error{holds.error().code,
-                   "publish to " + subject +
-                       ": cannot tell whether a stream holds it: " + holds.error().describe()};
+      return Error{holds.error().code, "no answer to whether a stream holds " + subject + ": " +
+                                           holds.error().describe()};
     if (!*holds) return Result<uint64_t>(Errc::no_stream_for_subject, "no stream holds " + subject);
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0)
-      return Result<uint64_t>(Errc::timeout, "publish to " + subject + ": timed out");
+      return Result<uint64_t>(Errc::timeout, subject + ": timed out asking which stream holds it");
     Headers headers;
     if (!msg_id.empty()) headers["Nats-Msg-Id"] = {msg_id};
     auto reply = connection_->request(subject, data, headers, left);
@@ -177,8 +176,7 @@ class Fleet::Impl {
     auto ack = nlohmann::json::parse(reply->data, nullptr, false);
     if (ack.is_object() && ack.contains("error"))
       return Error{std::error_code(ack["error"].value("err_code", 0), jetstream_category()),
-                   "publish to " + subject + ": " +
-                       ack["error"].value("description", std::string("publish refused"))};
+                   subject + ": " + ack["error"].value("description", std::string("refused"))};
     if (!ack.is_object() || !ack.contains("seq"))
       return Result<uint64_t>(Errc::protocol, "unreadable publish ack from " + subject);
     return ack["seq"].get<uint64_t>();
