@@ -17,7 +17,8 @@ enum class Errc {
   invalid_argument,       // a spec or an option is unusable
   shutting_down,          // the fleet is stopping
   protocol,               // the broker answered something natsfleet cannot read
-  no_responders,          // nobody serves the subject (no stream, or JetStream unavailable)
+  no_responders,          // nobody serves the subject (no stream, JetStream unavailable, or a
+                          // stream electing a leader: not proof that no stream holds it)
 };
 
 const std::error_category& error_category() noexcept;

@@ -92,7 +92,9 @@ class Fleet {
   void on_fatal(FatalHandler handler);
 
   // Never blocks on the broker: connecting and binding run in the background and are retried
-  // with backoff for as long as it takes. Fails only on unusable options or specs.
+  // with backoff for as long as it takes. Fails only on unusable options or specs (a TLS or
+  // credentials file that cannot be read, no servers); after a failure it may be called again
+  // (once the file is there, say). A second call after a success fails with invalid_argument.
   [[nodiscard]] Result<void> start();
 
   // Publishes a core NATS message; with a non-empty msg_id it carries a Nats-Msg-Id header so a
@@ -102,8 +104,19 @@ class Fleet {
 
   // Publishes into a stream and waits for the stream's ack (its sequence is returned). A
   // non-empty msg_id lets the stream drop a duplicate within its duplicate window, so a
-  // redelivered message that republishes does not publish twice. Fails with no_stream_for_subject
-  // when no stream holds the subject.
+  // redelivered message that republishes does not publish twice. Thread-safe; returns within
+  // about `timeout`.
+  //
+  // Whether a stream holds the subject is asked of the broker ($JS.API.STREAM.NAMES) and cached
+  // per subject: a positive answer is kept (asked again only after a publish to the subject found
+  // no responders), a negative one is asked again at most every couple of seconds. It is never
+  // inferred from "no responders" to the publish: while a stream elects a leader, or JetStream
+  // starts up, a stream that holds the subject has no responder either. Errors:
+  // - Errc::no_stream_for_subject: only when the broker answered that no stream holds the subject
+  //   (a plain publish() is then the way to send it);
+  // - anything else is retryable, the message naming the subject: Errc::timeout, no_responders,
+  //   not_connected (the broker did not store it, or did not say whether a stream holds the
+  //   subject), or the stream's refusal as a jetstream_category() code.
   [[nodiscard]] Result<uint64_t> publish_to_stream(const std::string& subject,
                                                    const std::string& data,
                                                    const std::string& msg_id,

@@ -11,8 +11,10 @@
 #include <thread>
 
 #include "fleet/broadcast_subscription.h"
+#include "fleet/subject_stream_cache.h"
 #include "fleet/work_subscription.h"
 #include "nats/connection.h"
+#include "nats/jetstream_api.h"
 #include "natsfleet/validate.h"
 
 namespace natsfleet {
@@ -121,12 +123,19 @@ class Fleet::Impl {
     // Fatal reports are allowed from here on: a closed handler fires only once the connection
     // exists, and everything before this line only validates.
     started_ = true;
-    reporter_ = std::thread([this] { run_reporter(); });
     auto conn = nats::Connection::open(connect, std::move(events));
     if (!conn) {
+      // Back to where start() found the fleet, so it may be called again: nothing reported, no
+      // reporter thread (a second one would be assigned over a joinable std::thread).
       started_ = false;
+      pending_report_.reset();
+      std::lock_guard fatal_lock(fatal_mu_);
+      fatal_reason_.clear();
       return conn.error();
     }
+    // It waits for mu_, held until start() returns: a report from the connection's first moments
+    // reaches the handler only after start() has succeeded.
+    reporter_ = std::thread([this] { run_reporter(); });
     {
       std::lock_guard subs_lock(subs_mu_);
       connection_ = std::move(conn.value());
@@ -151,18 +160,35 @@ class Fleet::Impl {
   Result<uint64_t> publish_to_stream(const std::string& subject, const std::string& data,
                                      const std::string& msg_id, std::chrono::milliseconds timeout) {
     if (!connection_) return Result<uint64_t>(Errc::not_connected, "fleet not started");
+    const auto deadline = Clock::now() + timeout;
+    // Whether a stream holds the subject is the broker's answer, never read from "no responders"
+    // to the publish: a stream electing a leader, or JetStream starting, has no responder either,
+    // and a plain publish then would reach nobody.
+    auto holds = stream_holders_.holds(subject, [&](const std::string& s) -> Result<bool> {
+      auto streams = nats::JetStreamApi(*connection_, timeout).streams_holding(s);
+      if (!streams) return streams.error();
+      return !streams->empty();
+    });
+    if (!holds)
+      return Error{holds.error().code, "no answer to whether a stream holds " + subject + ": " +
+                                           holds.error().describe()};
+    if (!*holds) return Result<uint64_t>(Errc::no_stream_for_subject, "no stream holds " + subject);
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0)
+      return Result<uint64_t>(Errc::timeout, subject + ": timed out asking which stream holds it");
     Headers headers;
     if (!msg_id.empty()) headers["Nats-Msg-Id"] = {msg_id};
-    auto reply = connection_->request(subject, data, headers, timeout);
+    auto reply = connection_->request(subject, data, headers, left);
     if (!reply) {
-      if (reply.error().code == Errc::no_responders)
-        return Result<uint64_t>(Errc::no_stream_for_subject, "no stream holds " + subject);
-      return reply.error();
+      // The stream may be gone for good: ask the broker again (rate-limited) on a later publish.
+      if (reply.error().code == Errc::no_responders) stream_holders_.doubt(subject);
+      return reply.error();  // names the subject
     }
     auto ack = nlohmann::json::parse(reply->data, nullptr, false);
     if (ack.is_object() && ack.contains("error"))
       return Error{std::error_code(ack["error"].value("err_code", 0), jetstream_category()),
-                   ack["error"].value("description", std::string("publish refused"))};
+                   subject + ": " + ack["error"].value("description", std::string("refused"))};
     if (!ack.is_object() || !ack.contains("seq"))
       return Result<uint64_t>(Errc::protocol, "unreadable publish ack from " + subject);
     return ack["seq"].get<uint64_t>();
@@ -294,6 +320,8 @@ class Fleet::Impl {
   mutable std::mutex subs_mu_;
   std::unique_ptr<nats::Connection> connection_;
   std::vector<std::unique_ptr<fleet::Supervised>> subs_;
+
+  fleet::SubjectStreamCache stream_holders_;  // publish_to_stream: which subjects a stream holds
 };
 
 Fleet::Fleet(FleetOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}

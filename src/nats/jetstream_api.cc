@@ -155,14 +155,19 @@ Result<std::vector<std::string>> JetStreamApi::stream_names() {
   }
 }
 
-Result<std::string> JetStreamApi::find_stream(const std::string& subject) {
+Result<std::vector<std::string>> JetStreamApi::streams_holding(const std::string& subject) {
   // The server matches the subject against every stream's subjects (wildcards included).
   auto answer = call("STREAM.NAMES", {{"subject", subject}});
   if (!answer) return answer.error();
-  auto streams = get_or<std::vector<std::string>>(*answer, "streams", {});
-  if (streams.empty())
+  return get_or<std::vector<std::string>>(*answer, "streams", {});
+}
+
+Result<std::string> JetStreamApi::find_stream(const std::string& subject) {
+  auto streams = streams_holding(subject);
+  if (!streams) return streams.error();
+  if (streams->empty())
     return Result<std::string>(Errc::no_stream_for_subject, "no stream holds subject " + subject);
-  return streams.front();
+  return streams->front();
 }
 
 Result<StreamInfo> JetStreamApi::stream_info(const std::string& stream) {

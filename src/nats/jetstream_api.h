@@ -69,7 +69,13 @@ class JetStreamApi {
  public:
   JetStreamApi(Connection& connection, std::chrono::milliseconds timeout);
 
-  // The stream whose subjects hold `subject`, searched across every stream on the broker.
+  // The streams whose subjects hold `subject` (wildcards included), as the broker's JetStream
+  // (the meta leader in a cluster) knows them: empty only when the broker answered that none
+  // does. Not answering is an error, never "none": a timeout, no responders (JetStream starting,
+  // no meta leader) or the API's own error.
+  Result<std::vector<std::string>> streams_holding(const std::string& subject);
+  // The first of streams_holding(subject); Errc::no_stream_for_subject when the broker answered
+  // that no stream holds it.
   Result<std::string> find_stream(const std::string& subject);
   Result<std::vector<std::string>> stream_names();
   Result<StreamInfo> stream_info(const std::string& stream);

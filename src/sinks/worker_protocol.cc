@@ -146,10 +146,11 @@ std::optional<WorkerAnswer> parse_worker_answer(std::string_view line, std::stri
   return answer;
 }
 
-std::string publish_msg_id(const Message& message, size_t index) {
+std::string publish_msg_id(const Message& message, const std::string& subscription, size_t index) {
   if (const auto& d = message.delivery())
-    return fmt::format("{}:{}:{}", d->stream, d->stream_seq, index);
-  return fmt::format("{}:{:016x}:{}", message.subject(), fnv1a64(message.data()), index);
+    return fmt::format("{}/{}:{}:{}", subscription, d->stream, d->stream_seq, index);
+  return fmt::format("{}/{}:{:016x}:{}", subscription, message.subject(), fnv1a64(message.data()),
+                     index);
 }
 
 }  // namespace natsfleet::sinks

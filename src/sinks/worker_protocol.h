@@ -31,12 +31,17 @@ std::optional<WorkerAnswer> parse_worker_answer(std::string_view line, std::stri
 // "250ms", "5s", "1.5s", "2m", "1h", "1m30s", or a JSON number of seconds; nullopt otherwise.
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
 
-// The Nats-Msg-Id of the index-th message a worker publishes for `message`, stable across
-// redeliveries so the stream drops a repeat: "<stream>:<stream_seq>:<index>" for JetStream
-// messages. Core NATS messages have no sequence; they get "<subject>:<FNV-1a 64 of the payload,
-// 16 hex digits>:<index>", so the replicas of a fleet that all receive the same broadcast publish
-// its consequences once (and two equal payloads on one subject within the stream's duplicate
-// window publish once: the price of having no sequence).
-std::string publish_msg_id(const Message& message, size_t index);
+// The Nats-Msg-Id of the index-th message a worker publishes for `message` delivered to
+// `subscription` (the work's or broadcast's name), stable across redeliveries so the stream drops
+// a repeat:
+//   JetStream message:  "<subscription>/<stream>:<stream_seq>:<index>"
+//   core NATS message:  "<subscription>/<subject>:<FNV-1a 64 of the payload, 16 hex>:<index>"
+// The subscription keeps apart what two works (or two services) derive from the same source
+// message into one stream: without it the second publish would be dropped as a duplicate while
+// its source is acked. '/' cannot occur in a subscription name, so the prefix is unambiguous.
+// Core NATS messages have no sequence: the replicas of a fleet that all receive the same
+// broadcast publish its consequences once (and two equal payloads on one subject within the
+// stream's duplicate window publish once: the price of having no sequence).
+std::string publish_msg_id(const Message& message, const std::string& subscription, size_t index);
 
 }  // namespace natsfleet::sinks

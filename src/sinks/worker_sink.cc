@@ -232,7 +232,7 @@ SinkResult WorkerSink::deliver(const Message& message, const std::string& subscr
     SinkResult result = std::move(*entry->result);
     lock.unlock();
     for (size_t i = 0; i < result.publish.size(); ++i)
-      result.publish[i].msg_id = publish_msg_id(message, i);
+      result.publish[i].msg_id = publish_msg_id(message, subscription, i);
     return result;
   } catch (const std::exception& e) {
     return nak(std::string("worker sink: ") + e.what());

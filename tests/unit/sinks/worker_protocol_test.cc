@@ -93,19 +93,42 @@ TEST(ParseWorkerAnswer, NumericDelayIsSeconds) {
 
 TEST(PublishMsgId, JetStreamIdsFollowTheStreamSequence) {
   auto m = testing::js_message("x", 42);
-  EXPECT_EQ(publish_msg_id(m, 0), "MAIL:42:0");
-  EXPECT_EQ(publish_msg_id(m, 3), "MAIL:42:3");
+  EXPECT_EQ(publish_msg_id(m, "mail-relay", 0), "mail-relay/MAIL:42:0");
+  EXPECT_EQ(publish_msg_id(m, "mail-relay", 3), "mail-relay/MAIL:42:3");
   // A redelivery is the same stream message: the same ids.
-  EXPECT_EQ(publish_msg_id(testing::js_message("x", 42, 2), 0), "MAIL:42:0");
+  EXPECT_EQ(publish_msg_id(testing::js_message("x", 42, 2), "mail-relay", 0),
+            "mail-relay/MAIL:42:0");
+}
+
+TEST(PublishMsgId, JetStreamIdsDifferBySubscription) {
+  // Two works handling the same source message and publishing into one stream must not dedup
+  // each other's derived messages.
+  auto m = testing::js_message("x", 42);
+  EXPECT_NE(publish_msg_id(m, "mail-relay", 0), publish_msg_id(m, "mail-audit", 0));
+  // Also on redelivery: each subscription keeps its own id, and only its own.
+  auto again = testing::js_message("x", 42, 3);
+  EXPECT_EQ(publish_msg_id(again, "mail-relay", 0), publish_msg_id(m, "mail-relay", 0));
+  EXPECT_EQ(publish_msg_id(again, "mail-audit", 0), publish_msg_id(m, "mail-audit", 0));
+  EXPECT_NE(publish_msg_id(again, "mail-relay", 0), publish_msg_id(again, "mail-audit", 0));
+  EXPECT_NE(publish_msg_id(again, "mail-audit", 0), publish_msg_id(m, "mail-relay", 0));
+  // A ':' in a name cannot make two subscriptions on different streams collide.
+  Message a("s", "x", {}, Delivery{.stream = "c", .stream_seq = 1});
+  Message b("s", "x", {}, Delivery{.stream = "b:c", .stream_seq = 1});
+  EXPECT_NE(publish_msg_id(a, "a:b", 0), publish_msg_id(b, "a", 0));
 }
 
 TEST(PublishMsgId, CoreIdsHashSubjectAndPayload) {
-  auto id = publish_msg_id(testing::core_message("up", "member.7.status"), 1);
-  EXPECT_EQ(id.rfind("member.7.status:", 0), 0u);
+  auto id = publish_msg_id(testing::core_message("up", "member.7.status"), "status", 1);
+  EXPECT_EQ(id.rfind("status/member.7.status:", 0), 0u);
   EXPECT_EQ(id.substr(id.size() - 2), ":1");
-  EXPECT_EQ(id, publish_msg_id(testing::core_message("up", "member.7.status"), 1));
-  EXPECT_NE(id, publish_msg_id(testing::core_message("down", "member.7.status"), 1));
-  EXPECT_NE(id, publish_msg_id(testing::core_message("up", "member.8.status"), 1));
+  EXPECT_EQ(id, publish_msg_id(testing::core_message("up", "member.7.status"), "status", 1));
+  EXPECT_NE(id, publish_msg_id(testing::core_message("down", "member.7.status"), "status", 1));
+  EXPECT_NE(id, publish_msg_id(testing::core_message("up", "member.8.status"), "status", 1));
+}
+
+TEST(PublishMsgId, CoreIdsDifferBySubscription) {
+  auto m = testing::core_message("up", "member.7.status");
+  EXPECT_NE(publish_msg_id(m, "status", 0), publish_msg_id(m, "presence", 0));
 }
 
 }  // namespace

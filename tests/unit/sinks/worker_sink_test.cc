@@ -67,13 +67,17 @@ TEST(WorkerSink, NakWithDelayCarriesPublishesWithStableMsgIds) {
   ASSERT_EQ(r.publish.size(), 2u);
   EXPECT_EQ(r.publish[0].subject, "retry.mail.outgoing");
   EXPECT_EQ(r.publish[0].data, "nak");
-  EXPECT_EQ(r.publish[0].msg_id, "MAIL:42:0");
+  EXPECT_EQ(r.publish[0].msg_id, "mail-relay/MAIL:42:0");
   EXPECT_EQ(r.publish[1].subject, "audit");
-  EXPECT_EQ(r.publish[1].msg_id, "MAIL:42:1");
+  EXPECT_EQ(r.publish[1].msg_id, "mail-relay/MAIL:42:1");
   // The redelivery publishes under the same ids, so the stream drops the repeats.
   auto again = sink.deliver(js_message("nak", 42, 2), "mail-relay");
   ASSERT_EQ(again.publish.size(), 2u);
-  EXPECT_EQ(again.publish[0].msg_id, "MAIL:42:0");
+  EXPECT_EQ(again.publish[0].msg_id, "mail-relay/MAIL:42:0");
+  // Another work on the same source message derives under its own ids.
+  auto other = sink.deliver(js_message("nak", 42), "mail-audit");
+  ASSERT_EQ(other.publish.size(), 2u);
+  EXPECT_EQ(other.publish[0].msg_id, "mail-audit/MAIL:42:0");
 }
 
 TEST(WorkerSink, TermUnknownResultsAndNoise) {
