@@ -58,7 +58,7 @@ DownstreamGate::Outcome DownstreamGate::failed(nats::InboundMessage&& message, u
   Held h{std::move(message), id, 0, false, {}, now};
   if (probe && probe_out_) {
     h.failures = probe_.failures;
-    h.failed_as_probe = probe_.failed_as_probe;
+    h.try_alone = probe_.try_alone;
     probe_out_ = false;
   }
   ++h.failures;
@@ -84,8 +84,15 @@ DownstreamGate::Outcome DownstreamGate::failed(nats::InboundMessage&& message, u
       }
       break;
     case State::down:
+      if (probe && convicted(id)) {
+        // Found out before, and failing again: no outage evidence beats that history.
+        out.reject.push_back(std::move(h.message));
+        next_probe_ = now;
+        if (held_.empty()) finish_verifying(out);  // nothing left to hold for
+        break;
+      }
       if (probe) {
-        h.failed_as_probe = true;
+        h.try_alone = true;
         next_probe_ = now + honoured(backoff_.next(), retry_after);
       }
       held_.push_back(std::move(h));
@@ -97,7 +104,7 @@ DownstreamGate::Outcome DownstreamGate::failed(nats::InboundMessage&& message, u
       }
       if (last_verify_failed_) {
         // Two in a row right after a success: the downstream went away again.
-        h.failed_as_probe = true;
+        h.try_alone = true;
         held_.push_back(std::move(h));
         go_down(now, retry_after, out);
         out.change = Change::none;  // down() never stopped being true
@@ -155,10 +162,13 @@ bool DownstreamGate::convicted(uint64_t id) const {
 }
 
 bool DownstreamGate::verify_left() const {
-  return std::any_of(held_.begin(), held_.end(), [](const Held& h) { return h.failed_as_probe; });
+  return std::any_of(held_.begin(), held_.end(), [](const Held& h) { return h.try_alone; });
 }
 
 void DownstreamGate::go_down(TimePoint now, milliseconds retry_after, Outcome& out) {
+  // The messages that failed together may hide the one that brought the downstream down.
+  for (auto& h : held_)
+    if (std::find(failing_.begin(), failing_.end(), h.id) != failing_.end()) h.try_alone = true;
   state_ = State::down;
   out.change = Change::went_down;
   backoff_.reset();
@@ -186,13 +196,12 @@ std::optional<nats::InboundMessage> DownstreamGate::next_probe(TimePoint now) {
       if (now >= next_probe_) pick = held_.begin();
       break;
     case State::verifying:
-      pick =
-          std::find_if(held_.begin(), held_.end(), [](const Held& h) { return h.failed_as_probe; });
+      pick = std::find_if(held_.begin(), held_.end(), [](const Held& h) { return h.try_alone; });
       break;
   }
   if (pick == held_.end()) return std::nullopt;
   probe_out_ = true;
-  probe_ = Held{{}, pick->id, pick->failures, pick->failed_as_probe, {}, now};
+  probe_ = Held{{}, pick->id, pick->failures, pick->try_alone, {}, now};
   nats::InboundMessage message = std::move(pick->message);
   held_.erase(pick);
   publish_flags();

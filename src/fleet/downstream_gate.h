@@ -4,8 +4,9 @@
 //   up ----retryable failures of 2 different messages, no success between----> down
 //   down: fresh messages are held untried; one held message at a time is tried again (a probe),
 //         oldest first, after a jittered backoff that honours Retry-After
-//   down --a success--> verifying: the messages whose probe failed are tried again alone; one
-//         that fails now (the downstream just worked) failed by itself: it is rejected
+//   down --a success--> verifying: the messages whose probe failed, and those whose failures
+//         called the outage, are tried again alone; one that fails now (the downstream just
+//         worked) failed by itself: it is rejected
 //   verifying --all tried--> up: every other held message is handed back to run at full speed
 //
 // A message that fails while others succeed takes the rejected path (a nak that uses up a
@@ -86,10 +87,12 @@ class DownstreamGate {
   struct Held {
     nats::InboundMessage message;
     uint64_t id = 0;
-    int failures = 0;              // retryable failures while held
-    bool failed_as_probe = false;  // failed when tried alone during an outage
-    TimePoint retry_at{};          // a lone suspect's next try (state up)
-    TimePoint last_progress{};     // last in-progress ack
+    int failures = 0;  // retryable failures while held
+    // Tried alone before the others are released on recovery: it failed as a probe, or it was
+    // one of the messages whose failures called the outage (the culprit may be among them).
+    bool try_alone = false;
+    TimePoint retry_at{};       // a lone suspect's next try (state up)
+    TimePoint last_progress{};  // last in-progress ack
   };
 
   void go_down(TimePoint now, std::chrono::milliseconds retry_after, Outcome& out);
@@ -104,7 +107,7 @@ class DownstreamGate {
   mutable std::mutex mu_;
   State state_ = State::up;
   std::deque<Held> held_;
-  std::vector<uint64_t> failing_;  // distinct ids that failed since the last success
+  std::vector<uint64_t> failing_;   // distinct ids that failed since the last success
   std::deque<uint64_t> convicted_;  // ids found to fail by themselves, newest last
   bool probe_out_ = false;
   Held probe_;  // bookkeeping of the message out as a probe (its message is with the handler)

@@ -275,5 +275,135 @@ TEST(DownstreamOutage, StuckSinkUnderAFloodKeepsMemoryBounded) {
   EXPECT_EQ(d.wait_exit(20s), 0) << d.log();
 }
 
+// The dead letters `natsfleet dead-letters list --json` shows for one subject.
+nlohmann::json dead_letters(const std::string& server, const std::string& subject) {
+  auto o = run_cli("dead-letters list --json --server " + server + " --subject " + subject);
+  auto doc = nlohmann::json::parse(o.out, nullptr, false);
+  if (!doc.is_object() || doc["subjects"].empty()) return nlohmann::json::array();
+  return doc["subjects"][0]["dead_letters"];
+}
+
+std::string poison_config(int port, const std::string& sink) {
+  return config(port, sink, "ack_wait = \"10s\"\nmax_deliver = 3\ndead_letter = \"dead.jobs\"\n");
+}
+
+// A message that makes the worker exit every time it is handed over looks like an outage (every
+// message in flight fails with it); probing held messages one at a time finds it out.
+TEST(DownstreamPoison, AMessageThatCrashesTheWorkerIsDeadLetteredAndTheRestFlow) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  admin.create_stream("DEAD", {"dead.jobs"});
+  TempDir dir;
+  const std::string out = dir.path() + "/handled.txt";
+  std::ofstream(dir.path() + "/crash_on") << "m42\n";
+  const int port = free_loopback_port();
+  const std::string sink = "{ type = \"worker\", command = [\"/usr/bin/python3\", \"" + kTestData +
+                           "/downstream_worker.py\", \"" + out + "\", \"" + dir.path() +
+                           "\"], timeout = \"3s\" }";
+  DaemonProcess d(dir.path(), "p", poison_config(port, sink), {"--server", server.url()});
+  d.start();
+  admin.publish_many("jobs.run", 101);
+  std::map<std::string, std::vector<int>> seen;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        seen = handled(out);
+        return seen.size() == 100;
+      },
+      90s, 200ms))
+      << seen.size() << " of 100\n"
+      << d.log();
+  EXPECT_EQ(seen.count("m42"), 0u);
+  nlohmann::json letters;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        letters = dead_letters(server.url(), "dead.jobs");
+        return letters.size() == 1;
+      },
+      90s, 500ms))
+      << letters.dump() << "\n"
+      << d.log();
+  EXPECT_EQ(letters[0]["origin_subject"], "jobs.run");
+  EXPECT_EQ(letters[0]["origin_seq"], 43);
+  EXPECT_EQ(letters[0]["subscription"], "jobs");
+  EXPECT_NE(letters[0]["reason"].get<std::string>().find("worker exited"), std::string::npos)
+      << letters[0].dump();
+  // Not held down for good: ready again, nothing pending.
+  ASSERT_TRUE(wait_for([&] { return readyz(port) == 200; }, 60s)) << d.log();
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto info = admin.consumer("JOBS", "jobs");
+        return info.num_pending == 0 && info.num_ack_pending == 0;
+      },
+      30s));
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(15s), 0) << d.log();
+}
+
+// An endpoint that refuses one message (400): it is dead-lettered at once with its origin, the
+// other 199 go through, and a replay puts it back exactly once.
+TEST(DownstreamPoison, ARefusedMessageIsDeadLetteredAndReplayedOnce) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  admin.create_stream("DEAD", {"dead.jobs"});
+  TempDir dir;
+  const std::string out = dir.path() + "/handled.txt";
+  std::ofstream(dir.path() + "/poison") << "m13\n";
+  const int http_port = free_loopback_port();
+  ChildProcess endpoint({"/usr/bin/python3", kTestData + "/downstream_http.py",
+                         std::to_string(http_port), out, dir.path()});
+  int code = 0;
+  ASSERT_TRUE(wait_for([&] { return http_get(http_port, "/", &code), code == 200; }, 10s));
+  const int port = free_loopback_port();
+  const std::string sink =
+      "{ type = \"http\", url = \"http://127.0.0.1:" + std::to_string(http_port) +
+      "/hook\", timeout = \"5s\" }";
+  DaemonProcess d(dir.path(), "r", poison_config(port, sink), {"--server", server.url()});
+  d.start();
+  admin.publish_many("jobs.run", 200);
+  std::map<std::string, std::vector<int>> seen;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        seen = handled(out);
+        return seen.size() == 199;
+      },
+      60s, 200ms))
+      << seen.size() << " of 199\n"
+      << d.log();
+  nlohmann::json letters;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        letters = dead_letters(server.url(), "dead.jobs");
+        return letters.size() == 1;
+      },
+      30s, 250ms))
+      << letters.dump();
+  EXPECT_EQ(letters[0]["origin_subject"], "jobs.run");
+  EXPECT_EQ(letters[0]["origin_stream"], "JOBS");
+  EXPECT_EQ(letters[0]["origin_seq"], 14);
+  EXPECT_EQ(letters[0]["deliveries"], 1) << "a 4xx is the message's own problem: no retries";
+  EXPECT_NE(letters[0]["reason"].get<std::string>().find("400"), std::string::npos);
+  EXPECT_FALSE(letters[0]["time"].get<std::string>().empty());
+
+  // Fixed downstream: replay it, once.
+  std::filesystem::remove(dir.path() + "/poison");
+  auto replay = run_cli("dead-letters replay --server " + server.url() + " --subject dead.jobs");
+  EXPECT_EQ(replay.code, 0) << replay.out << replay.err;
+  ASSERT_TRUE(wait_for([&] { return handled(out).count("m13") == 1; }, 30s)) << d.log();
+  auto again = run_cli("dead-letters replay --server " + server.url() + " --subject dead.jobs");
+  EXPECT_EQ(again.code, 0) << again.out << again.err;
+  EXPECT_TRUE(dead_letters(server.url(), "dead.jobs").empty());
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto info = admin.consumer("JOBS", "jobs");
+        return info.num_pending == 0 && info.num_ack_pending == 0;
+      },
+      30s));
+  EXPECT_EQ(handled(out)["m13"].size(), 1u) << "replayed exactly once";
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(15s), 0) << d.log();
+}
+
 }  // namespace
 }  // namespace natsfleet::testing

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -126,6 +127,23 @@ uint64_t rss_kib(pid_t pid) {
   for (std::string line; std::getline(status, line);)
     if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
   return 0;
+}
+
+CliOutcome run_cli(const std::string& args) {
+  TempDir dir;
+  const std::string err_path = dir.path() + "/stderr";
+  const std::string command = std::string(NATSFLEET_CLI_BIN) + " " + args + " 2>" + err_path;
+  CliOutcome o;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return o;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) o.out.append(buf, n);
+  const int status = ::pclose(pipe);
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::stringstream err;
+  err << std::ifstream(err_path).rdbuf();
+  o.err = err.str();
+  return o;
 }
 
 }  // namespace natsfleet::testing

@@ -54,6 +54,15 @@ class ChildProcess {
   pid_t pid_ = -1;
 };
 
+// `natsfleet <args>` run to its end through the shell (args may redirect): exit code (-1 when
+// it did not exit normally), standard output and standard error.
+struct CliOutcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+CliOutcome run_cli(const std::string& args);
+
 // The resident set size of a process in KiB, from /proc (0 when it cannot be read).
 uint64_t rss_kib(pid_t pid);
 

@@ -113,22 +113,61 @@ TEST(DownstreamGate, RetryAfterDelaysTheNextProbe) {
   EXPECT_TRUE(g.next_probe(t0 + 30s));
 }
 
-TEST(DownstreamGate, RecoveryHandsEveryHeldMessageBackInOrderUsingNoDelivery) {
+TEST(DownstreamGate, RecoveryTriesTheOutagesFirstFailuresAloneThenHandsTheRestBack) {
   auto g = gate();
   (void)g.failed(msg(1), 1, false, "503", 0ms, t0);
   (void)g.failed(msg(2), 2, false, "503", 0ms, t0);
   (void)g.hold(msg(3), 3, t0);
+  (void)g.hold(msg(4), 4, t0);
   auto p = g.next_probe(t0 + 1s);
   ASSERT_TRUE(p);
   EXPECT_EQ(id_of(*p), 1u);
+  auto first = g.succeeded(true, t0 + 1s);
+  EXPECT_EQ(first.change, Change::none) << "2 failed with 1 when the outage began: tried alone";
+  auto alone = g.next_probe(t0 + 1s);
+  ASSERT_TRUE(alone);
+  EXPECT_EQ(id_of(*alone), 2u);
   auto out = g.succeeded(true, t0 + 1s);
   EXPECT_EQ(out.change, Change::went_up);
   EXPECT_TRUE(out.reject.empty());
   ASSERT_EQ(out.retry.size(), 2u);
-  EXPECT_EQ(id_of(out.retry[0]), 2u);
-  EXPECT_EQ(id_of(out.retry[1]), 3u);
+  EXPECT_EQ(id_of(out.retry[0]), 3u);
+  EXPECT_EQ(id_of(out.retry[1]), 4u);
   EXPECT_FALSE(g.down());
   EXPECT_TRUE(g.quiet());
+}
+
+TEST(DownstreamGate, TheCulpritOfAnOutageIsFoundEvenWhenAnotherMessageIsProbedFirst) {
+  // 1 and 2 fail together because 2 crashed the worker; 1 is probed first and goes through.
+  auto g = gate();
+  (void)g.failed(msg(1), 1, false, "worker exited", 0ms, t0);
+  (void)g.failed(msg(2), 2, false, "worker exited", 0ms, t0);
+  auto p1 = g.next_probe(t0 + 1s);
+  ASSERT_EQ(id_of(*p1), 1u);
+  (void)g.succeeded(true, t0 + 1s);
+  auto p2 = g.next_probe(t0 + 1s);
+  ASSERT_EQ(id_of(*p2), 2u);
+  auto out = g.failed(std::move(*p2), 2, true, "worker exited", 0ms, t0 + 1s);
+  ASSERT_EQ(out.reject.size(), 1u);
+  EXPECT_EQ(out.change, Change::went_up);
+}
+
+TEST(DownstreamGate, AKnownCulpritHeldAloneInAnOutageIsRejectedNotHeldForEver) {
+  auto g = gate();
+  (void)g.failed(msg(7), 7, false, "worker exited", 0ms, t0);
+  (void)g.succeeded(false, t0);  // 7 failed alone once: found out
+  // Now 7 and 8 fail together (7 crashed the worker again), then 8 goes through alone.
+  (void)g.failed(msg(8), 8, false, "worker exited", 0ms, t0 + 1s);
+  (void)g.failed(msg(7), 7, false, "worker exited", 0ms, t0 + 1s);
+  ASSERT_TRUE(g.down());
+  auto p = g.next_probe(t0 + 2s);
+  ASSERT_EQ(id_of(*p), 8u);
+  (void)g.failed(std::move(*p), 8, true, "worker restarting", 0ms, t0 + 2s);
+  auto p7 = g.next_probe(t0 + 3s);
+  ASSERT_EQ(id_of(*p7), 7u);
+  auto out = g.failed(std::move(*p7), 7, true, "worker exited", 0ms, t0 + 3s);
+  ASSERT_EQ(out.reject.size(), 1u) << "its history decides";
+  EXPECT_EQ(id_of(out.reject[0]), 7u);
 }
 
 TEST(DownstreamGate, APoisonThatLooksLikeAnOutageIsFoundOutAndRejected) {
