@@ -301,6 +301,8 @@ int Daemon::run(StopRequest& stop) {
   else
     log.error("fatal: {}; exiting with {} so the orchestrator restarts this process", fatal,
               kExitFatal);
+  // Nothing waits for a worker to come back once shutdown has begun; work in progress goes on.
+  for (auto& sink : s.sinks) sink->begin_stop();
   fleet.shutdown(s.config.shutdown_timeout);
   // Stopping the sinks cancels what a handler that overran the deadline still waits on; the
   // fleet's destructor then waits for that handler, before anything it uses goes away.

@@ -48,6 +48,9 @@ class Sink {
   virtual bool healthy() const { return true; }
   // For logs and /status: "file out/mail.jsonl".
   virtual std::string describe() const = 0;
+  // Shutdown has begun: a delivery that would wait for the downstream to come back (a worker
+  // being restarted) gives up at once with retry; deliveries in progress go on. Idempotent.
+  virtual void begin_stop() {}
   // Releases resources (closes files, stops the worker, cancels requests in flight). Afterwards
   // deliver() answers retry. Idempotent.
   virtual void stop() {}

@@ -164,6 +164,12 @@ void WorkerSink::complete_locked(InFlight& entry, SinkResult result) {
   entry.done.notify_all();
 }
 
+void WorkerSink::begin_stop() {
+  std::lock_guard lock(mu_);
+  draining_ = true;
+  worker_up_.notify_all();
+}
+
 SinkResult WorkerSink::deliver(const Message& message, const std::string& subscription) {
   try {
     std::unique_lock lock(mu_);
@@ -194,7 +200,7 @@ SinkResult WorkerSink::deliver(const Message& message, const std::string& subscr
     if (first) wake();  // the supervisor's poll may be sleeping past this deadline
 
     worker_up_.wait_until(lock, entry->deadline,
-                          [&] { return worker_ || stopping_ || entry->result; });
+                          [&] { return worker_ || stopping_ || draining_ || entry->result; });
     if (!entry->result && stopping_) complete_locked(*entry, nak("worker sink stopped"));
     if (!entry->result && !worker_) complete_locked(*entry, nak("worker not running"));
     if (!entry->result) {

@@ -58,6 +58,7 @@ class WorkerSink : public Sink {
   // Closes the worker's stdin, lets it answer what is in flight for up to stop_grace, then
   // SIGTERM, then SIGKILL. What is still unanswered is retried. Idempotent.
   void stop() override;
+  void begin_stop() override;
 
   // For tests and /status: the current worker's pid (0 while none runs) and how many workers
   // have been started so far.
@@ -93,6 +94,7 @@ class WorkerSink : public Sink {
   uint64_t next_id_ = 1;
   uint64_t starts_ = 0;
   bool stopping_ = false;
+  bool draining_ = false;  // begin_stop(): nobody waits for a worker to come up
   bool stopped_ = false;
   Clock::time_point restart_at_{};
   int quick_deaths_ = 0;  // consecutive deaths of young workers: the backoff exponent

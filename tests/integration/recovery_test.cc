@@ -187,6 +187,31 @@ TEST_P(WipedStore, ConsumerMissingAfterTheBrokerReturnsIsRecreatedOrFatal) {
   EXPECT_EQ(r.fatals(), 0);
 }
 
+// The recreated stream is refilled past the old ack floor before the replica is back: only its
+// creation time tells it is a new stream (its sequences alone look like a continuation).
+TEST(WipedStore, AStreamRefilledPastTheOldFloorIsReadFromItsStart) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  auto spec = fast_work("jobs-worker", "jobs.run");
+  auto options = fast_options({server.url()}, "replica");
+  options.reconnect_wait_min = 2s;
+  options.reconnect_wait_max = 2s;
+  Replica r(server.url(), spec, options);
+  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  admin.publish_many("jobs.run", 20, "old-");
+  ASSERT_TRUE(r.seen.wait_distinct(20, 10s));
+  ASSERT_TRUE(wait_for([&] { return r.sub().ack_floor == 20; }, 5s)) << r.sub().ack_floor;
+
+  server.restart_wiped();
+  admin.create_stream("JOBS", {"jobs.>"});
+  admin.publish_many("jobs.run", 60, "new-");
+  ASSERT_TRUE(r.seen.wait_distinct(80, 15s))
+      << r.seen.locked([](const Recorder& rec) { return rec.distinct(); }) << " distinct; "
+      << r.sub().last_error;
+  EXPECT_EQ(r.fatals(), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(OnMissing, WipedStore,
                          ::testing::Values(OnMissing::recreate, OnMissing::exit),
                          [](const auto& param_info) {

@@ -217,6 +217,22 @@ TEST(WorkerSink, ProgramThatCannotStartIsRetryableAndUnhealthy) {
   EXPECT_TRUE(wait_for([&] { return !sink.healthy(); }, 5s));
 }
 
+TEST(WorkerSink, BeginStopEndsWaitsForAWorkerThatIsNotUp) {
+  auto options = fast({"/nonexistent/natsfleet-worker"}, 30s);
+  options.restart_min = 1ms;
+  options.restart_max = 5ms;
+  WorkerSink sink(options);
+  SinkResult result;
+  std::thread waiting([&] { result = sink.deliver(js_message("m"), "s"); });
+  std::this_thread::sleep_for(100ms);
+  const auto start = Clock::now();
+  sink.begin_stop();
+  waiting.join();
+  EXPECT_LT(elapsed_since(start), 3s) << "not the delivery's 30s";
+  EXPECT_EQ(result.disposition.kind(), Kind::retry);
+  EXPECT_NE(result.error.find("not running"), std::string::npos) << result.error;
+}
+
 TEST(WorkerSink, StopLetsTheWorkerFinishAndExit) {
   auto options = fast(script("ack_worker.py"));
   options.stop_grace = 10s;

@@ -1,0 +1,147 @@
+// The dispatcher's queue: bounded where asked (oldest of the same key gives way), a redelivery
+// replaces the waiting copy, probes run next, and stop hands back what never started.
+#include "consume/dispatcher.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <vector>
+
+#include "natsfleet/validate.h"
+
+namespace natsfleet::consume {
+namespace {
+
+nats::InboundMessage msg(std::string subject, std::string data) {
+  nats::InboundMessage m;
+  m.subject = std::move(subject);
+  m.data = std::move(data);
+  m.reply = "reply." + m.data;
+  return m;
+}
+
+// Holds the single handler thread on its first message until released, and records the rest.
+struct Blocker {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool released = false;
+  bool started = false;
+  std::vector<std::string> seen;
+  std::vector<bool> probes;
+
+  Dispatcher::Process process() {
+    return [this](nats::InboundMessage&& m, bool probe) {
+      std::unique_lock lock(mu);
+      if (!started) {
+        started = true;
+        cv.notify_all();
+        cv.wait(lock, [&] { return released; });
+      }
+      seen.push_back(m.data);
+      probes.push_back(probe);
+      cv.notify_all();
+    };
+  }
+  void wait_started() {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return started; });
+  }
+  void release() {
+    std::lock_guard lock(mu);
+    released = true;
+    cv.notify_all();
+  }
+  void wait_seen(size_t n) {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return seen.size() >= n; });
+  }
+};
+
+TEST(Dispatcher, AFullQueueDropsTheOldestOfTheSameKey) {
+  Blocker b;
+  Dispatcher::Options options;
+  options.max_queued = 3;
+  options.key = [](const nats::InboundMessage& m) { return subject_token(m.subject, 2); };
+  Dispatcher d(options, b.process());
+  (void)d.submit(msg("member.x.status", "first"));
+  b.wait_started();
+  EXPECT_FALSE(d.submit(msg("member.a.status", "a1")).displaced);
+  EXPECT_FALSE(d.submit(msg("member.b.status", "b1")).displaced);
+  EXPECT_FALSE(d.submit(msg("member.a.status", "a2")).displaced);
+  auto full = d.submit(msg("member.a.status", "a3"));
+  ASSERT_TRUE(full.displaced);
+  EXPECT_EQ(full.displaced->data, "a1") << "the oldest of key a gives way";
+  auto other = d.submit(msg("member.c.status", "c1"));
+  ASSERT_TRUE(other.displaced);
+  EXPECT_EQ(other.displaced->data, "b1") << "no waiting message of key c: the oldest of all";
+  EXPECT_EQ(d.queued(), 3u);
+  b.release();
+  b.wait_seen(4);
+  EXPECT_EQ(b.seen, (std::vector<std::string>{"first", "a2", "a3", "c1"}));
+}
+
+TEST(Dispatcher, UnboundedWithoutALimit) {
+  Blocker b;
+  Dispatcher d(Dispatcher::Options{}, b.process());
+  (void)d.submit(msg("s", "first"));
+  b.wait_started();
+  for (int i = 0; i < 5000; ++i) EXPECT_FALSE(d.submit(msg("s", std::to_string(i))).displaced);
+  EXPECT_EQ(d.queued(), 5000u);
+  b.release();
+  b.wait_seen(5001);
+}
+
+TEST(Dispatcher, ARedeliveryReplacesTheWaitingCopyInPlace) {
+  Blocker b;
+  Dispatcher::Options options;
+  options.key = [](const nats::InboundMessage& m) { return m.subject; };
+  Dispatcher d(options, b.process());
+  (void)d.submit(msg("seq.0", "first"));
+  b.wait_started();
+  (void)d.submit(msg("seq.1", "one"));
+  (void)d.submit(msg("seq.2", "two"));
+  auto again = d.submit(msg("seq.1", "one-again"), Dispatcher::Placement::replace);
+  ASSERT_TRUE(again.displaced);
+  EXPECT_EQ(again.displaced->data, "one");
+  auto fresh = d.submit(msg("seq.3", "three"), Dispatcher::Placement::replace);
+  EXPECT_FALSE(fresh.displaced) << "nothing waiting with that key: queued at the back";
+  EXPECT_EQ(d.queued(), 3u);
+  b.release();
+  b.wait_seen(4);
+  EXPECT_EQ(b.seen, (std::vector<std::string>{"first", "one-again", "two", "three"}));
+}
+
+TEST(Dispatcher, AProbeRunsNextAndIsMarked) {
+  Blocker b;
+  Dispatcher d(Dispatcher::Options{}, b.process());
+  (void)d.submit(msg("s", "first"));
+  b.wait_started();
+  (void)d.submit(msg("s", "waiting"));
+  (void)d.submit(msg("s", "older"), Dispatcher::Placement::front);
+  (void)d.submit(msg("s", "probe"), Dispatcher::Placement::probe);
+  b.release();
+  b.wait_seen(4);
+  EXPECT_EQ(b.seen, (std::vector<std::string>{"first", "probe", "older", "waiting"}));
+  EXPECT_EQ(b.probes, (std::vector<bool>{false, true, false, false}));
+}
+
+TEST(Dispatcher, StopHandsBackWhatNeverStartedAndRefusesMore) {
+  Blocker b;
+  Dispatcher d(Dispatcher::Options{}, b.process());
+  (void)d.submit(msg("s", "first"));
+  b.wait_started();
+  (void)d.submit(msg("s", "queued"));
+  std::vector<std::string> rejected;
+  EXPECT_FALSE(d.stop(std::chrono::milliseconds(10), [&](nats::InboundMessage&& m) {
+    rejected.push_back(m.data);
+  })) << "the first handler overran";
+  EXPECT_EQ(rejected, std::vector<std::string>{"queued"});
+  EXPECT_TRUE(d.submit(msg("s", "late")).refused);
+  b.release();
+  d.join();  // waits for the overrunning handler instead of leaving it to run on freed state
+  EXPECT_EQ(b.seen, std::vector<std::string>{"first"});
+}
+
+}  // namespace
+}  // namespace natsfleet::consume
