@@ -259,6 +259,51 @@ TEST(DownstreamFaults, CoreBroadcastQueueIsBoundedKeepingEachKeysNewest) {
   fleet.shutdown(2s);
 }
 
+TEST(DownstreamFaults, ACoreBroadcastWhoseDownstreamIsDownRetriesInPlaceAndLosesNothingQueued) {
+  NatsServer server;
+  Fleet fleet(fast_options({server.url()}, "replica"));
+  BroadcastSpec spec;
+  spec.name = "status";
+  spec.subject = "member.*.status";
+  std::atomic<bool> down{true};
+  std::mutex mu;
+  std::vector<std::string> got;
+  ASSERT_TRUE(fleet.add_broadcast(spec, [&](const Message& m) {
+    if (down) throw DownstreamUnavailable("gateway unreachable");
+    std::lock_guard lock(mu);
+    got.push_back(m.data());
+  }));
+  ASSERT_TRUE(fleet.start());
+  ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 10s));
+  BrokerClient publisher(server.url());
+  for (int i = 0; i < 5; ++i)
+    (void)publisher.connection().publish("member.a.status", "s" + std::to_string(i));
+  ASSERT_TRUE(publisher.connection().flush(5s));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto s = find_sub(fleet.health(), "status");
+        return s->downstream_down && s->counters.retried >= 2;
+      },
+      10s));
+  EXPECT_FALSE(fleet.health().ready);
+  EXPECT_NE(find_sub(fleet.health(), "status")->downstream_error.find("gateway unreachable"),
+            std::string::npos);
+  down = false;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        std::lock_guard lock(mu);
+        return got.size() == 5;
+      },
+      15s));
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(got, (std::vector<std::string>{"s0", "s1", "s2", "s3", "s4"}));
+  }
+  ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 5s));
+  EXPECT_EQ(find_sub(fleet.health(), "status")->counters.handler_errors, 0u);
+  fleet.shutdown(2s);
+}
+
 TEST(DownstreamFaults, AHandlerThatOverrunsTheShutdownDeadlineIsWaitedFor) {
   NatsServer server;
   BrokerClient admin(server.url());
