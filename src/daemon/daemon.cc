@@ -160,11 +160,16 @@ FleetHealth health_with_sinks(const Daemon::State& s) {
   for (auto& sub : h.subscriptions) {
     auto it = s.sink_of.find(sub.name);
     if (it == s.sink_of.end()) continue;
-    if (sub.downstream_down)
+    if (sub.downstream_down) {
+      // Already not ready, with the sink's last error.
       sub.downstream_error = "sink " + it->second->describe() + ": " + sub.downstream_error;
+      if (!it->second->healthy()) sub.downstream_error += " (the sink reports itself unhealthy)";
+      continue;
+    }
     if (it->second->healthy()) continue;
+    // A sink that knows it is broken (a crash-looping worker) before any message failed.
     if (sub.state == SubscriptionState::bound) sub.state = SubscriptionState::stalled;
-    sub.last_error = "sink " + it->second->describe() + " is unhealthy (restarting repeatedly)";
+    sub.last_error = "sink " + it->second->describe() + " is unhealthy";
     h.ready = false;
   }
   return h;

@@ -1,8 +1,11 @@
 #include "demo/fleet_demo.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +45,31 @@ bool wait_until(F&& done, std::chrono::milliseconds timeout) {
   return done();
 }
 
+// GET http://127.0.0.1:<port><path>: the status code (0 when nothing answered) and the body.
+std::pair<int, std::string> get_loopback(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return {0, {}};
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval timeout{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  std::string reply;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      for (ssize_t got; (got = ::read(fd, buf, sizeof buf)) > 0;)
+        reply.append(buf, static_cast<size_t>(got));
+    }
+  }
+  ::close(fd);
+  if (reply.rfind("HTTP/1.", 0) != 0 || reply.size() < 12) return {0, {}};
+  const size_t body = reply.find("\r\n\r\n");
+  return {std::atoi(reply.c_str() + 9), body == std::string::npos ? "" : reply.substr(body + 4)};
+}
+
 // What a replica's file sink holds: payload -> times handled, and redeliveries among them.
 struct Handled {
   std::map<std::string, int> times;
@@ -55,18 +83,22 @@ struct Replica {
   std::string dir;
   pid_t pid = -1;
   size_t log_lines_shown = 0;
+  int health_port = 0;
 
   std::string config_file() const { return dir + "/" + name + ".toml"; }
   std::string sink_file() const { return dir + "/" + name + ".jsonl"; }
+  // Where the sink file's lines went when its disk "filled up" (scene 7).
+  std::string earlier_sink_file() const { return sink_file() + ".before-full"; }
   std::string log_file() const { return dir + "/" + name + ".log"; }
 
-  void write_config() const {
+  void write_config() {
+    health_port = broker::free_loopback_port();
     std::ofstream out(config_file());
     out << "# written by natsfleet demo\n"
         << "name = \"" << name << "\"\n"
         << "shutdown_timeout = \"5s\"\n"
         << "[health]\n"
-        << "listen = \"127.0.0.1:" << broker::free_loopback_port() << "\"\n"
+        << "listen = \"127.0.0.1:" << health_port << "\"\n"
         << "[[work]]\n"
         << "name = \"" << kWork << "\"\n"
         << "subject = \"" << kSubject << "\"\n"
@@ -122,14 +154,16 @@ struct Replica {
   }
 
   void read(Handled& h) const {
-    std::ifstream in(sink_file());
-    std::string line;
-    while (std::getline(in, line)) {
-      auto record = nlohmann::json::parse(line, nullptr, false);
-      if (!record.is_object()) continue;
-      ++h.times[record.value("data", std::string())];
-      ++h.records;
-      if (record.value("delivered", 1) > 1) ++h.redelivered;
+    for (const auto& path : {earlier_sink_file(), sink_file()}) {
+      std::ifstream in(path);
+      std::string line;
+      while (std::getline(in, line)) {
+        auto record = nlohmann::json::parse(line, nullptr, false);
+        if (!record.is_object()) continue;
+        ++h.times[record.value("data", std::string())];
+        ++h.records;
+        if (record.value("delivered", 1) > 1) ++h.redelivered;
+      }
     }
   }
 };
@@ -266,8 +300,38 @@ int run_demo(const DemoOptions& options, std::ostream& out) {
   std::this_thread::sleep_for(500ms);
   replicas[0].show_new_log(out);
 
+  const int held = std::max(n / 20, 10);
   say("");
-  say("7. Stopping replica-a with SIGTERM.");
+  say("7. replica-a's disk fills up: its sink file now points at /dev/full, so every write fails "
+      "with ENOSPC. " +
+      std::to_string(held) + " more jobs arrive.");
+  say("   A full disk is not a bad message: the jobs are held, with no delivery used.");
+  std::filesystem::rename(replicas[0].sink_file(), replicas[0].earlier_sink_file());
+  std::filesystem::create_symlink("/dev/full", replicas[0].sink_file());
+  std::this_thread::sleep_for(1500ms);  // the sink looks for a moved file once a second
+  publish(n + extra, held);
+  std::string readiness;
+  wait_until(
+      [&] {
+        auto [status, body] = get_loopback(replicas[0].health_port, "/readyz");
+        readiness = body;
+        return status == 503 && readiness.find("downstream is down") != std::string::npos;
+      },
+      15s);
+  replicas[0].show_new_log(out);
+  while (!readiness.empty() && readiness.back() == '\n') readiness.pop_back();
+  if (!readiness.empty()) say("   replica-a's /readyz answers 503: " + readiness);
+  std::this_thread::sleep_for(3s);
+  say("   Three seconds later the disk has room again.");
+  std::filesystem::remove(replicas[0].sink_file());
+  wait_until([&] { return handled_all(n + extra + held); }, 60s);
+  std::this_thread::sleep_for(500ms);
+  replicas[0].show_new_log(out);
+  Handled after_disk;
+  replicas[0].read(after_disk);
+
+  say("");
+  say("8. Stopping replica-a with SIGTERM.");
   const int exit_code = replicas[0].signal_and_wait(SIGTERM);
   replicas[0].show_new_log(out);
   say("   replica-a exited with " + std::to_string(exit_code) + ".");
@@ -276,7 +340,7 @@ int run_demo(const DemoOptions& options, std::ostream& out) {
   replicas[0].read(a);
   replicas[1].read(b);
   for (const auto& r : replicas) r.read(all);
-  const int published = n + extra;
+  const int published = n + extra + held;
   size_t lost = 0;
   for (int i = 0; i < published; ++i)
     if (!all.times.count("job-" + std::to_string(i))) ++lost;
@@ -284,10 +348,11 @@ int run_demo(const DemoOptions& options, std::ostream& out) {
   for (const auto& [payload, times] : a.times)
     if (b.times.count(payload)) ++by_both;
   const size_t repeated_before = after_crashes.records - after_crashes.times.size();
-  const size_t replayed = (a.records - after_crashes.records) - static_cast<size_t>(extra);
+  const size_t replayed =
+      (a.records - after_crashes.records) - static_cast<size_t>(extra) - static_cast<size_t>(held);
 
   say("");
-  say("8. The account:");
+  say("9. The account:");
   auto row = [&](const std::string& label, size_t value, const std::string& note = {}) {
     std::ostringstream line;
     line << "   " << std::left << std::setw(30) << label << std::right << std::setw(6) << value;
@@ -302,6 +367,8 @@ int run_demo(const DemoOptions& options, std::ostream& out) {
   row("handled by both replicas", by_both, "replica-b died before its ack went out");
   row("repeated after the broker crash", repeated_before, "acks the killed broker had not stored");
   row("replayed after the recreate", replayed, "acked after the last ack floor replica-a saw");
+  row("redelivered by the full disk", after_disk.redelivered - after_crashes.redelivered,
+      "held by replica-a, not handed back");
   row("lost", lost);
   say("   Delivery is at-least-once: a crash may repeat a message, never drop one.");
   const auto took = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started);

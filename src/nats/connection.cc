@@ -25,6 +25,10 @@ struct Connection::Shared {
 
 namespace {
 
+// nats.c's own per-subscription queue (see subscribe()): a backstop, not the working bound.
+constexpr int kPendingMessagesLimit = 1'000'000;
+constexpr int kPendingBytesLimit = 512 * 1024 * 1024;
+
 // Every exception is stopped here: nothing may unwind into nats.c.
 template <typename F>
 void guarded(const char* where, F&& f) noexcept {
@@ -348,8 +352,11 @@ Result<std::unique_ptr<Subscription>> Connection::subscribe(const std::string& s
     delete closure;
     return status_error(s, "subscribe");
   }
-  // Flow control is natsfleet's (bounded pulls); a broadcast burst must not be dropped as slow.
-  (void)natsSubscription_SetPendingLimits(sub, -1, -1);
+  // Flow control is natsfleet's: pulls ask for a bounded window and the callback only hands a
+  // message to a bounded queue, so this backstop is far above anything reached in practice
+  // (a broadcast burst must not be dropped as slow); it keeps a stalled callback from growing
+  // without bound.
+  (void)natsSubscription_SetPendingLimits(sub, kPendingMessagesLimit, kPendingBytesLimit);
   (void)natsSubscription_SetOnCompleteCB(sub, Subscription::Slot::on_complete, closure);
   return std::make_unique<Subscription>(sub, std::move(slot));
 }

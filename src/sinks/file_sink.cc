@@ -1,6 +1,7 @@
 #include "sinks/file_sink.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -59,6 +60,21 @@ std::string FileSink::open_locked() {
   if (fd < 0) return errno_text("open", path_, errno);
   fd_ = fd;
   return {};
+}
+
+void FileSink::reopen_if_moved_locked() {
+  if (fd_ < 0 || syncing_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_moved_check_ < kMovedCheckEvery) return;
+  last_moved_check_ = now;
+  struct stat open_file {};
+  struct stat at_path {};
+  const bool same = ::fstat(fd_, &open_file) == 0 && ::stat(path_.c_str(), &at_path) == 0 &&
+                    open_file.st_dev == at_path.st_dev && open_file.st_ino == at_path.st_ino;
+  if (same) return;
+  // Moved away (log rotation) or deleted: new records go to the path, as configured.
+  ::close(fd_);
+  fd_ = -1;
 }
 
 std::string FileSink::write_locked(const std::string& record) {
@@ -124,6 +140,7 @@ SinkResult FileSink::deliver(const Message& message, const std::string& subscrip
       return SinkResult{Disposition::retry(), {}, std::move(error)};
     };
     if (stopped_) return SinkResult{Disposition::retry(), {}, "file sink stopped"};
+    reopen_if_moved_locked();
     if (fd_ < 0)
       if (auto error = open_locked(); !error.empty()) return failed(std::move(error));
     if (auto error = write_locked(line); !error.empty()) {

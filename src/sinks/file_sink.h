@@ -1,8 +1,10 @@
 // Appends one sink record a line to a file. A message is acked once its line reached the OS
 // (write(2) returned fully), or, with fsync "batch", once an fdatasync covering it returned:
-// concurrent deliveries share one fdatasync (group commit).
+// concurrent deliveries share one fdatasync (group commit). A file moved away (log rotation) or
+// deleted is noticed within a second, and the path is opened again.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -42,6 +44,9 @@ class FileSink : public Sink {
   };
 
   std::string open_locked();
+  // At most once per kMovedCheckEvery: when the path no longer names the open file (rotated
+  // away, deleted, replaced), closes it so the next write opens the path again.
+  void reopen_if_moved_locked();
   std::string write_locked(const std::string& line);
   std::string sync_locked(std::unique_lock<std::mutex>& lock);
 
@@ -57,6 +62,8 @@ class FileSink : public Sink {
   bool syncing_ = false;
   std::shared_ptr<SyncRound> round_ = std::make_shared<SyncRound>();
   uint64_t sync_count_ = 0;
+  static constexpr std::chrono::seconds kMovedCheckEvery{1};
+  std::chrono::steady_clock::time_point last_moved_check_{};
 };
 
 }  // namespace natsfleet::sinks

@@ -136,6 +136,25 @@ TEST(FileSink, FullDiskIsRetryableWithTheError) {
   EXPECT_FALSE(sink.healthy());
 }
 
+TEST(FileSink, AFileMovedAwayIsNoticedAndThePathOpenedAgain) {
+  TempDir dir;
+  const auto path = dir.path() / "mail.jsonl";
+  const auto rotated = dir.path() / "mail.jsonl.1";
+  FileSink sink(path, FsyncPolicy::never);
+  ASSERT_EQ(sink.deliver(js_message("before"), "s").disposition.kind(), Disposition::Kind::ack);
+  std::filesystem::rename(path, rotated);
+  // Within about a second, records go to the path again (a new file) instead of the moved one.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!std::filesystem::exists(path) && std::chrono::steady_clock::now() < until) {
+    ASSERT_EQ(sink.deliver(js_message("after"), "s").disposition.kind(), Disposition::Kind::ack);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(std::filesystem::exists(path));
+  EXPECT_EQ(read_lines(rotated).front().find("before") != std::string::npos, true);
+  ASSERT_EQ(sink.deliver(js_message("last"), "s").disposition.kind(), Disposition::Kind::ack);
+  EXPECT_NE(read_lines(path).back().find("last"), std::string::npos);
+}
+
 TEST(FileSink, OpenIsRetriedOnceThePathBecomesWritable) {
   TempDir dir;
   const auto blocker = dir.path() / "out";
