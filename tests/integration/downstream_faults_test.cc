@@ -48,10 +48,11 @@ std::string header(const nats::InboundMessage& m, const std::string& key) {
   return it == m.headers.end() || it->second.empty() ? std::string() : it->second.front();
 }
 
-const SubscriptionHealth* find_sub(const FleetHealth& h, const std::string& name) {
-  for (const auto& s : h.subscriptions)
-    if (s.name == name) return &s;
-  return nullptr;
+// A copy of one subscription's health (a default one, with an empty name, when absent).
+SubscriptionHealth sub_of(const Fleet& fleet, const std::string& name) {
+  for (auto& s : fleet.health().subscriptions)
+    if (s.name == name) return s;
+  return {};
 }
 
 TEST(DownstreamFaults, RetryHoldsMessagesPastAckWaitWithoutUsingDeliveries) {
@@ -75,15 +76,8 @@ TEST(DownstreamFaults, RetryHoldsMessagesPastAckWaitWithoutUsingDeliveries) {
   ASSERT_TRUE(fleet.start());
   admin.publish_many("jobs.run", 20);
   ASSERT_TRUE(wait_for(
-      [&] {
-        auto h = fleet.health();
-        auto* s = find_sub(h, "jobs");
-        return s && s->downstream_down && !h.ready;
-      },
-      10s));
-  auto during = fleet.health();
-  EXPECT_NE(find_sub(during, "jobs")->downstream_error.find("database unavailable"),
-            std::string::npos);
+      [&] { return sub_of(fleet, "jobs").downstream_down && !fleet.health().ready; }, 10s));
+  EXPECT_NE(sub_of(fleet, "jobs").downstream_error.find("database unavailable"), std::string::npos);
   std::this_thread::sleep_for(4s);  // four ack_waits
   down = false;
   ASSERT_TRUE(seen.wait_distinct(20, 20s));
@@ -93,9 +87,9 @@ TEST(DownstreamFaults, RetryHoldsMessagesPastAckWaitWithoutUsingDeliveries) {
     return 0;
   });
   ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 10s));
-  auto after = find_sub(fleet.health(), "jobs");
-  EXPECT_EQ(after->counters.termed, 0u);
-  EXPECT_GT(after->counters.retried, 0u);
+  const auto after = sub_of(fleet, "jobs");
+  EXPECT_EQ(after.counters.termed, 0u);
+  EXPECT_GT(after.counters.retried, 0u);
   fleet.shutdown(5s);
 }
 
@@ -142,10 +136,10 @@ TEST(DownstreamFaults, AMessageThatFailsAloneIsDeadLetteredWithItsOrigin) {
         return info.num_ack_pending == 0 && info.num_pending == 0 && fleet.health().ready;
       },
       10s));
-  auto s = find_sub(fleet.health(), "jobs");
-  EXPECT_EQ(s->counters.dead_lettered, 1u);
-  EXPECT_EQ(s->counters.termed, 1u);
-  EXPECT_FALSE(s->downstream_down);
+  const auto s = sub_of(fleet, "jobs");
+  EXPECT_EQ(s.counters.dead_lettered, 1u);
+  EXPECT_EQ(s.counters.termed, 1u);
+  EXPECT_FALSE(s.downstream_down);
   fleet.shutdown(5s);
 }
 
@@ -190,8 +184,8 @@ TEST(DownstreamFaults, ADeadLetterSubjectNoStreamHoldsIsANamedErrorAtBind) {
   std::string error;
   ASSERT_TRUE(wait_for(
       [&] {
-        auto s = find_sub(fleet.health(), "jobs");
-        error = s ? s->last_error : "";
+        const auto s = sub_of(fleet, "jobs");
+        error = s.last_error;
         return error.find("nowhere.dead") != std::string::npos;
       },
       10s))
@@ -236,11 +230,11 @@ TEST(DownstreamFaults, CoreBroadcastQueueIsBoundedKeepingEachKeysNewest) {
   ASSERT_TRUE(publisher.connection().flush(5s));
   ASSERT_TRUE(wait_for(
       [&] {
-        auto s = find_sub(fleet.health(), "status");
-        return s && s->counters.dropped + 8 >= 300;
+        const auto s = sub_of(fleet, "status");
+        return s.counters.dropped + 8 >= 300;
       },
       10s))
-      << find_sub(fleet.health(), "status")->counters.dropped;
+      << sub_of(fleet, "status").counters.dropped;
   gate.unlock();
   ASSERT_TRUE(wait_for(
       [&] {
@@ -255,7 +249,7 @@ TEST(DownstreamFaults, CoreBroadcastQueueIsBoundedKeepingEachKeysNewest) {
   EXPECT_EQ(got["k0"].back(), "297");
   EXPECT_EQ(got["k1"].back(), "298");
   EXPECT_EQ(got["k2"].back(), "299");
-  EXPECT_EQ(find_sub(fleet.health(), "status")->counters.dropped, 300u - 8u);
+  EXPECT_EQ(sub_of(fleet, "status").counters.dropped, 300u - 8u);
   fleet.shutdown(2s);
 }
 
@@ -281,12 +275,12 @@ TEST(DownstreamFaults, ACoreBroadcastWhoseDownstreamIsDownRetriesInPlaceAndLoses
   ASSERT_TRUE(publisher.connection().flush(5s));
   ASSERT_TRUE(wait_for(
       [&] {
-        auto s = find_sub(fleet.health(), "status");
-        return s->downstream_down && s->counters.retried >= 2;
+        const auto s = sub_of(fleet, "status");
+        return s.downstream_down && s.counters.retried >= 2;
       },
       10s));
   EXPECT_FALSE(fleet.health().ready);
-  EXPECT_NE(find_sub(fleet.health(), "status")->downstream_error.find("gateway unreachable"),
+  EXPECT_NE(sub_of(fleet, "status").downstream_error.find("gateway unreachable"),
             std::string::npos);
   down = false;
   ASSERT_TRUE(wait_for(
@@ -300,7 +294,7 @@ TEST(DownstreamFaults, ACoreBroadcastWhoseDownstreamIsDownRetriesInPlaceAndLoses
     EXPECT_EQ(got, (std::vector<std::string>{"s0", "s1", "s2", "s3", "s4"}));
   }
   ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 5s));
-  EXPECT_EQ(find_sub(fleet.health(), "status")->counters.handler_errors, 0u);
+  EXPECT_EQ(sub_of(fleet, "status").counters.handler_errors, 0u);
   fleet.shutdown(2s);
 }
 
