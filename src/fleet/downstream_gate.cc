@@ -91,10 +91,10 @@ DownstreamGate::Outcome DownstreamGate::failed(nats::InboundMessage&& message, u
         if (held_.empty()) finish_verifying(out);  // nothing left to hold for
         break;
       }
-      if (probe) {
-        h.try_alone = true;
-        next_probe_ = now + honoured(backoff_.next(), retry_after);
-      }
+      // A probe that failed, or a message that was in flight when the outage began (it may be
+      // the one that brought it): both are tried alone before the others are released.
+      h.try_alone = true;
+      if (probe) next_probe_ = now + honoured(backoff_.next(), retry_after);
       held_.push_back(std::move(h));
       break;
     case State::verifying:

@@ -152,6 +152,30 @@ TEST(DownstreamGate, TheCulpritOfAnOutageIsFoundEvenWhenAnotherMessageIsProbedFi
   EXPECT_EQ(out.change, Change::went_up);
 }
 
+TEST(DownstreamGate, AMessageWhoseFailureArrivesAfterTheOutageBeganIsTriedAloneToo) {
+  // 1 crashed the worker; 2 and 3 were in flight with it, and 1's own failure is reported last.
+  auto g = gate();
+  (void)g.failed(msg(2), 2, false, "worker exited", 0ms, t0);
+  (void)g.failed(msg(3), 3, false, "worker exited", 0ms, t0);
+  ASSERT_TRUE(g.down());
+  (void)g.failed(msg(1), 1, false, "worker exited", 0ms, t0);
+  (void)g.hold(msg(4), 4, t0);
+  auto p = g.next_probe(t0 + 1s);
+  ASSERT_EQ(id_of(*p), 2u);
+  (void)g.succeeded(true, t0 + 1s);
+  auto v3 = g.next_probe(t0 + 1s);
+  ASSERT_EQ(id_of(*v3), 3u);
+  (void)g.succeeded(true, t0 + 1s);
+  auto v1 = g.next_probe(t0 + 1s);
+  ASSERT_TRUE(v1) << "1 failed during the outage: tried alone before 4 is released";
+  ASSERT_EQ(id_of(*v1), 1u);
+  auto out = g.failed(std::move(*v1), 1, true, "worker exited", 0ms, t0 + 1s);
+  ASSERT_EQ(out.reject.size(), 1u);
+  EXPECT_EQ(out.change, Change::went_up);
+  ASSERT_EQ(out.retry.size(), 1u);
+  EXPECT_EQ(id_of(out.retry[0]), 4u);
+}
+
 TEST(DownstreamGate, AKnownCulpritHeldAloneInAnOutageIsRejectedNotHeldForEver) {
   auto g = gate();
   (void)g.failed(msg(7), 7, false, "worker exited", 0ms, t0);
