@@ -259,7 +259,13 @@ TEST(DownstreamOutage, StuckSinkUnderAFloodKeepsMemoryBounded) {
       << status_of(port).dump() << "\n"
       << d.log();
   peak_kib = std::max(peak_kib, rss_kib(d.pid()));
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed memory in quarantine (256 MiB by default): RSS says nothing
+  // about natsfleet's queues there. The drops below still show the bound.
+  std::cout << "RSS not checked under AddressSanitizer\n";
+#else
   EXPECT_LT(peak_kib, 256u * 1024) << "RSS peaked at " << peak_kib / 1024 << " MiB";
+#endif
   std::cout << "stuck sink: RSS peak " << peak_kib / 1024 << " MiB, dropped "
             << counter(port, "dropped") << "\n";
   int metrics_code = 0;
