@@ -140,6 +140,27 @@ Result<void> publish_all(Fleet& fleet, const std::vector<sinks::Publish>& messag
   return {};
 }
 
+// Hands a message to its sink and, when the sink took it, publishes what the worker asked for
+// (stored before the source is settled): a publish that did not make it is a retry, the stream
+// being the downstream too. Counts the outcome.
+sinks::SinkResult deliver_and_publish(Fleet& fleet, health::DaemonMetrics& metrics,
+                                      sinks::Sink& sink, const std::string& name,
+                                      const Message& m) {
+  const auto started = Clock::now();
+  sinks::SinkResult result = sink.deliver(m, name);
+  if (result.disposition.kind() == Disposition::Kind::ack) {
+    if (auto published = publish_all(fleet, result.publish); !published) {
+      result.disposition = Disposition::retry();
+      result.error = published.error().describe();
+    } else {
+      metrics.count_published(name, result.publish.size());
+    }
+  }
+  if (!result.error.empty()) metrics.count_sink_error(name);
+  metrics.observe(name, Clock::now() - started, result.disposition.kind());
+  return result;
+}
+
 }  // namespace
 
 // The fleet's health, where a sink that cannot take messages (a crash-looping worker) makes its
@@ -201,20 +222,7 @@ int Daemon::run(StopRequest& stop) {
       const std::string name = work.spec.name;
       s.sink_of[name] = sink;
       auto added = fleet.add_work(work.spec, [&s, &fleet, sink, name](const Message& m) {
-        const auto started = Clock::now();
-        sinks::SinkResult result = sink->deliver(m, name);
-        // What the worker asked to publish goes out (and is stored) before the ack; a publish
-        // that did not make it holds the source for a retry (the stream is the downstream).
-        if (result.disposition.kind() == Disposition::Kind::ack) {
-          if (auto published = publish_all(fleet, result.publish); !published) {
-            result.disposition = Disposition::retry();
-            result.error = published.error().describe();
-          } else {
-            s.metrics.count_published(name, result.publish.size());
-          }
-        }
-        if (!result.error.empty()) s.metrics.count_sink_error(name);
-        s.metrics.observe(name, Clock::now() - started, result.disposition.kind());
+        auto result = deliver_and_publish(fleet, s.metrics, *sink, name, m);
         return std::move(result.disposition).because(std::move(result.error));
       });
       if (!added) {
@@ -231,20 +239,8 @@ int Daemon::run(StopRequest& stop) {
       const bool redeliverable = bc.spec.source == BroadcastSource::jetstream;
       auto added =
           fleet.add_broadcast(bc.spec, [&s, &fleet, sink, name, redeliverable](const Message& m) {
-            const auto started = Clock::now();
-            sinks::SinkResult result = sink->deliver(m, name);
-            if (result.disposition.kind() == Disposition::Kind::ack) {
-              // A worker's publishes for a broadcast go out too, before the message counts as done.
-              if (auto published = publish_all(fleet, result.publish); !published) {
-                result.disposition = Disposition::retry();
-                result.error = published.error().describe();
-              } else {
-                s.metrics.count_published(name, result.publish.size());
-              }
-            }
-            s.metrics.observe(name, Clock::now() - started, result.disposition.kind());
+            auto result = deliver_and_publish(fleet, s.metrics, *sink, name, m);
             if (result.error.empty()) return;
-            s.metrics.count_sink_error(name);
             SPDLOG_LOGGER_DEBUG(s.log, "broadcast {}: sink: {}", name, result.error);
             // The downstream is away: the fleet retries this message (a core one in place, while
             // its bounded queue keeps the newest). A rejection is counted; a JetStream broadcast

@@ -24,29 +24,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Outcome {
-  int code = -1;
-  std::string out;  // stdout: the table or the JSON
-  std::string err;  // stderr: why it could not audit
-};
+using Outcome = CliOutcome;
 
 // Runs `natsfleet audit <args>`, stdout and stderr kept apart.
-Outcome run_audit(const std::string& args) {
-  TempDir dir;
-  const std::string err_path = dir.path() + "/stderr";
-  const std::string command = std::string(NATSFLEET_CLI_BIN) + " audit " + args + " 2>" + err_path;
-  Outcome o;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return o;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) o.out.append(buf, n);
-  const int status = ::pclose(pipe);
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::stringstream err;
-  err << std::ifstream(err_path).rdbuf();
-  o.err = err.str();
-  return o;
-}
+Outcome run_audit(const std::string& args) { return run_cli("audit " + args); }
 
 std::string explain(const Outcome& o) {
   return "exit " + std::to_string(o.code) + "\nstdout:\n" + o.out + "\nstderr:\n" + o.err;

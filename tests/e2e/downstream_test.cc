@@ -34,6 +34,26 @@ std::map<std::string, std::vector<int>> handled(const std::string& path) {
 
 void touch(const std::string& path) { std::ofstream(path) << "\n"; }
 
+// The test endpoint (testdata/downstream_http.py) on a free port, answering once constructed.
+struct Endpoint {
+  Endpoint(const std::string& out, const std::string& control)
+      : port(free_loopback_port()),
+        process({"/usr/bin/python3", kTestData + "/downstream_http.py", std::to_string(port), out,
+                 control}) {
+    int code = 0;
+    if (!wait_for([&] { return http_get(port, "/", &code), code == 200; }, 10s))
+      throw std::runtime_error("the test endpoint did not come up");
+  }
+  const int port;
+  ChildProcess process;
+};
+
+// A worker sink running testdata/downstream_worker.py, steered by files in `control`.
+std::string worker_sink(const std::string& out, const std::string& control) {
+  return "{ type = \"worker\", command = [\"/usr/bin/python3\", \"" + kTestData +
+         "/downstream_worker.py\", \"" + out + "\", \"" + control + "\"], timeout = \"3s\" }";
+}
+
 std::string config(int health_port, const std::string& sink, const std::string& extra = {}) {
   return "name = \"downstream\"\n"
          "[health]\n"
@@ -70,11 +90,9 @@ TEST(DownstreamOutage, HttpEndpointDownFortySecondsLosesNothingAndUsesNoDelivery
   const std::string out = dir.path() + "/handled.txt";
   const std::string control = dir.path();
   touch(control + "/down");
-  const int http_port = free_loopback_port();
-  ChildProcess endpoint({"/usr/bin/python3", kTestData + "/downstream_http.py",
-                         std::to_string(http_port), out, control});
+  Endpoint endpoint(out, control);
+  const int http_port = endpoint.port;
   int code = 0;
-  ASSERT_TRUE(wait_for([&] { return http_get(http_port, "/", &code), code == 200; }, 10s));
 
   const int port = free_loopback_port();
   const std::string sink =
@@ -186,9 +204,7 @@ TEST(DownstreamOutage, WorkerThatCannotStartForTwentySecondsLosesNothing) {
   const std::string out = dir.path() + "/handled.txt";
   touch(dir.path() + "/down");
   const int port = free_loopback_port();
-  const std::string sink = "{ type = \"worker\", command = [\"/usr/bin/python3\", \"" + kTestData +
-                           "/downstream_worker.py\", \"" + out + "\", \"" + dir.path() +
-                           "\"], timeout = \"3s\" }";
+  const std::string sink = worker_sink(out, dir.path());
   DaemonProcess d(dir.path(), "w", config(port, sink, "max_deliver = 3\n"),
                   {"--server", server.url()});
   d.start();
@@ -220,11 +236,8 @@ TEST(DownstreamOutage, StuckSinkUnderAFloodKeepsMemoryBounded) {
   NatsServer server;
   TempDir dir;
   touch(dir.path() + "/hang");
-  const int http_port = free_loopback_port();
-  ChildProcess endpoint({"/usr/bin/python3", kTestData + "/downstream_http.py",
-                         std::to_string(http_port), dir.path() + "/out.txt", dir.path()});
-  int code = 0;
-  ASSERT_TRUE(wait_for([&] { return http_get(http_port, "/", &code), code == 200; }, 10s));
+  Endpoint endpoint(dir.path() + "/out.txt", dir.path());
+  const int http_port = endpoint.port;
   const int port = free_loopback_port();
   const std::string cfg =
       "name = \"stuck\"\n"
@@ -304,9 +317,7 @@ TEST(DownstreamPoison, AMessageThatCrashesTheWorkerIsDeadLetteredAndTheRestFlow)
   const std::string out = dir.path() + "/handled.txt";
   std::ofstream(dir.path() + "/crash_on") << "m42\n";
   const int port = free_loopback_port();
-  const std::string sink = "{ type = \"worker\", command = [\"/usr/bin/python3\", \"" + kTestData +
-                           "/downstream_worker.py\", \"" + out + "\", \"" + dir.path() +
-                           "\"], timeout = \"3s\" }";
+  const std::string sink = worker_sink(out, dir.path());
   DaemonProcess d(dir.path(), "p", poison_config(port, sink), {"--server", server.url()});
   d.start();
   admin.publish_many("jobs.run", 101);
@@ -356,11 +367,8 @@ TEST(DownstreamPoison, ARefusedMessageIsDeadLetteredAndReplayedOnce) {
   TempDir dir;
   const std::string out = dir.path() + "/handled.txt";
   std::ofstream(dir.path() + "/poison") << "m13\n";
-  const int http_port = free_loopback_port();
-  ChildProcess endpoint({"/usr/bin/python3", kTestData + "/downstream_http.py",
-                         std::to_string(http_port), out, dir.path()});
-  int code = 0;
-  ASSERT_TRUE(wait_for([&] { return http_get(http_port, "/", &code), code == 200; }, 10s));
+  Endpoint endpoint(out, dir.path());
+  const int http_port = endpoint.port;
   const int port = free_loopback_port();
   const std::string sink =
       "{ type = \"http\", url = \"http://127.0.0.1:" + std::to_string(http_port) +
