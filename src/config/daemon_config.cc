@@ -33,9 +33,9 @@ constexpr std::string_view kTopKeys[] = {"name",   "servers",    "credentials",
 constexpr std::string_view kTlsKeys[] = {"ca", "cert", "key"};
 constexpr std::string_view kHealthKeys[] = {"listen"};
 constexpr std::string_view kWorkKeys[] = {
-    "name",        "subject",         "stream", "shape",      "ack_wait",
-    "max_deliver", "max_ack_pending", "start",  "on_missing", "heartbeat",
-    "concurrency", "dead_letter",     "sink"};
+    "name",        "subject",         "stream",    "shape",      "ack_wait",
+    "max_deliver", "max_ack_pending", "start",     "on_missing", "heartbeat",
+    "concurrency", "dead_letter",     "retry_min", "retry_max",  "sink"};
 constexpr std::string_view kBroadcastKeys[] = {"name",       "subject",   "concurrency",
                                                "source",     "stream",    "heartbeat",
                                                "max_queued", "key_token", "sink"};
@@ -400,6 +400,20 @@ class ConfigParser {
     if (auto ack_wait = work.duration("ack_wait")) {
       spec.ack_wait = *ack_wait;
       check("ack_wait", [&](WorkSpec& s) { s.ack_wait = spec.ack_wait; });
+    }
+    // Both first, then one check: retry_max below a retry_min given later is still named.
+    const auto retry_min = work.duration("retry_min");
+    const auto retry_max = work.duration("retry_max");
+    if (retry_min) {
+      spec.retry_min = *retry_min;
+      check("retry_min", [&](WorkSpec& s) { s.retry_min = spec.retry_min; });
+    }
+    if (retry_max) {
+      spec.retry_max = *retry_max;
+      check("retry_max", [&](WorkSpec& s) {
+        s.retry_min = spec.retry_min;
+        s.retry_max = spec.retry_max;
+      });
     }
     if (auto max_deliver = work.integer("max_deliver")) {
       spec.max_deliver = *max_deliver;

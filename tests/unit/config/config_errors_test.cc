@@ -455,6 +455,15 @@ sink = { type = "stdout" }
 )",
      5, "work[0].max_deliver", "out of range"},
 
+    {"RetryMaxBelowRetryMin", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+retry_min = "10s"
+retry_max = "1s"
+sink = { type = "stdout" }
+)",
+     6, "work[0].retry_max", "retry_max is below retry_min"},
     {"DeadLetterEmpty", R"(name = "svc"
 [[work]]
 name = "w"

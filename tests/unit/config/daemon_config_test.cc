@@ -179,6 +179,8 @@ on_missing = "exit"
 heartbeat = "250ms"
 concurrency = 8
 dead_letter = "dead.jobs"
+retry_min = "1s"
+retry_max = "2m"
 sink = { type = "file", path = "/var/lib/svc/jobs.jsonl", fsync = "batch" }
 )",
                                            "svc.toml");
@@ -199,6 +201,8 @@ sink = { type = "file", path = "/var/lib/svc/jobs.jsonl", fsync = "batch" }
   EXPECT_EQ(work.spec.heartbeat, milliseconds(250));
   EXPECT_EQ(work.spec.concurrency, 8);
   EXPECT_EQ(work.spec.dead_letter, "dead.jobs");
+  EXPECT_EQ(work.spec.retry_min, milliseconds(1000));
+  EXPECT_EQ(work.spec.retry_max, milliseconds(120000));
   EXPECT_EQ(work.sink.path, "/var/lib/svc/jobs.jsonl");
   EXPECT_EQ(work.sink.fsync, "batch");
 }
