@@ -216,7 +216,9 @@ SinkResult WorkerSink::deliver(const Message& message, const std::string& subscr
         std::tie(timed_out, error) = send_line(worker->in_fd, line, entry->deadline);
         lock.lock();
         worker->writing = false;
-        worker->write_free.notify_one();
+        // Every waiter re-checks: one whose delivery was settled meanwhile (its worker died)
+        // does not write, and must not swallow the wake-up the next writer needs.
+        worker->write_free.notify_all();
       }
       if (timed_out) {
         // A worker that does not read its stdin is as wedged as one that does not answer; a
@@ -331,6 +333,9 @@ void WorkerSink::retire_worker(std::unique_lock<std::mutex>& lock, const std::st
   // Everything written to it is lost with it; the broker redelivers after the delay.
   for (auto& [id, entry] : in_flight_)
     if (entry->generation == worker->generation) complete_locked(*entry, nak(reason));
+  // Deliveries settled above may be queued for this worker's stdin: let them go now rather than
+  // at their deadline.
+  worker->write_free.notify_all();
   const bool stopping = stopping_;
   lock.unlock();
   if (!worker->reaped) {
