@@ -71,7 +71,10 @@ WorkSubscription::WorkSubscription(WorkSpec spec, WorkHandler handler, FleetCont
       status_(spec_.name, scope == Scope::shared ? "work" : "broadcast", spec_.subject,
               context.log),
       api_(*context.connection, context.options.request_timeout),
-      tick_(std::clamp(spec_.heartbeat / 4, milliseconds(25), milliseconds(500))),
+      // Often enough to see a missed heartbeat, and to keep held messages' in-progress acks
+      // (every ack_wait / 3) well inside ack_wait.
+      tick_(std::clamp(std::min(spec_.heartbeat, spec_.ack_wait) / 4, milliseconds(25),
+                       milliseconds(500))),
       in_progress_(std::make_shared<InProgress>(*context.connection)),
       gate_(gate_options(spec_)) {
   consume::Dispatcher::Options options;
