@@ -1,27 +1,12 @@
 #include "fleet/dead_letter_copy.h"
 
-#include <fmt/format.h>
-
-#include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "fleet/utc_time.h"
 #include "nats/connection.h"
 #include "natsfleet/dead_letter.h"
 
 namespace natsfleet::fleet {
-namespace {
-
-std::string utc_rfc3339(std::chrono::system_clock::time_point t) {
-  const auto ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
-                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000);
-}
-
-}  // namespace
 
 DeadLetterCopy dead_letter_copy(const Message& message, const std::string& dead_letter_subject,
                                 const std::string& subscription, const std::string& reason,
@@ -51,7 +36,8 @@ DeadLetterCopy dead_letter_copy(const Message& message, const std::string& dead_
   for (char& c : one_line)
     if (c == '\r' || c == '\n') c = ' ';
   copy.headers[dead_letter::kReason] = {one_line};
-  copy.headers[dead_letter::kTime] = {utc_rfc3339(now)};
+  copy.headers[dead_letter::kTime] = {format_utc_millis(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count())};
   copy.headers["Nats-Msg-Id"] = {dead_letter::message_id(subscription, stream, seq)};
   return copy;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "fleet/utc_time.h"
 #include "natsfleet/message.h"
 
 namespace natsfleet::sinks {
@@ -29,6 +30,6 @@ bool is_valid_utf8(std::string_view bytes);
 std::string base64_encode(std::string_view bytes);
 
 // "2026-11-29T21:49:45.123Z" for nanoseconds since the Unix epoch.
-std::string format_utc_millis(int64_t unix_ns);
+using fleet::format_utc_millis;
 
 }  // namespace natsfleet::sinks
