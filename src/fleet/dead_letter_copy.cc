@@ -1,9 +1,8 @@
 #include "fleet/dead_letter_copy.h"
 
-#include <nlohmann/json.hpp>
-
 #include "fleet/utc_time.h"
 #include "nats/connection.h"
+#include "nats/jetstream_api.h"
 #include "natsfleet/dead_letter.h"
 
 namespace natsfleet::fleet {
@@ -48,14 +47,10 @@ Result<void> publish_dead_letter(nats::Connection& connection, const DeadLetterC
   if (!reply)
     return Error{reply.error().code,
                  "dead letter to " + copy.subject + ": " + reply.error().describe()};
-  const auto ack = nlohmann::json::parse(reply->data, nullptr, false);
-  if (ack.is_object() && ack.contains("error"))
-    return Error{std::error_code(ack["error"].value("err_code", 0), jetstream_category()),
-                 "dead letter to " + copy.subject + ": " +
-                     ack["error"].value("description", std::string("refused"))};
-  if (!ack.is_object() || !ack.contains("seq"))
-    return Result<void>(Errc::protocol, "dead letter to " + copy.subject +
-                                            ": no stream acknowledged it (not stored)");
+  auto ack = nats::parse_publish_ack(reply->data, copy.subject);
+  if (!ack)
+    return Error{ack.error().code,
+                 "dead letter to " + copy.subject + " not stored: " + ack.error().describe()};
   return {};
 }
 

@@ -185,13 +185,11 @@ class Fleet::Impl {
       if (reply.error().code == Errc::no_responders) stream_holders_.doubt(subject);
       return reply.error();  // names the subject
     }
-    auto ack = nlohmann::json::parse(reply->data, nullptr, false);
-    if (ack.is_object() && ack.contains("error"))
-      return Error{std::error_code(ack["error"].value("err_code", 0), jetstream_category()),
-                   subject + ": " + ack["error"].value("description", std::string("refused"))};
-    if (!ack.is_object() || !ack.contains("seq"))
-      return Result<uint64_t>(Errc::protocol, "unreadable publish ack from " + subject);
-    return ack["seq"].get<uint64_t>();
+    auto ack = nats::parse_publish_ack(reply->data, subject);
+    if (!ack && ack.error().code.category() == jetstream_category())
+      return Error{ack.error().code, subject + ": " + ack.error().describe()};
+    if (!ack) return ack.error();
+    return ack->seq;
   }
 
   FleetHealth health() const {

@@ -270,7 +270,11 @@ Result<PublishAck> JetStreamApi::publish(const std::string& subject, const std::
       return Result<PublishAck>(Errc::no_stream_for_subject, "no stream holds " + subject);
     return reply.error();
   }
-  nlohmann::json ack = nlohmann::json::parse(reply->data, nullptr, /*allow_exceptions=*/false);
+  return parse_publish_ack(reply->data, subject);
+}
+
+Result<PublishAck> parse_publish_ack(const std::string& reply, const std::string& subject) {
+  nlohmann::json ack = nlohmann::json::parse(reply, nullptr, /*allow_exceptions=*/false);
   if (!ack.is_object()) return Result<PublishAck>(Errc::protocol, "unreadable ack from " + subject);
   if (auto it = ack.find("error"); it != ack.end() && it->is_object())
     return Error{std::error_code(it->value("err_code", it->value("code", 0)), jetstream_category()),

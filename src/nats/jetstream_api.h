@@ -114,6 +114,9 @@ StreamInfo parse_stream_info(const nlohmann::json& j);
 ConsumerInfo parse_consumer_info(const nlohmann::json& j);
 // STREAM.MSG.GET's "message" object: base64 data and a base64 "NATS/1.0" header block decoded.
 Result<StoredMessage> parse_stored_message(const nlohmann::json& message);
+// The stream's answer to a stored publish on `subject`: the ack, the broker's error (a
+// jetstream_category() code with its description), or protocol when it cannot be read.
+Result<PublishAck> parse_publish_ack(const std::string& reply, const std::string& subject);
 // Standard base64 (padding optional, no line breaks); anything else is an error.
 Result<std::string> decode_base64(std::string_view text);
 // "NATS/1.0\r\nKey: value\r\n...\r\n\r\n" -> headers; a key given twice keeps both values in order.
