@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc)
 WERROR     ?= $(or $(NATSFLEET_WERROR),OFF)
 
-.PHONY: all deps configure build test demo bench asan tsan format format-check clean
+.PHONY: all deps configure build test demo bench chaos asan tsan format format-check clean
 
 all: build
 
@@ -28,6 +28,13 @@ bench: build
 	@$(BUILD)/bench/natsfleet-bench
 	@$(BUILD)/bench/natsfleet-daemon-bench
 	@$(BUILD)/bench/natsfleet-relay-bench
+
+# natsfleet under random faults (tests/chaos): `make chaos SECONDS=60 SEED=7` for a short or
+# replayed run. Each run writes its history, summary.json and timeline.png under chaos-runs/.
+SECONDS ?= 300
+SEED    ?=
+chaos: build
+	@$(BUILD)/tests/chaos/natsfleet-chaos run --seconds $(SECONDS) $(if $(SEED),--seed $(SEED))
 
 # Integration tests under AddressSanitizer + UBSan, and under ThreadSanitizer.
 asan: deps

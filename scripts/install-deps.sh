@@ -11,7 +11,7 @@ packages=(
   libnats-dev nats-server libssl-dev
   libboost-dev libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang-format clang-tidy openssl curl procps python3 python3-prometheus-client
+  clang-format clang-tidy openssl curl procps python3 python3-prometheus-client gnuplot-nox
   chromium
 )
 

@@ -328,7 +328,7 @@ void NatsServer::write_config() const {
     config << "cluster {\n"
            << "  name: " << cluster_.name << "\n"
            << "  listen: " << kLoopback << ":" << ports_.cluster << "\n"
-           << "  routes: [\n";
+           << (cluster_.no_advertise ? "  no_advertise: true\n" : "") << "  routes: [\n";
     for (int route_port : cluster_.route_ports) {
       config << "    nats-route://" << kLoopback << ":" << route_port << "\n";
     }
@@ -545,7 +545,8 @@ std::string NatsServer::log_tail(size_t lines) const {
 // ---------------------------------------------------------------------------------------------
 // NatsCluster
 
-NatsCluster::NatsCluster(int size) {
+NatsCluster::NatsCluster(const NatsClusterOptions& cluster_options) {
+  const int size = cluster_options.size;
   if (size < 1) throw std::invalid_argument("NatsCluster size must be at least 1");
   const auto count = static_cast<size_t>(size);
   for (int attempt = 1;; ++attempt) {
@@ -554,9 +555,14 @@ NatsCluster::NatsCluster(int size) {
     // front, distinct from each other.
     std::vector<int> ports = free_loopback_ports(3 * count);
     for (size_t i = 0; i < count; ++i) {
-      NatsServer::ClusterSettings cluster{kClusterName, {}};
+      NatsServer::ClusterSettings cluster{kClusterName, {}, cluster_options.no_advertise};
       for (size_t j = 0; j < count; ++j) {
-        if (j != i) cluster.route_ports.push_back(ports[3 * j + 2]);
+        if (j == i) continue;
+        const int route_port = ports[3 * j + 2];
+        cluster.route_ports.push_back(
+            cluster_options.route_via
+                ? cluster_options.route_via(static_cast<int>(i), static_cast<int>(j), route_port)
+                : route_port);
       }
       NatsServerOptions options;
       options.server_name = "n" + std::to_string(i + 1);

@@ -79,6 +79,7 @@ class NatsServer {
   struct ClusterSettings {
     std::string name;  // empty: not clustered
     std::vector<int> route_ports;
+    bool no_advertise = false;
   };
   enum class StartOutcome { ready, port_in_use, failed };
 
@@ -101,12 +102,23 @@ class NatsServer {
   bool paused_ = false;
 };
 
+struct NatsClusterOptions {
+  int size = 3;
+  // The port node `from` dials to reach node `to`, whose route listener is `route_port` (both
+  // 0-based). Default: the route port itself. A test puts a proxy there to cut or slow a route.
+  std::function<int(int from, int to, int route_port)> route_via;
+  // Servers do not tell clients about each other's client ports, so a client only ever uses the
+  // URLs it was given (a proxy in front of each node stays in the path).
+  bool no_advertise = false;
+};
+
 // A full-mesh routed JetStream cluster (cluster name "fleet", servers "n1".."n<size>").
 class NatsCluster {
  public:
   // Starts all nodes and waits (up to kClusterReadyTimeout) until every node is healthy and knows
   // the JetStream meta leader. Throws std::runtime_error with the nodes' log tails otherwise.
-  explicit NatsCluster(int size = 3);
+  explicit NatsCluster(int size = 3) : NatsCluster(NatsClusterOptions{size, {}, false}) {}
+  explicit NatsCluster(const NatsClusterOptions& options);
 
   NatsServer& node(int i);  // 0-based: node(0) is "n1"; throws std::out_of_range
   const NatsServer& node(int i) const;

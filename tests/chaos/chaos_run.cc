@@ -1,0 +1,646 @@
+#include "chaos/chaos_run.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "chaos/history.h"
+#include "chaos/schedule.h"
+#include "chaos/tcp_proxy.h"
+#include "chaos/timeline.h"
+#include "nats/connection.h"
+#include "nats/jetstream_api.h"
+#include "support/broker_client.h"
+#include "support/daemon_process.h"
+#include "support/nats_server.h"
+
+namespace natsfleet::chaos {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using testing::BrokerClient;
+using testing::DaemonProcess;
+using testing::NatsCluster;
+using testing::NatsServer;
+
+constexpr const char* kStream = "CHAOS";
+constexpr const char* kSubject = "chaos.jobs";
+constexpr const char* kDeadStream = "CHAOS_DEAD";
+constexpr const char* kDeadSubject = "chaos.dead";
+constexpr const char* kConsumer = "chaos";
+// nats-server's leader election takes up to ~9 s after the old leader goes quiet.
+constexpr milliseconds kBrokerElection{10'000};
+
+// "c-<id>" payloads: the id is what the checker follows through the system.
+std::string payload_of(int64_t id) { return "c-" + std::to_string(id); }
+int64_t id_of(const std::string& payload) {
+  if (payload.rfind("c-", 0) != 0) return -1;
+  try {
+    return std::stoll(payload.substr(2));
+  } catch (...) {
+    return -1;
+  }
+}
+
+class RunClock {
+ public:
+  double now_ms() const {
+    return std::chrono::duration<double, std::milli>(Clock::now() - start_).count();
+  }
+  Clock::time_point at(milliseconds offset) const { return start_ + offset; }
+
+ private:
+  Clock::time_point start_ = Clock::now();
+};
+
+// Every record a replica's file sink writes, read as it appears (so its time is known).
+class SinkObserver {
+ public:
+  SinkObserver(std::string path, int replica) : path_(std::move(path)), replica_(replica) {}
+  ~SinkObserver() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  // Reads what is new; complete lines only.
+  void poll(const RunClock& clock, std::vector<HandlingRecord>& out, size_t& unreadable) {
+    struct stat path_stat {};
+    const bool path_exists = ::stat(path_.c_str(), &path_stat) == 0 && S_ISREG(path_stat.st_mode);
+    if (fd_ < 0) {
+      if (!path_exists) return;
+      fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd_ < 0) return;
+      inode_ = path_stat.st_ino;
+    }
+    drain(clock, out, unreadable);
+    // The sink opened a new file at the path: finish the old one (done above), follow the new.
+    if (path_exists && path_stat.st_ino != inode_) {
+      ::close(fd_);
+      fd_ = -1;
+      pending_.clear();
+      poll(clock, out, unreadable);
+    }
+  }
+
+ private:
+  void drain(const RunClock& clock, std::vector<HandlingRecord>& out, size_t& unreadable) {
+    char buffer[65536];
+    for (;;) {
+      const ssize_t n = ::read(fd_, buffer, sizeof buffer);
+      if (n <= 0) break;
+      pending_.append(buffer, static_cast<size_t>(n));
+    }
+    const double at = clock.now_ms();
+    size_t start = 0;
+    for (size_t nl; (nl = pending_.find('\n', start)) != std::string::npos; start = nl + 1) {
+      const std::string_view line(pending_.data() + start, nl - start);
+      if (line.empty()) continue;
+      auto record = nlohmann::json::parse(line, nullptr, false);
+      const int64_t id = record.is_object() ? id_of(record.value("data", "")) : -1;
+      if (id < 0) {
+        ++unreadable;
+        continue;
+      }
+      out.push_back(HandlingRecord{id, replica_, record.value("delivered", 0),
+                                   record.value("stream_seq", uint64_t{0}), at});
+    }
+    pending_.erase(0, start);
+  }
+
+  std::string path_;
+  int replica_;
+  int fd_ = -1;
+  ino_t inode_ = 0;
+  std::string pending_;
+};
+
+struct Replica {
+  int index = 0;
+  int health_port = 0;
+  std::string dir;       // <out>/replica-N
+  std::string sink_dir;  // <dir>/sink, swapped away during a sink outage
+  std::vector<std::unique_ptr<TcpProxy>> links;  // one per node
+  std::unique_ptr<DaemonProcess> process;
+  bool paused = false;
+};
+
+std::string replica_config(const Replica& r, const RunOptions& o) {
+  std::string servers;
+  for (const auto& link : r.links) {
+    if (!servers.empty()) servers += ", ";
+    servers += "\"nats://127.0.0.1:" + std::to_string(link->port()) + "\"";
+  }
+  auto ms = [](milliseconds d) { return "\"" + std::to_string(d.count()) + "ms\""; };
+  return "name = \"chaos\"\n"
+         "servers = [" +
+         servers +
+         "]\n"
+         "[health]\n"
+         "listen = \"127.0.0.1:" +
+         std::to_string(r.health_port) +
+         "\"\n"
+         "[[work]]\n"
+         "name = \"" +
+         kConsumer +
+         "\"\n"
+         "subject = \"" +
+         kSubject +
+         "\"\n"
+         "stream = \"" +
+         kStream +
+         "\"\n"
+         "ack_wait = " +
+         ms(o.ack_wait) + "\nheartbeat = " + ms(o.heartbeat) +
+         "\n"
+         "concurrency = 4\n"
+         "max_deliver = 5\n"
+         "dead_letter = \"" +
+         kDeadSubject +
+         "\"\n"
+         "sink = { type = \"file\", path = \"" +
+         r.sink_dir + "/out.jsonl\", fsync = \"batch\" }\n";
+}
+
+// Everything the run shares between the nemesis (main thread) and the recording threads.
+struct Recorder {
+  std::mutex mu;
+  std::vector<PublishRecord> publishes;
+  std::vector<HandlingRecord> handlings;
+  std::vector<ReadySample> readiness;
+  size_t unreadable = 0;
+};
+
+void publisher_loop(const RunOptions& o, const std::vector<std::string>& urls,
+                    const RunClock& clock, std::atomic<bool>& stop, Recorder& rec) {
+  // Its own connection with a short ping interval: a publisher stuck on a partitioned node moves
+  // to another within seconds, so publishing goes on while one node is cut off.
+  nats::ConnectOptions connect;
+  connect.servers = urls;
+  connect.name = "chaos-publisher";
+  connect.reconnect_wait_min = milliseconds(20);
+  connect.reconnect_wait_max = milliseconds(200);
+  connect.ping_interval = milliseconds(1'000);
+  auto connection = nats::Connection::open(connect, {});
+  if (!connection) throw std::runtime_error("publisher: " + connection.error().describe());
+  nats::JetStreamApi api(**connection, std::chrono::seconds(2));
+  const auto interval = std::chrono::microseconds(1'000'000 / std::max(1, o.publish_rate));
+  auto next = Clock::now();
+  for (int64_t id = 0; !stop; ++id) {
+    std::this_thread::sleep_until(next);
+    next += interval;
+    PublishRecord p;
+    p.id = id;
+    p.sent_ms = clock.now_ms();
+    // The same Nats-Msg-Id on every attempt: a retry of a publish whose ack was lost is not
+    // stored twice (the stream's duplicate window is 2 minutes).
+    const Headers headers{{"Nats-Msg-Id", {payload_of(id)}}};
+    const auto give_up = Clock::now() + std::chrono::seconds(30);
+    while (!stop || p.attempts == 0) {
+      ++p.attempts;
+      auto ack = api.publish(kSubject, payload_of(id), headers);
+      if (ack) {
+        p.acked = true;
+        p.seq = ack->seq;
+        p.ack_ms = clock.now_ms();
+        break;
+      }
+      p.error = ack.error().describe();
+      if (Clock::now() > give_up) break;
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    // A backlog after an outage is not published in a burst: pacing restarts from now.
+    next = std::max(next, Clock::now());
+    std::lock_guard lock(rec.mu);
+    rec.publishes.push_back(std::move(p));
+  }
+}
+
+void readiness_loop(int replica, int port, const RunClock& clock, std::atomic<bool>& stop,
+                    Recorder& rec) {
+  int last = -1;
+  while (!stop) {
+    int status = 0;
+    testing::http_get(port, "/readyz", &status, milliseconds(300));
+    const int ready = status == 200 ? 1 : 0;
+    if (ready != last) {
+      std::lock_guard lock(rec.mu);
+      rec.readiness.push_back(ReadySample{replica, clock.now_ms(), ready == 1});
+      last = ready;
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+}
+
+// Ids in the dead-letter stream from sequence `from` on; advances `from`.
+void read_dead_letters(BrokerClient& admin, uint64_t& from, std::set<int64_t>& ids) {
+  auto info = admin.api().stream_info(kDeadStream);
+  if (!info) return;
+  for (uint64_t seq = std::max(from, info->first_seq); seq <= info->last_seq; ++seq) {
+    auto message = admin.api().get_message(kDeadStream, seq);
+    if (!message) return;
+    const int64_t id = id_of(message->data);
+    if (id >= 0) ids.insert(id);
+    from = seq + 1;
+  }
+}
+
+class Nemesis {
+ public:
+  Nemesis(NatsCluster& cluster, std::vector<Replica>& replicas,
+          std::map<std::pair<int, int>, std::unique_ptr<TcpProxy>>& routes,
+          std::vector<std::unique_ptr<TcpProxy>>& publisher_links, BrokerClient& admin,
+          const RunClock& clock, const RunOptions& options)
+      : cluster_(cluster),
+        replicas_(replicas),
+        routes_(routes),
+        publisher_links_(publisher_links),
+        admin_(admin),
+        clock_(clock),
+        options_(options) {}
+
+  void begin(const ScheduledFault& f, FaultRecord& record) {
+    record.kind = fault_kind_name(f.kind);
+    record.start_ms = clock_.now_ms();
+    switch (f.kind) {
+      case FaultKind::replica_kill: {
+        auto& r = replicas_[static_cast<size_t>(f.target)];
+        record.target = "r" + std::to_string(r.index + 1);
+        if (r.paused) r.process->signal(SIGCONT);
+        r.paused = false;
+        r.process->signal(SIGKILL);
+        r.process->wait_exit(std::chrono::seconds(10));
+        break;
+      }
+      case FaultKind::replica_pause: {
+        auto& r = replicas_[static_cast<size_t>(f.target)];
+        record.target = "r" + std::to_string(r.index + 1);
+        r.process->signal(SIGSTOP);
+        r.paused = true;
+        break;
+      }
+      case FaultKind::replica_partition: {
+        auto& r = replicas_[static_cast<size_t>(f.target)];
+        record.target = "r" + std::to_string(r.index + 1);
+        for (auto& link : r.links) link->set_mode(LinkMode::blackhole);
+        break;
+      }
+      case FaultKind::sink_outage: {
+        auto& r = replicas_[static_cast<size_t>(f.target)];
+        record.target = "r" + std::to_string(r.index + 1);
+        // The sink's folder goes away and a plain file takes its path: the file sink notices
+        // its file moved, cannot open the path again, and must hold its work until it can.
+        fs::rename(r.sink_dir, r.sink_dir + ".away");
+        std::ofstream(r.sink_dir) << "not a directory\n";
+        break;
+      }
+      case FaultKind::node_kill:
+      case FaultKind::leader_kill: {
+        const int node = f.kind == FaultKind::leader_kill ? stream_leader(f.target) : f.target;
+        target_node_ = node;
+        record.target = cluster_.node(node).name();
+        if (f.kind == FaultKind::leader_kill) record.target += " (stream leader)";
+        cluster_.node(node).kill();
+        break;
+      }
+      case FaultKind::node_pause:
+        target_node_ = f.target;
+        record.target = cluster_.node(f.target).name();
+        cluster_.node(f.target).pause();
+        break;
+      case FaultKind::node_partition:
+        target_node_ = f.target;
+        record.target = cluster_.node(f.target).name();
+        set_node_links(f.target, LinkMode::blackhole, milliseconds(0));
+        break;
+      case FaultKind::link_delay:
+        target_node_ = f.target;
+        record.target = cluster_.node(f.target).name();
+        set_node_links(f.target, LinkMode::delay, options_.ack_wait / 20);
+        break;
+      case FaultKind::consumer_delete:
+        record.target = "consumer";
+        if (auto r = admin_.api().delete_consumer(kStream, kConsumer); !r)
+          record.target += " (delete failed: " + r.error().describe() + ")";
+        break;
+    }
+  }
+
+  void end(const ScheduledFault& f, FaultRecord& record) {
+    switch (f.kind) {
+      case FaultKind::replica_kill:
+        replicas_[static_cast<size_t>(f.target)].process->start();
+        break;
+      case FaultKind::replica_pause: {
+        auto& r = replicas_[static_cast<size_t>(f.target)];
+        r.process->signal(SIGCONT);
+        r.paused = false;
+        break;
+      }
+      case FaultKind::replica_partition:
+        for (auto& link : replicas_[static_cast<size_t>(f.target)].links)
+          link->set_mode(LinkMode::pass);
+        break;
+      case FaultKind::sink_outage: {
+        auto& r = replicas_[static_cast<size_t>(f.target)];
+        fs::remove(r.sink_dir);
+        fs::rename(r.sink_dir + ".away", r.sink_dir);
+        break;
+      }
+      case FaultKind::node_kill:
+      case FaultKind::leader_kill:
+        cluster_.node(target_node_).restart_without_waiting();
+        break;
+      case FaultKind::node_pause:
+        cluster_.node(target_node_).resume();
+        break;
+      case FaultKind::node_partition:
+      case FaultKind::link_delay:
+        set_node_links(target_node_, LinkMode::pass, milliseconds(0));
+        break;
+      case FaultKind::consumer_delete:
+        break;
+    }
+    record.end_ms = clock_.now_ms();
+  }
+
+ private:
+  int stream_leader(int fallback) {
+    auto info = admin_.api().stream_info(kStream);
+    if (info && !info->leader.empty()) {
+      for (int i = 0; i < cluster_.size(); ++i)
+        if (cluster_.node(i).name() == info->leader) return i;
+    }
+    return fallback;
+  }
+
+  // Every link that ends at `node`, and every route it dials or is dialled on.
+  void set_node_links(int node, LinkMode mode, milliseconds delay) {
+    for (auto& r : replicas_) r.links[static_cast<size_t>(node)]->set_mode(mode, delay);
+    publisher_links_[static_cast<size_t>(node)]->set_mode(mode, delay);
+    for (auto& [ends, proxy] : routes_)
+      if (ends.first == node || ends.second == node) proxy->set_mode(mode, delay);
+  }
+
+  NatsCluster& cluster_;
+  std::vector<Replica>& replicas_;
+  std::map<std::pair<int, int>, std::unique_ptr<TcpProxy>>& routes_;
+  std::vector<std::unique_ptr<TcpProxy>>& publisher_links_;
+  BrokerClient& admin_;
+  const RunClock& clock_;
+  const RunOptions& options_;
+  int target_node_ = 0;  // the broker lane has one fault at a time
+};
+
+void say(const RunClock& clock, const std::string& line) {
+  std::printf("[%7.1f s] %s\n", clock.now_ms() / 1000, line.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+CheckOptions check_options_for(milliseconds ack_wait, milliseconds heartbeat) {
+  CheckOptions options;
+  // A message handed to a replica that then stops waits ack_wait; its redelivery may land on a
+  // replica that is itself cut off, so twice that; a leader move adds the election and the
+  // replicas' notice of it (two missed heartbeats, then a lookup of heartbeat length).
+  options.stall_bound_ms = static_cast<double>((2 * ack_wait + kBrokerElection + 4 * heartbeat).count());
+  options.blame_window_ms = static_cast<double>((2 * ack_wait + kBrokerElection).count());
+  return options;
+}
+
+int run_chaos(const RunOptions& o) {
+  fs::create_directories(o.out_dir);
+  const RunClock setup_clock;
+  say(setup_clock, "seed " + std::to_string(o.seed) + ", " + std::to_string(o.length.count()) +
+                       " s, " + std::to_string(o.replicas) + " replicas, run folder " + o.out_dir);
+
+  ScheduleOptions schedule_options;
+  schedule_options.length = o.length;
+  schedule_options.ack_wait = o.ack_wait;
+  schedule_options.replicas = o.replicas;
+  schedule_options.nodes = 3;
+  const auto schedule = make_schedule(o.seed, schedule_options);
+  {
+    std::ofstream plan(o.out_dir + "/schedule.txt", std::ios::trunc);
+    for (const auto& f : schedule) plan << describe(f) << '\n';
+  }
+
+  // Routes through proxies: node i dials node j at routes[{i, j}].
+  std::map<std::pair<int, int>, std::unique_ptr<TcpProxy>> routes;
+  testing::NatsClusterOptions cluster_options;
+  cluster_options.size = 3;
+  cluster_options.no_advertise = true;
+  cluster_options.route_via = [&](int from, int to, int route_port) {
+    auto& proxy = routes[{from, to}];
+    proxy = std::make_unique<TcpProxy>(route_port);
+    return proxy->port();
+  };
+  std::unique_ptr<NatsCluster> cluster;
+  try {
+    cluster = std::make_unique<NatsCluster>(cluster_options);
+  } catch (const std::exception& e) {
+    std::printf("cannot start the cluster: %s\n", e.what());
+    return 2;
+  }
+  BrokerClient admin(cluster->urls());
+  admin.create_stream(kStream, {kSubject}, 3);
+  admin.create_stream(kDeadStream, {kDeadSubject}, 3);
+
+  std::vector<std::unique_ptr<TcpProxy>> publisher_links;
+  std::vector<std::string> publisher_urls;
+  for (int n = 0; n < 3; ++n) {
+    publisher_links.push_back(std::make_unique<TcpProxy>(cluster->node(n).port()));
+    publisher_urls.push_back("nats://127.0.0.1:" + std::to_string(publisher_links.back()->port()));
+  }
+
+  std::vector<Replica> replicas(static_cast<size_t>(o.replicas));
+  const auto health_ports = testing::free_loopback_ports(replicas.size());
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    auto& r = replicas[i];
+    r.index = static_cast<int>(i);
+    r.health_port = health_ports[i];
+    r.dir = o.out_dir + "/replica-" + std::to_string(i + 1);
+    r.sink_dir = r.dir + "/sink";
+    fs::create_directories(r.sink_dir);
+    for (int n = 0; n < 3; ++n)
+      r.links.push_back(std::make_unique<TcpProxy>(cluster->node(n).port()));
+    r.process = std::make_unique<DaemonProcess>(r.dir, "natsfleet", replica_config(r, o));
+  }
+  for (auto& r : replicas) r.process->start();
+  const bool all_ready = testing::wait_for(
+      [&] {
+        return std::all_of(replicas.begin(), replicas.end(),
+                           [](const Replica& r) { return testing::readyz(r.health_port) == 200; });
+      },
+      std::chrono::seconds(30), milliseconds(100));
+  if (!all_ready) {
+    std::printf("the replicas did not become ready within 30 s; see %s/replica-*/natsfleet.log\n",
+                o.out_dir.c_str());
+    return 2;
+  }
+
+  const RunClock clock;
+  say(clock, "fleet ready; publishing at " + std::to_string(o.publish_rate) +
+                 " msg/s, nemesis on (" + std::to_string(schedule.size()) + " faults planned)");
+  Recorder rec;
+  std::atomic<bool> stop_publishing{false};
+  std::atomic<bool> stop_recording{false};
+  std::thread publisher([&] {
+    try {
+      publisher_loop(o, publisher_urls, clock, stop_publishing, rec);
+    } catch (const std::exception& e) {
+      std::printf("publisher: %s\n", e.what());
+    }
+  });
+  std::vector<std::thread> probes;
+  for (const auto& r : replicas)
+    probes.emplace_back(readiness_loop, r.index, r.health_port, std::cref(clock),
+                        std::ref(stop_recording), std::ref(rec));
+  std::vector<std::unique_ptr<SinkObserver>> observers;
+  for (const auto& r : replicas)
+    observers.push_back(std::make_unique<SinkObserver>(r.sink_dir + "/out.jsonl", r.index));
+  auto observe = [&] {
+    std::vector<HandlingRecord> seen;
+    size_t unreadable = 0;
+    for (auto& observer : observers) observer->poll(clock, seen, unreadable);
+    std::lock_guard lock(rec.mu);
+    rec.handlings.insert(rec.handlings.end(), seen.begin(), seen.end());
+    rec.unreadable += unreadable;
+  };
+  std::thread observer([&] {
+    while (!stop_recording) {
+      observe();
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+  });
+
+  // The nemesis: every fault's start and end, in time order.
+  struct Event {
+    milliseconds at;
+    size_t fault;
+    bool start;
+  };
+  std::vector<Event> events;
+  for (size_t i = 0; i < schedule.size(); ++i) {
+    events.push_back({schedule[i].start, i, true});
+    events.push_back({schedule[i].start + schedule[i].duration, i, false});
+  }
+  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    return a.at < b.at || (a.at == b.at && !a.start && b.start);
+  });
+  std::vector<FaultRecord> faults(schedule.size());
+  std::vector<bool> begun(schedule.size(), false);
+  Nemesis nemesis(*cluster, replicas, routes, publisher_links, admin, clock, o);
+  const milliseconds length = o.length;
+  for (const auto& e : events) {
+    // Faults still open at the end of the run are healed below, at once.
+    if (e.at >= length && e.start) continue;
+    std::this_thread::sleep_until(clock.at(std::min(e.at, milliseconds(length))));
+    const auto& f = schedule[e.fault];
+    try {
+      if (e.start) {
+        nemesis.begin(f, faults[e.fault]);
+        begun[e.fault] = true;
+        say(clock, std::string("fault ") + faults[e.fault].kind + " " + faults[e.fault].target);
+      } else if (begun[e.fault]) {
+        nemesis.end(f, faults[e.fault]);
+        say(clock, std::string("healed ") + faults[e.fault].kind + " " + faults[e.fault].target);
+      }
+    } catch (const std::exception& ex) {
+      say(clock, std::string("nemesis: ") + ex.what());
+    }
+  }
+  stop_publishing = true;
+  publisher.join();
+  const double faults_end_ms = clock.now_ms();
+  say(clock, "faults over, publishing stopped; waiting for the fleet to drain");
+  // A node restarted at the very end must be back before the drain is judged.
+  try {
+    cluster->wait_ready();
+  } catch (const std::exception& e) {
+    say(clock, std::string("cluster not ready after the faults: ") + e.what());
+  }
+
+  // Drain: done when every acked message was handled or dead-lettered, or the bound passed.
+  std::set<int64_t> dead;
+  uint64_t dead_from = 1;
+  const auto options = check_options_for(o.ack_wait, o.heartbeat);
+  const auto drain_deadline =
+      Clock::now() + milliseconds(static_cast<int64_t>(options.stall_bound_ms)) +
+      std::chrono::seconds(30);
+  size_t outstanding = 0;
+  while (Clock::now() < drain_deadline) {
+    read_dead_letters(admin, dead_from, dead);
+    std::set<int64_t> handled;
+    {
+      std::lock_guard lock(rec.mu);
+      for (const auto& h : rec.handlings) handled.insert(h.id);
+      outstanding = 0;
+      for (const auto& p : rec.publishes)
+        if (p.acked && !handled.count(p.id) && !dead.count(p.id)) ++outstanding;
+    }
+    if (outstanding == 0) break;
+    std::this_thread::sleep_for(milliseconds(200));
+  }
+  say(clock, outstanding == 0 ? "drained"
+                              : "drain bound passed with " + std::to_string(outstanding) +
+                                    " acknowledged message(s) not handled");
+  // Let redeliveries still in flight land, so duplicates are counted whole.
+  std::this_thread::sleep_for(o.ack_wait);
+  for (auto& r : replicas) r.process->signal(SIGTERM);
+  for (auto& r : replicas) r.process->wait_exit(std::chrono::seconds(15));
+  stop_recording = true;
+  for (auto& t : probes) t.join();
+  observer.join();
+  observe();
+  read_dead_letters(admin, dead_from, dead);
+
+  History history;
+  history.seed = o.seed;
+  history.replicas = o.replicas;
+  history.ack_wait_ms = static_cast<double>(o.ack_wait.count());
+  history.faults_end_ms = faults_end_ms;
+  history.end_ms = clock.now_ms();
+  history.publishes = std::move(rec.publishes);
+  history.handlings = std::move(rec.handlings);
+  history.readiness = std::move(rec.readiness);
+  history.unreadable_lines = rec.unreadable;
+  history.dead_lettered.assign(dead.begin(), dead.end());
+  for (size_t i = 0; i < faults.size(); ++i)
+    if (begun[i]) history.faults.push_back(faults[i]);
+  write_history(o.out_dir, history);
+
+  const Verdict verdict = check(history, options);
+  const auto picture = write_timeline(o.out_dir, history, verdict);
+  auto summary = to_json(verdict);
+  summary["seed"] = o.seed;
+  summary["seconds"] = o.length.count();
+  summary["replicas"] = o.replicas;
+  summary["ack_wait_ms"] = o.ack_wait.count();
+  summary["heartbeat_ms"] = o.heartbeat.count();
+  std::ofstream(o.out_dir + "/summary.json", std::ios::trunc) << summary.dump(2) << '\n';
+  std::printf("\n%s", report(verdict).c_str());
+  std::printf("history, summary.json%s in %s\n",
+              picture.empty() ? " and timeline.png" : "", o.out_dir.c_str());
+  if (!picture.empty()) std::printf("no timeline picture: %s\n", picture.c_str());
+  std::printf("replay: natsfleet-chaos run --seed %llu --seconds %lld\n",
+              static_cast<unsigned long long>(o.seed), static_cast<long long>(o.length.count()));
+  return verdict.pass ? 0 : 1;
+}
+
+}  // namespace natsfleet::chaos

@@ -1,0 +1,38 @@
+// One chaos run: a 3-node nats-server cluster with an R3 stream, N `natsfleet run` replicas with
+// file sinks, each client reaching each node through its own TcpProxy, a publisher recording every
+// publish and ack, and the nemesis working through a seeded schedule. At the end every fault is
+// healed, the fleet drains, and the history is written to `out_dir` and checked.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "chaos/checker.h"
+
+namespace natsfleet::chaos {
+
+struct RunOptions {
+  uint64_t seed = 1;
+  std::chrono::seconds length{300};  // faults and publishing stop after this
+  int replicas = 3;
+  int publish_rate = 200;  // messages per second, paced (a publish waits for its ack)
+  std::chrono::milliseconds ack_wait{std::chrono::seconds(4)};
+  std::chrono::milliseconds heartbeat{std::chrono::seconds(1)};
+  std::string out_dir;      // created; history, summary.json, timeline.png, replica logs
+  std::string natsfleet;    // the natsfleet binary
+  std::string nats_server;  // the nats-server binary name or path
+};
+
+// The stall bound and the blame window, from ack_wait and the heartbeat: a message held by a
+// replica that stops may wait ack_wait before the broker hands it on, and a lost consumer or pull
+// is noticed after two missed heartbeats plus a lookup; a moved stream or consumer leader needs
+// the broker's own election (up to ~10 s, a nats-server constant) first.
+CheckOptions check_options_for(std::chrono::milliseconds ack_wait,
+                               std::chrono::milliseconds heartbeat);
+
+// Returns the exit code: 0 when the checker passed, 1 when it failed, 2 when the run could not be
+// set up. Prints progress and the report to stdout.
+int run_chaos(const RunOptions& options);
+
+}  // namespace natsfleet::chaos

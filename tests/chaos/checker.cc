@@ -1,0 +1,215 @@
+#include "chaos/checker.h"
+
+#include <algorithm>
+#include <sstream>
+#include <unordered_map>
+
+namespace natsfleet::chaos {
+namespace {
+
+struct Span {
+  double from = 0;
+  double to = 0;
+};
+
+// When at least one replica answered ready: each replica's samples hold until its next sample
+// (or the end of the run), and the spans of all replicas are merged.
+std::vector<Span> ready_spans(const History& h) {
+  std::vector<Span> spans;
+  std::map<int, std::vector<ReadySample>> by_replica;
+  for (const auto& s : h.readiness) by_replica[s.replica].push_back(s);
+  for (auto& [replica, samples] : by_replica) {
+    std::sort(samples.begin(), samples.end(),
+              [](const ReadySample& a, const ReadySample& b) { return a.at_ms < b.at_ms; });
+    for (size_t i = 0; i < samples.size(); ++i) {
+      if (!samples[i].ready) continue;
+      const double to = i + 1 < samples.size() ? samples[i + 1].at_ms : h.end_ms;
+      spans.push_back({samples[i].at_ms, to});
+    }
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.from < b.from; });
+  std::vector<Span> merged;
+  for (const auto& s : spans) {
+    if (!merged.empty() && s.from <= merged.back().to) {
+      merged.back().to = std::max(merged.back().to, s.to);
+    } else {
+      merged.push_back(s);
+    }
+  }
+  return merged;
+}
+
+// How much of [from, to] the spans cover.
+double covered(const std::vector<Span>& spans, double from, double to) {
+  double total = 0;
+  auto it = std::upper_bound(spans.begin(), spans.end(), from,
+                             [](double t, const Span& s) { return t < s.to; });
+  for (; it != spans.end() && it->from < to; ++it)
+    total += std::min(to, it->to) - std::max(from, it->from);
+  return total;
+}
+
+}  // namespace
+
+Verdict check(History h, const CheckOptions& options) {
+  Verdict v;
+  v.stall_bound_ms = options.stall_bound_ms;
+  v.unreadable_lines = h.unreadable_lines;
+  std::sort(h.handlings.begin(), h.handlings.end(),
+            [](const HandlingRecord& a, const HandlingRecord& b) { return a.at_ms < b.at_ms; });
+
+  std::unordered_map<int64_t, size_t> count;
+  for (const auto& r : h.handlings) ++count[r.id];
+  if (options.drop_one_record) {
+    auto victim = std::find_if(h.handlings.begin(), h.handlings.end(),
+                               [&](const HandlingRecord& r) { return count[r.id] == 1; });
+    if (victim != h.handlings.end()) {
+      v.self_test_dropped = victim->id;
+      count.erase(victim->id);
+      h.handlings.erase(victim);
+    }
+  }
+
+  std::unordered_map<int64_t, const PublishRecord*> published;
+  for (const auto& p : h.publishes) published[p.id] = &p;
+  std::unordered_map<int64_t, bool> dead;
+  for (int64_t id : h.dead_lettered) dead[id] = true;
+  v.dead_lettered = dead.size();
+  v.published = h.publishes.size();
+
+  for (const auto& f : h.faults) ++v.faults_by_kind[f.kind];
+
+  // First handling of each id, and every later one is a duplicate blamed on nearby faults.
+  std::unordered_map<int64_t, double> first;
+  for (const auto& r : h.handlings) {
+    if (!published.count(r.id)) {
+      ++v.unknown;
+      continue;
+    }
+    auto [it, inserted] = first.emplace(r.id, r.at_ms);
+    if (inserted) continue;
+    ++v.duplicates;
+    bool blamed = false;
+    for (const auto& f : h.faults) {
+      if (r.at_ms >= f.start_ms && r.at_ms <= f.end_ms + options.blame_window_ms) {
+        ++v.duplicates_by_fault[f.kind];
+        blamed = true;
+      }
+    }
+    if (!blamed) ++v.duplicates_by_fault["none"];
+  }
+  for (const auto& [id, n] : count)
+    if (n > 1 && published.count(id)) ++v.duplicated_messages;
+  v.handled = first.size();
+  v.duplicate_rate = v.handled ? static_cast<double>(v.duplicates) / static_cast<double>(v.handled) : 0;
+
+  const auto spans = ready_spans(h);
+  for (const auto& p : h.publishes) {
+    const auto handled = first.find(p.id);
+    if (!p.acked) {
+      if (handled != first.end()) ++v.handled_unacked;
+      continue;
+    }
+    ++v.acked;
+    if (handled == first.end()) {
+      if (dead.count(p.id)) continue;
+      ++v.lost;
+      if (v.lost_ids.size() < 20) v.lost_ids.push_back(p.id);
+      continue;
+    }
+    if (handled->second <= p.ack_ms) continue;
+    const double waited = covered(spans, p.ack_ms, handled->second);
+    if (waited > v.longest_stall_ms) {
+      v.longest_stall_ms = waited;
+      v.longest_stall_id = p.id;
+    }
+    if (waited > options.stall_bound_ms) ++v.stalls_over_bound;
+  }
+  v.pass = v.lost == 0 && v.unknown == 0 && v.stalls_over_bound == 0 && v.acked > 0;
+  return v;
+}
+
+std::string report(const Verdict& v) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(3);
+  out << "published " << v.published << ", acknowledged " << v.acked << ", handled " << v.handled
+      << " (" << v.handled_unacked << " of them unacknowledged publishes)\n";
+  out << "lost " << v.lost;
+  if (!v.lost_ids.empty()) {
+    out << " (ids";
+    for (auto id : v.lost_ids) out << ' ' << id;
+    out << (v.lost > v.lost_ids.size() ? " ..." : "") << ")";
+  }
+  out << "\n";
+  out << "duplicates " << v.duplicates << " (" << v.duplicated_messages << " messages, rate "
+      << v.duplicate_rate * 100 << " %)";
+  if (!v.duplicates_by_fault.empty()) {
+    out << " by fault:";
+    for (const auto& [kind, n] : v.duplicates_by_fault) out << ' ' << kind << '=' << n;
+  }
+  out << "\n";
+  out << "dead-lettered " << v.dead_lettered << "\n";
+  out.precision(0);
+  out << "longest stall " << v.longest_stall_ms << " ms (message " << v.longest_stall_id
+      << "), bound " << v.stall_bound_ms << " ms, over bound " << v.stalls_over_bound << "\n";
+  out << "faults";
+  size_t total = 0;
+  for (const auto& [kind, n] : v.faults_by_kind) {
+    out << ' ' << kind << '=' << n;
+    total += n;
+  }
+  out << " (" << total << " in all)\n";
+  if (v.unknown) out << "records of unpublished messages " << v.unknown << "\n";
+  if (v.unreadable_lines) out << "unreadable sink lines " << v.unreadable_lines << "\n";
+  if (v.self_test_dropped >= 0)
+    out << "self-test: the record of message " << v.self_test_dropped << " was dropped\n";
+  out << (v.pass ? "PASS" : "FAIL") << "\n";
+  return out.str();
+}
+
+nlohmann::json to_json(const Verdict& v) {
+  return nlohmann::json{{"published", v.published},
+                        {"acknowledged", v.acked},
+                        {"handled", v.handled},
+                        {"handled_unacknowledged", v.handled_unacked},
+                        {"lost", v.lost},
+                        {"lost_ids", v.lost_ids},
+                        {"unknown_records", v.unknown},
+                        {"dead_lettered", v.dead_lettered},
+                        {"duplicates", v.duplicates},
+                        {"duplicated_messages", v.duplicated_messages},
+                        {"duplicate_rate", v.duplicate_rate},
+                        {"duplicates_by_fault", v.duplicates_by_fault},
+                        {"faults_by_kind", v.faults_by_kind},
+                        {"longest_stall_ms", v.longest_stall_ms},
+                        {"longest_stall_id", v.longest_stall_id},
+                        {"stalls_over_bound", v.stalls_over_bound},
+                        {"stall_bound_ms", v.stall_bound_ms},
+                        {"unreadable_sink_lines", v.unreadable_lines},
+                        {"self_test_dropped", v.self_test_dropped},
+                        {"pass", v.pass}};
+}
+
+std::vector<Second> per_second(const History& h) {
+  std::vector<Second> out(static_cast<size_t>(h.end_ms / 1000) + 1);
+  auto bin = [&](double ms) {
+    return std::min(out.size() - 1, static_cast<size_t>(std::max(0.0, ms) / 1000));
+  };
+  for (const auto& p : h.publishes)
+    if (p.acked) ++out[bin(p.ack_ms)].acked;
+  std::vector<HandlingRecord> sorted = h.handlings;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const HandlingRecord& a, const HandlingRecord& b) { return a.at_ms < b.at_ms; });
+  std::unordered_map<int64_t, bool> seen;
+  for (const auto& r : sorted) {
+    if (seen.emplace(r.id, true).second) {
+      ++out[bin(r.at_ms)].handled;
+    } else {
+      ++out[bin(r.at_ms)].duplicates;
+    }
+  }
+  return out;
+}
+
+}  // namespace natsfleet::chaos

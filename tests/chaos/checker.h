@@ -1,0 +1,66 @@
+// Judges a chaos run's history: what the broker acknowledged must have been handled (or set
+// aside as a dead letter), duplicates are counted and blamed on the faults around them, and no
+// message may wait longer than the stall bound while some replica was ready to take it.
+//
+//   Verdict v = check(read_history(dir), CheckOptions{...});
+//   std::cout << report(v);  return v.pass ? 0 : 1;
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "chaos/history.h"
+
+namespace natsfleet::chaos {
+
+struct CheckOptions {
+  // The longest a message may wait, counting only time when at least one replica was ready.
+  double stall_bound_ms = 0;
+  // A duplicate handled within this long after a fault ended (or during it) is blamed on it.
+  double blame_window_ms = 0;
+  // Self-test: before checking, forget one record of a message handled exactly once, as a sink
+  // that acked without writing would. A checker that then does not report it lost is broken.
+  bool drop_one_record = false;
+};
+
+struct Verdict {
+  size_t published = 0;  // publish calls made
+  size_t acked = 0;      // acknowledged by the stream
+  size_t handled = 0;    // distinct messages in some sink file
+  size_t handled_unacked = 0;  // handled although the publisher never saw the ack
+  size_t lost = 0;             // acked, never handled, not dead-lettered
+  std::vector<int64_t> lost_ids;  // the first few
+  size_t unknown = 0;             // records of ids nobody published: must be 0
+  size_t dead_lettered = 0;
+  size_t duplicates = 0;            // handlings beyond the first
+  size_t duplicated_messages = 0;   // messages handled more than once
+  double duplicate_rate = 0;        // duplicates / handled
+  std::map<std::string, size_t> duplicates_by_fault;  // "none" when no fault was near
+  std::map<std::string, size_t> faults_by_kind;
+  double longest_stall_ms = 0;
+  int64_t longest_stall_id = -1;
+  size_t stalls_over_bound = 0;
+  double stall_bound_ms = 0;
+  int64_t self_test_dropped = -1;  // the id whose record the self-test removed
+  size_t unreadable_lines = 0;
+  bool pass = false;
+};
+
+Verdict check(History history, const CheckOptions& options);
+
+// The lines a person reads at the end of a run.
+std::string report(const Verdict& verdict);
+nlohmann::json to_json(const Verdict& verdict);
+
+// Per second of the run: messages acked, first handlings, duplicates (for the timeline).
+struct Second {
+  size_t acked = 0;
+  size_t handled = 0;
+  size_t duplicates = 0;
+};
+std::vector<Second> per_second(const History& history);
+
+}  // namespace natsfleet::chaos

@@ -1,0 +1,63 @@
+// What a chaos run saw, as the checker reads it: every publish and whether the broker acked it,
+// every record a sink wrote (observed as it appeared in the file), every fault with its span, and
+// every replica's readiness over time. Times are milliseconds from the start of the run.
+// Stored as JSON lines in the run's folder so a run can be checked again (`natsfleet-chaos check`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace natsfleet::chaos {
+
+struct PublishRecord {
+  int64_t id = 0;
+  double sent_ms = 0;
+  bool acked = false;
+  uint64_t seq = 0;  // stream sequence from the ack
+  double ack_ms = 0;
+  int attempts = 0;
+  std::string error;  // the last failure when not acked
+};
+
+struct HandlingRecord {
+  int64_t id = 0;
+  int replica = 0;
+  int delivered = 0;  // the delivery count the sink record carries
+  uint64_t seq = 0;
+  double at_ms = 0;  // when the record was seen in the sink file
+};
+
+struct FaultRecord {
+  std::string kind;    // fault_kind_name()
+  std::string target;  // "r2", "n1", "consumer"
+  double start_ms = 0;
+  double end_ms = 0;
+};
+
+struct ReadySample {
+  int replica = 0;
+  double at_ms = 0;
+  bool ready = false;
+};
+
+struct History {
+  uint64_t seed = 0;
+  int replicas = 0;
+  double ack_wait_ms = 0;
+  double faults_end_ms = 0;  // the nemesis stopped and healed everything here
+  double end_ms = 0;
+  std::vector<PublishRecord> publishes;
+  std::vector<HandlingRecord> handlings;
+  std::vector<FaultRecord> faults;
+  std::vector<ReadySample> readiness;
+  std::vector<int64_t> dead_lettered;  // ids found in the dead-letter stream
+  size_t unreadable_lines = 0;         // sink lines that were not a record (torn by a kill)
+};
+
+// Files: run.json, publishes.jsonl, handled.jsonl, faults.jsonl, readiness.jsonl,
+// dead_letters.jsonl. Throws std::runtime_error when a file cannot be written or read.
+void write_history(const std::string& dir, const History& history);
+History read_history(const std::string& dir);
+
+}  // namespace natsfleet::chaos
