@@ -132,8 +132,8 @@ class SinkObserver {
 struct Replica {
   int index = 0;
   int health_port = 0;
-  std::string dir;       // <out>/replica-N
-  std::string sink_dir;  // <dir>/sink, swapped away during a sink outage
+  std::string dir;                               // <out>/replica-N
+  std::string sink_dir;                          // <dir>/sink, swapped away during a sink outage
   std::vector<std::unique_ptr<TcpProxy>> links;  // one per node
   std::unique_ptr<DaemonProcess> process;
   bool paused = false;
@@ -418,7 +418,8 @@ CheckOptions check_options_for(milliseconds ack_wait, milliseconds heartbeat) {
   // A message handed to a replica that then stops waits ack_wait; its redelivery may land on a
   // replica that is itself cut off, so twice that; a leader move adds the election and the
   // replicas' notice of it (two missed heartbeats, then a lookup of heartbeat length).
-  options.stall_bound_ms = static_cast<double>((2 * ack_wait + kBrokerElection + 4 * heartbeat).count());
+  options.stall_bound_ms =
+      static_cast<double>((2 * ack_wait + kBrokerElection + 4 * heartbeat).count());
   options.blame_window_ms = static_cast<double>((2 * ack_wait + kBrokerElection).count());
   return options;
 }
@@ -580,9 +581,9 @@ int run_chaos(const RunOptions& o) {
   std::set<int64_t> dead;
   uint64_t dead_from = 1;
   const auto options = check_options_for(o.ack_wait, o.heartbeat);
-  const auto drain_deadline =
-      Clock::now() + milliseconds(static_cast<int64_t>(options.stall_bound_ms)) +
-      std::chrono::seconds(30);
+  const auto drain_deadline = Clock::now() +
+                              milliseconds(static_cast<int64_t>(options.stall_bound_ms)) +
+                              std::chrono::seconds(30);
   size_t outstanding = 0;
   while (Clock::now() < drain_deadline) {
     read_dead_letters(admin, dead_from, dead);
@@ -635,8 +636,8 @@ int run_chaos(const RunOptions& o) {
   summary["heartbeat_ms"] = o.heartbeat.count();
   std::ofstream(o.out_dir + "/summary.json", std::ios::trunc) << summary.dump(2) << '\n';
   std::printf("\n%s", report(verdict).c_str());
-  std::printf("history, summary.json%s in %s\n",
-              picture.empty() ? " and timeline.png" : "", o.out_dir.c_str());
+  std::printf("history, summary.json%s in %s\n", picture.empty() ? " and timeline.png" : "",
+              o.out_dir.c_str());
   if (!picture.empty()) std::printf("no timeline picture: %s\n", picture.c_str());
   std::printf("replay: natsfleet-chaos run --seed %llu --seconds %lld\n",
               static_cast<unsigned long long>(o.seed), static_cast<long long>(o.length.count()));

@@ -1,6 +1,7 @@
 #include "chaos/checker.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <unordered_map>
 
@@ -27,7 +28,8 @@ std::vector<Span> ready_spans(const History& h) {
       spans.push_back({samples[i].at_ms, to});
     }
   }
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.from < b.from; });
+  std::sort(spans.begin(), spans.end(),
+            [](const Span& a, const Span& b) { return a.from < b.from; });
   std::vector<Span> merged;
   for (const auto& s : spans) {
     if (!merged.empty() && s.from <= merged.back().to) {
@@ -89,19 +91,25 @@ Verdict check(History h, const CheckOptions& options) {
     auto [it, inserted] = first.emplace(r.id, r.at_ms);
     if (inserted) continue;
     ++v.duplicates;
-    bool blamed = false;
+    // Faults overlap; a duplicate is blamed on one: of those in force or recently ended, the one
+    // whose end is nearest (a replica resuming, a link healing, a node coming back).
+    const FaultRecord* blamed = nullptr;
+    double nearest = 0;
     for (const auto& f : h.faults) {
-      if (r.at_ms >= f.start_ms && r.at_ms <= f.end_ms + options.blame_window_ms) {
-        ++v.duplicates_by_fault[f.kind];
-        blamed = true;
+      if (r.at_ms < f.start_ms || r.at_ms > f.end_ms + options.blame_window_ms) continue;
+      const double distance = std::abs(r.at_ms - f.end_ms);
+      if (!blamed || distance < nearest) {
+        blamed = &f;
+        nearest = distance;
       }
     }
-    if (!blamed) ++v.duplicates_by_fault["none"];
+    ++v.duplicates_by_fault[blamed ? blamed->kind : "none"];
   }
   for (const auto& [id, n] : count)
     if (n > 1 && published.count(id)) ++v.duplicated_messages;
   v.handled = first.size();
-  v.duplicate_rate = v.handled ? static_cast<double>(v.duplicates) / static_cast<double>(v.handled) : 0;
+  v.duplicate_rate =
+      v.handled ? static_cast<double>(v.duplicates) / static_cast<double>(v.handled) : 0;
 
   const auto spans = ready_spans(h);
   for (const auto& p : h.publishes) {
@@ -147,6 +155,7 @@ std::string report(const Verdict& v) {
   if (!v.duplicates_by_fault.empty()) {
     out << " by fault:";
     for (const auto& [kind, n] : v.duplicates_by_fault) out << ' ' << kind << '=' << n;
+    out << " (each blamed on the fault whose end is nearest)";
   }
   out << "\n";
   out << "dead-lettered " << v.dead_lettered << "\n";

@@ -19,7 +19,8 @@ namespace natsfleet::chaos {
 struct CheckOptions {
   // The longest a message may wait, counting only time when at least one replica was ready.
   double stall_bound_ms = 0;
-  // A duplicate handled within this long after a fault ended (or during it) is blamed on it.
+  // A duplicate handled during a fault or within this long after it ended is blamed on it (on
+  // the one whose end is nearest, when several are).
   double blame_window_ms = 0;
   // Self-test: before checking, forget one record of a message handled exactly once, as a sink
   // that acked without writing would. A checker that then does not report it lost is broken.
@@ -27,17 +28,17 @@ struct CheckOptions {
 };
 
 struct Verdict {
-  size_t published = 0;  // publish calls made
-  size_t acked = 0;      // acknowledged by the stream
-  size_t handled = 0;    // distinct messages in some sink file
-  size_t handled_unacked = 0;  // handled although the publisher never saw the ack
-  size_t lost = 0;             // acked, never handled, not dead-lettered
+  size_t published = 0;           // publish calls made
+  size_t acked = 0;               // acknowledged by the stream
+  size_t handled = 0;             // distinct messages in some sink file
+  size_t handled_unacked = 0;     // handled although the publisher never saw the ack
+  size_t lost = 0;                // acked, never handled, not dead-lettered
   std::vector<int64_t> lost_ids;  // the first few
   size_t unknown = 0;             // records of ids nobody published: must be 0
   size_t dead_lettered = 0;
-  size_t duplicates = 0;            // handlings beyond the first
-  size_t duplicated_messages = 0;   // messages handled more than once
-  double duplicate_rate = 0;        // duplicates / handled
+  size_t duplicates = 0;                              // handlings beyond the first
+  size_t duplicated_messages = 0;                     // messages handled more than once
+  double duplicate_rate = 0;                          // duplicates / handled
   std::map<std::string, size_t> duplicates_by_fault;  // "none" when no fault was near
   std::map<std::string, size_t> faults_by_kind;
   double longest_stall_ms = 0;

@@ -77,11 +77,22 @@ TEST(Checker, DuplicatesAreCountedAndBlamedOnTheFaultAroundThem) {
   EXPECT_TRUE(v.pass);  // duplicates are allowed; they are reported
 }
 
+TEST(Checker, OverlappingFaultsBlameTheOneThatJustEnded) {
+  auto h = three_messages();
+  h.faults.push_back(FaultRecord{"node-kill", "n1", 500, 4'000});
+  h.faults.push_back(FaultRecord{"replica-pause", "r1", 1'000, 2'000});
+  for (int64_t id = 0; id < 3; ++id) h.handlings.push_back({id, 0, 1, uint64_t(id + 1), 300});
+  h.handlings.push_back({0, 1, 2, 1, 2'100});
+  const auto v = check(h, options());
+  EXPECT_EQ(v.duplicates_by_fault.size(), 1u);
+  EXPECT_EQ(v.duplicates_by_fault.at("replica-pause"), 1u);
+}
+
 TEST(Checker, StallCountsOnlyTimeWhenSomeReplicaWasReady) {
   auto h = three_messages();
   // Both replicas down from 1 s to 6 s: message 0 waits 7.995 s, of which 2.995 s ready.
-  h.readiness = {{0, 0, true}, {1, 0, true}, {0, 1'000, false}, {1, 1'000, false},
-                 {1, 6'000, true}};
+  h.readiness = {
+      {0, 0, true}, {1, 0, true}, {0, 1'000, false}, {1, 1'000, false}, {1, 6'000, true}};
   h.handlings.push_back({0, 1, 1, 1, 8'000});
   h.handlings.push_back({1, 1, 1, 2, 300});
   h.handlings.push_back({2, 1, 1, 3, 300});

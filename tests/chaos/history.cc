@@ -68,8 +68,9 @@ void write_history(const std::string& dir, const History& h) {
   write_lines(dir + "/readiness.jsonl", h.readiness, [](const ReadySample& s) {
     return json{{"replica", s.replica}, {"at_ms", s.at_ms}, {"ready", s.ready}};
   });
-  write_lines(dir + "/dead_letters.jsonl", h.dead_lettered,
-              [](int64_t id) { return json{{"id", id}}; });
+  write_lines(dir + "/dead_letters.jsonl", h.dead_lettered, [](int64_t id) {
+    return json{{"id", id}};
+  });
 }
 
 History read_history(const std::string& dir) {

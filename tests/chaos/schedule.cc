@@ -13,8 +13,8 @@ using std::chrono::milliseconds;
 // gives the same schedule with any standard library.
 milliseconds between(std::mt19937_64& random, milliseconds ack_wait, double lo, double hi) {
   const double unit = static_cast<double>(random() >> 11) / 9007199254740992.0;  // [0, 1)
-  return milliseconds(static_cast<int64_t>((lo + (hi - lo) * unit) *
-                                           static_cast<double>(ack_wait.count())));
+  return milliseconds(
+      static_cast<int64_t>((lo + (hi - lo) * unit) * static_cast<double>(ack_wait.count())));
 }
 
 int pick(std::mt19937_64& random, int n) { return static_cast<int>(random() % uint64_t(n)); }
@@ -158,8 +158,8 @@ std::string describe(const ScheduledFault& fault) {
     target = "r" + std::to_string(fault.target + 1);
   }
   return std::string(fault_kind_name(fault.kind)) + " " + target + " at " +
-         std::to_string(fault.start.count()) + " ms for " +
-         std::to_string(fault.duration.count()) + " ms";
+         std::to_string(fault.start.count()) + " ms for " + std::to_string(fault.duration.count()) +
+         " ms";
 }
 
 }  // namespace natsfleet::chaos

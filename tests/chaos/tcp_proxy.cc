@@ -44,8 +44,8 @@ struct Chunk {
 struct Direction {
   std::deque<Chunk> held;
   size_t held_bytes = 0;
-  bool eof = false;       // the sender closed its side
-  bool shut = false;      // ... and that close was passed on
+  bool eof = false;   // the sender closed its side
+  bool shut = false;  // ... and that close was passed on
 };
 
 struct Link {
@@ -77,8 +77,8 @@ bool read_into(int from, Direction& dir, Clock::time_point release) {
 bool write_from(int to, Direction& dir, Clock::time_point now, std::atomic<uint64_t>& counter) {
   while (!dir.held.empty() && dir.held.front().release <= now) {
     Chunk& chunk = dir.held.front();
-    const ssize_t n = ::send(to, chunk.bytes.data() + chunk.sent, chunk.bytes.size() - chunk.sent,
-                             MSG_NOSIGNAL);
+    const ssize_t n =
+        ::send(to, chunk.bytes.data() + chunk.sent, chunk.bytes.size() - chunk.sent, MSG_NOSIGNAL);
     if (n < 0) return errno == EAGAIN || errno == EINTR;
     chunk.sent += static_cast<size_t>(n);
     dir.held_bytes -= static_cast<size_t>(n);
@@ -212,8 +212,8 @@ void TcpProxy::run() {
     if (stopping_) break;
 
     const auto after = Clock::now();
-    const auto release = after + std::chrono::milliseconds(
-                                     mode_.load() == LinkMode::delay ? delay_ms_.load() : 0);
+    const auto release =
+        after + std::chrono::milliseconds(mode_.load() == LinkMode::delay ? delay_ms_.load() : 0);
     size_t slot = 2;
     for (auto& link : links) {
       const short client_revents = fds[slot].revents;

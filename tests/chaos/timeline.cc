@@ -13,11 +13,11 @@ namespace {
 
 const char* colour_of(const std::string& kind) {
   static const std::map<std::string, const char*> colours = {
-      {"replica-kill", "#d62728"},    {"replica-pause", "#ff7f0e"},
+      {"replica-kill", "#d62728"},      {"replica-pause", "#ff7f0e"},
       {"replica-partition", "#9467bd"}, {"sink-outage", "#8c564b"},
-      {"node-kill", "#1f77b4"},        {"leader-kill", "#17becf"},
-      {"node-pause", "#2ca02c"},       {"node-partition", "#e377c2"},
-      {"link-delay", "#bcbd22"},       {"consumer-delete", "#7f7f7f"}};
+      {"node-kill", "#1f77b4"},         {"leader-kill", "#17becf"},
+      {"node-pause", "#2ca02c"},        {"node-partition", "#e377c2"},
+      {"link-delay", "#bcbd22"},        {"consumer-delete", "#7f7f7f"}};
   auto it = colours.find(kind);
   return it == colours.end() ? "#000000" : it->second;
 }
@@ -41,10 +41,10 @@ std::string write_timeline(const std::string& dir, const History& h, const Verdi
   std::ofstream gp(dir + "/timeline.gp", std::ios::trunc);
   gp << "set terminal pngcairo size 1600,640 font 'sans,10'\n"
      << "set output '" << dir << "/timeline.png'\n"
-     << "set title 'natsfleet chaos, seed " << h.seed << ", " << h.replicas
-     << " replicas: acked " << v.acked << ", lost " << v.lost << ", duplicates " << v.duplicates
-     << ", dead-lettered " << v.dead_lettered << ", longest stall "
-     << static_cast<long>(v.longest_stall_ms) << " ms, " << (v.pass ? "PASS" : "FAIL") << "'\n"
+     << "set title 'natsfleet chaos, seed " << h.seed << ", " << h.replicas << " replicas: acked "
+     << v.acked << ", lost " << v.lost << ", duplicates " << v.duplicates << ", dead-lettered "
+     << v.dead_lettered << ", longest stall " << static_cast<long>(v.longest_stall_ms) << " ms, "
+     << (v.pass ? "PASS" : "FAIL") << "'\n"
      << "set xlabel 'seconds from start'\nset ylabel 'messages per second'\n"
      << "set y2label 'duplicates per second'\nset ytics nomirror\nset y2tics\n"
      << "set yrange [0:*]\nset y2range [0:*]\nset offsets 0,0,graph 0.35,0\n"
