@@ -35,6 +35,10 @@ class Intake {
   // While the downstream is down: take in hardly anything more (a pull keeps room for one
   // spare message to probe with; a push leaves its deliver group). false resumes as before.
   virtual void hold_back(bool on) = 0;
+  // Gaps (this process paused, its link cut) after which deliveries were skipped as stale, and
+  // how many were skipped (see PullEngine); an intake that cannot tell reports none.
+  virtual uint64_t gaps() const { return 0; }
+  virtual uint64_t stale_dropped() const { return 0; }
 };
 
 }  // namespace natsfleet::consume

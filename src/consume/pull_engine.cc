@@ -17,24 +17,53 @@ PullEngine::PullEngine(nats::Connection& connection, Options options, Deliver de
       deliver_(std::move(deliver)),
       signal_(std::move(signal)),
       pull_subject_("$JS.API.CONSUMER.MSG.NEXT." + options_.stream + "." + options_.consumer),
-      window_(options_.batch) {}
+      window_(options_.batch),
+      gap_after_(options_.ack_wait.count() > 0
+                     ? std::max(options_.ack_wait / 2, options_.heartbeat * 3)
+                     : std::chrono::milliseconds(0)) {}
 
 PullEngine::~PullEngine() { stop(); }
 
 Result<void> PullEngine::start() {
-  inbox_ = connection_.new_inbox();
-  auto sub = connection_.subscribe(inbox_, "",
-                                   [this](nats::InboundMessage&& m) { on_message(std::move(m)); });
-  if (!sub) return sub.error();
   {
     std::lock_guard lock(mu_);
-    subscription_ = std::move(sub.value());
     running_ = true;
     requested_ = 0;
     buffered_ = 0;
-    last_activity_ = Clock::now();
+  }
+  if (auto subscribed = subscribe_inbox(); !subscribed) {
+    std::lock_guard lock(mu_);
+    running_ = false;
+    return subscribed.error();
   }
   refill();
+  return {};
+}
+
+Result<void> PullEngine::subscribe_inbox() {
+  const std::string inbox = connection_.new_inbox();
+  uint64_t generation = 0;
+  {
+    std::lock_guard lock(mu_);
+    generation = generation_ + 1;
+  }
+  auto sub = connection_.subscribe(inbox, "", [this, generation](nats::InboundMessage&& m) {
+    on_message(std::move(m), generation);
+  });
+  if (!sub) return sub.error();
+  std::unique_ptr<nats::Subscription> old;
+  {
+    std::lock_guard lock(mu_);
+    if (!running_) return {};
+    generation_ = generation;
+    inbox_ = inbox;
+    old = std::move(subscription_);
+    subscription_ = std::move(sub.value());
+    new_inbox_due_ = false;
+    requested_ = 0;
+    last_activity_ = Clock::now();
+  }
+  old.reset();  // outside the lock: it waits for a running delivery, which takes the lock
   return {};
 }
 
@@ -58,11 +87,22 @@ int64_t PullEngine::outstanding() const {
   return requested_;
 }
 
-void PullEngine::on_message(nats::InboundMessage&& msg) {
+void PullEngine::on_message(nats::InboundMessage&& msg, uint64_t generation) {
+  {
+    std::lock_guard lock(mu_);
+    if (!running_) return;
+    if (generation != generation_ || new_inbox_due_) {
+      if (msg.status == 0) ++stale_dropped_;
+      return;
+    }
+    if (gap_locked(Clock::now())) {
+      if (msg.status == 0) ++stale_dropped_;
+      return;
+    }
+  }
   if (msg.status == 0) {
     {
       std::lock_guard lock(mu_);
-      if (!running_) return;
       last_activity_ = Clock::now();
       if (requested_ > 0) --requested_;
       ++buffered_;
@@ -103,16 +143,36 @@ void PullEngine::message_done() {
   refill();
 }
 
+bool PullEngine::gap_locked(Clock::time_point now) {
+  if (gap_after_.count() <= 0 || requested_ == 0 || now - last_activity_ < gap_after_) return false;
+  ++gaps_;
+  new_inbox_due_ = true;
+  requested_ = 0;
+  return true;
+}
+
 void PullEngine::restart_pulls() {
+  bool resubscribe = false;
   {
     std::lock_guard lock(mu_);
+    // Restarting after a silence long enough to be a gap: what the old requests still bring
+    // may be stale, so they get no listener.
+    resubscribe = gap_locked(Clock::now()) || new_inbox_due_;
     requested_ = 0;
     last_activity_ = Clock::now();
   }
+  if (resubscribe) (void)subscribe_inbox();
   refill();
 }
 
 void PullEngine::tick() {
+  bool resubscribe = false;
+  {
+    std::lock_guard lock(mu_);
+    resubscribe = running_ && (gap_locked(Clock::now()) || new_inbox_due_);
+  }
+  // A failure leaves new_inbox_due_ set: the next tick tries again.
+  if (resubscribe) (void)subscribe_inbox();
   {
     std::lock_guard lock(mu_);
     // Every request was sent at or before last_pull_, so all have expired by now: any that did
@@ -160,6 +220,16 @@ uint64_t PullEngine::pulls_sent() const {
   return pulls_sent_;
 }
 
+uint64_t PullEngine::gaps() const {
+  std::lock_guard lock(mu_);
+  return gaps_;
+}
+
+uint64_t PullEngine::stale_dropped() const {
+  std::lock_guard lock(mu_);
+  return stale_dropped_;
+}
+
 std::string PullEngine::pull_body(int64_t batch) const {
   using std::chrono::nanoseconds;
   nlohmann::json body = {
@@ -172,9 +242,10 @@ std::string PullEngine::pull_body(int64_t batch) const {
 
 void PullEngine::refill() {
   int64_t want = 0;
+  std::string reply;
   {
     std::lock_guard lock(mu_);
-    if (!running_ || !pulling_) return;
+    if (!running_ || !pulling_ || new_inbox_due_) return;
     const int64_t in_hand = requested_ + buffered_;
     // Pipelining: ask again once half the window is free, so the next batch is in flight while
     // the current one is handled.
@@ -185,9 +256,10 @@ void PullEngine::refill() {
     requested_ += want;
     last_pull_ = Clock::now();
     ++pulls_sent_;
+    reply = inbox_;
   }
   // A failed publish (connection closing) is recovered by tick()/restart_pulls().
-  (void)connection_.publish(pull_subject_, pull_body(want), inbox_);
+  (void)connection_.publish(pull_subject_, pull_body(want), reply);
 }
 
 }  // namespace natsfleet::consume

@@ -2,6 +2,13 @@
 // idle heartbeats, re-pulled before the buffer runs dry and re-issued after anything that may
 // have dropped the waiting requests (a reconnect, a new leader, a silent expiry).
 //
+// A gap: with requests outstanding, nothing (no message, no heartbeat) arrived for half of
+// ack_wait (at least three heartbeats), because this process was paused or its link was cut.
+// What arrives after a gap may have been sent before it, and the broker has likely handed it to
+// another replica since. So the message that shows the gap is not delivered, the inbox is
+// replaced (nats.c drops whatever else is still queued for the old one, unseen), and pulls start
+// afresh on the new inbox; the broker's redelivery decides who handles what was skipped.
+//
 // Thread use: messages arrive on nats.c's subscription thread; message_done() is called from
 // handler threads; tick() and restart_pulls() from the owner's supervisor thread.
 #pragma once
@@ -27,6 +34,8 @@ class PullEngine final : public Intake {
     int batch = 64;  // at most this many messages requested or buffered at once
     std::chrono::milliseconds expires{30000};
     std::chrono::milliseconds heartbeat{5000};
+    // The consumer's ack_wait, for the gap rule above; 0: no gap is ever called.
+    std::chrono::milliseconds ack_wait{0};
   };
   // An ordinary message (to hand to a handler; call message_done() when it is finished).
   using Deliver = std::function<void(nats::InboundMessage&&)>;
@@ -62,9 +71,18 @@ class PullEngine final : public Intake {
   void hold_back(bool on) override;
   int window() const;
   uint64_t pulls_sent() const;
+  // Gaps seen, and messages not delivered because they came after one or on an old inbox.
+  uint64_t gaps() const override;
+  uint64_t stale_dropped() const override;
+  // How long a silence must last to be a gap (0: never).
+  std::chrono::milliseconds gap_after() const { return gap_after_; }
 
  private:
-  void on_message(nats::InboundMessage&& msg);
+  void on_message(nats::InboundMessage&& msg, uint64_t generation);
+  // A gap (see above) as of `now`: marks the inbox for replacement and forgets the requests.
+  bool gap_locked(Clock::time_point now);
+  // Subscribes a fresh inbox (the generation after a gap) and drops the old subscription.
+  Result<void> subscribe_inbox();
   // Computes under the lock how much to ask for; sends outside it.
   void refill();
   std::string pull_body(int64_t batch) const;
@@ -88,6 +106,11 @@ class PullEngine final : public Intake {
   Clock::time_point last_activity_{};
   Clock::time_point last_pull_{};
   uint64_t pulls_sent_ = 0;
+  const std::chrono::milliseconds gap_after_;
+  uint64_t generation_ = 0;     // of the current inbox; older ones deliver nothing
+  bool new_inbox_due_ = false;  // a gap was seen: tick() subscribes a fresh inbox
+  uint64_t gaps_ = 0;
+  uint64_t stale_dropped_ = 0;
 };
 
 }  // namespace natsfleet::consume

@@ -88,6 +88,8 @@ WorkSubscription::WorkSubscription(WorkSpec spec, WorkHandler handler, FleetCont
   dispatcher_ = std::make_unique<consume::Dispatcher>(
       std::move(options),
       [this](nats::InboundMessage&& m, bool probe) { process(std::move(m), probe); });
+  // The pull engine's gap: half of ack_wait, at least three heartbeats.
+  stale_after_ = std::max(spec_.ack_wait / 2, spec_.heartbeat * 3);
   // A replica's own consumer: a name no other replica (nor a restart of this one) picks.
   if (scope_ == Scope::per_replica) consumer_ = spec_.name + "-" + random_suffix();
 }
@@ -389,6 +391,7 @@ void WorkSubscription::install_intake(const nlohmann::json& config) {
         .batch = initial_window(spec_),
         .expires = spec_.pull_expires,
         .heartbeat = spec_.heartbeat,
+        .ack_wait = spec_.ack_wait,
     };
     engine_ = std::make_unique<consume::PullEngine>(
         *ctx_.connection, options, std::move(deliver),
@@ -461,6 +464,13 @@ void WorkSubscription::run_bound() {
     }
     engine_->tick();
     missed = engine_->heartbeat_missed();
+    if (const uint64_t gaps = engine_->gaps(); gaps != gaps_logged_) {
+      gaps_logged_ = gaps;
+      status_.warn(fmt::format(
+          "nothing arrived for {} ms or more (this process was paused or its link cut): "
+          "deliveries sent before are skipped, the broker redelivers them ({} so far)",
+          stale_after_.count(), engine_->stale_dropped() + stale_skipped_.load()));
+    }
   }
   if (missed) {
     enter_recovering("missed idle heartbeats");
@@ -475,7 +485,7 @@ void WorkSubscription::tend_held() {
   const auto now = Clock::now();
   for (const auto& reply : gate_.in_progress_due(now)) send_ack(reply, consume::kInProgressBody);
   const auto every = std::max(spec_.ack_wait / 3, milliseconds(100));
-  if (gate_.down() && now - last_queue_progress_ >= every) {
+  if (gate_.down() && now - last_queue_progress_.load() >= every) {
     last_queue_progress_ = now;
     for (const auto& reply : dispatcher_->queued_replies())
       send_ack(reply, consume::kInProgressBody);
@@ -735,6 +745,15 @@ void WorkSubscription::send_ack(const std::string& reply, std::string_view body)
 }
 
 void WorkSubscription::process(nats::InboundMessage&& in, bool probe) {
+  // Waited here since before a gap (see consume::PullEngine): the broker has likely handed it to
+  // another replica meanwhile. Neither handled nor answered: its redelivery decides who has it.
+  if (!probe && in.received != Clock::time_point{} &&
+      Clock::now() - std::max(in.received, last_queue_progress_.load()) >= stale_after_) {
+    stale_skipped_++;
+    std::lock_guard lock(engine_mu_);
+    if (engine_) engine_->message_done();
+    return;
+  }
   auto delivery = consume::parse_ack_subject(in.reply);
   const uint64_t id = delivery ? delivery->stream_seq : 0;
   // While the downstream is down, a fresh message waits untried for its turn as a probe.

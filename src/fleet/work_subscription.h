@@ -144,7 +144,13 @@ class WorkSubscription final : public Supervised {
   std::string deliver_subject_;  // of the intake; empty when pulling
   std::unique_ptr<consume::Dispatcher> dispatcher_;
   DownstreamGate gate_;
-  Clock::time_point last_queue_progress_{};  // in-progress acks of waiting messages while down
+  // In-progress acks of waiting messages while down; read by handler threads (stale check).
+  std::atomic<Clock::time_point> last_queue_progress_{};
+  // A message that waited this long since it was received (or last kept alive) is stale: see
+  // consume::PullEngine on gaps. 0: never.
+  std::chrono::milliseconds stale_after_{0};
+  uint64_t gaps_logged_ = 0;
+  std::atomic<uint64_t> stale_skipped_{0};
   Clock::time_point down_since_{};
 
   // Supervisor-thread state.

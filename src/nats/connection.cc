@@ -153,6 +153,7 @@ class Subscription::Slot {
     guarded("message", [&] {
       InboundMessage in;
       copy_message(msg.get(), in);
+      in.received = std::chrono::steady_clock::now();
       msg.reset();
       callback_(std::move(in));
     });

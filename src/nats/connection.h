@@ -48,6 +48,8 @@ struct InboundMessage {
   Headers headers;
   int status = 0;
   std::string description;
+  // When natsfleet took it from nats.c (unset for messages made by hand).
+  std::chrono::steady_clock::time_point received{};
 };
 
 using MessageCallback = std::function<void(InboundMessage&&)>;
