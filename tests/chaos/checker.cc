@@ -76,6 +76,8 @@ Verdict check(History h, const CheckOptions& options) {
   for (const auto& p : h.publishes) published[p.id] = &p;
   std::unordered_map<int64_t, bool> dead;
   for (int64_t id : h.dead_lettered) dead[id] = true;
+  std::unordered_map<int64_t, bool> broker_lost;
+  for (int64_t id : h.broker_lost) broker_lost[id] = true;
   v.dead_lettered = dead.size();
   v.published = h.publishes.size();
 
@@ -83,14 +85,19 @@ Verdict check(History h, const CheckOptions& options) {
 
   // First handling of each id, and every later one is a duplicate blamed on nearby faults.
   std::unordered_map<int64_t, double> first;
+  std::unordered_map<int64_t, uint64_t> first_seq;
   for (const auto& r : h.handlings) {
     if (!published.count(r.id)) {
       ++v.unknown;
       continue;
     }
     auto [it, inserted] = first.emplace(r.id, r.at_ms);
-    if (inserted) continue;
+    if (inserted) {
+      first_seq[r.id] = r.seq;
+      continue;
+    }
     ++v.duplicates;
+    if (r.seq != first_seq[r.id]) ++v.stored_twice;
     // Faults overlap; a duplicate is blamed on one: of those in force or recently ended, the one
     // whose end is nearest (a replica resuming, a link healing, a node coming back).
     const FaultRecord* blamed = nullptr;
@@ -121,6 +128,11 @@ Verdict check(History h, const CheckOptions& options) {
     ++v.acked;
     if (handled == first.end()) {
       if (dead.count(p.id)) continue;
+      if (broker_lost.count(p.id)) {
+        ++v.broker_lost;
+        if (v.broker_lost_ids.size() < 20) v.broker_lost_ids.push_back(p.id);
+        continue;
+      }
       ++v.lost;
       if (v.lost_ids.size() < 20) v.lost_ids.push_back(p.id);
       continue;
@@ -150,8 +162,17 @@ std::string report(const Verdict& v) {
     out << (v.lost > v.lost_ids.size() ? " ..." : "") << ")";
   }
   out << "\n";
+  if (v.broker_lost) {
+    out << "lost by the broker " << v.broker_lost
+        << " (acknowledged, then gone from the stream: its ack's sequence holds another message;"
+        << " ids";
+    for (auto id : v.broker_lost_ids) out << ' ' << id;
+    out << (v.broker_lost > v.broker_lost_ids.size() ? " ...)" : ")") << "\n";
+  }
   out << "duplicates " << v.duplicates << " (" << v.duplicated_messages << " messages, rate "
-      << v.duplicate_rate * 100 << " %)";
+      << v.duplicate_rate * 100 << " %";
+  if (v.stored_twice) out << "; " << v.stored_twice << " of them stored twice by the broker";
+  out << ")";
   if (!v.duplicates_by_fault.empty()) {
     out << " by fault:";
     for (const auto& [kind, n] : v.duplicates_by_fault) out << ' ' << kind << '=' << n;
@@ -184,6 +205,9 @@ nlohmann::json to_json(const Verdict& v) {
                         {"handled_unacknowledged", v.handled_unacked},
                         {"lost", v.lost},
                         {"lost_ids", v.lost_ids},
+                        {"broker_lost", v.broker_lost},
+                        {"broker_lost_ids", v.broker_lost_ids},
+                        {"stored_twice", v.stored_twice},
                         {"unknown_records", v.unknown},
                         {"dead_lettered", v.dead_lettered},
                         {"duplicates", v.duplicates},

@@ -28,15 +28,18 @@ struct CheckOptions {
 };
 
 struct Verdict {
-  size_t published = 0;           // publish calls made
-  size_t acked = 0;               // acknowledged by the stream
-  size_t handled = 0;             // distinct messages in some sink file
-  size_t handled_unacked = 0;     // handled although the publisher never saw the ack
-  size_t lost = 0;                // acked, never handled, not dead-lettered
-  std::vector<int64_t> lost_ids;  // the first few
-  size_t unknown = 0;             // records of ids nobody published: must be 0
+  size_t published = 0;        // publish calls made
+  size_t acked = 0;            // acknowledged by the stream
+  size_t handled = 0;          // distinct messages in some sink file
+  size_t handled_unacked = 0;  // handled although the publisher never saw the ack
+  size_t lost = 0;             // acked, never handled, not dead-lettered, still in the stream
+  size_t broker_lost = 0;      // acked, and the stream no longer holds it (see History)
+  std::vector<int64_t> broker_lost_ids;  // the first few
+  std::vector<int64_t> lost_ids;         // the first few
+  size_t unknown = 0;                    // records of ids nobody published: must be 0
   size_t dead_lettered = 0;
-  size_t duplicates = 0;                              // handlings beyond the first
+  size_t duplicates = 0;    // handlings beyond the first
+  size_t stored_twice = 0;  // of them: at another stream sequence (the broker stored it twice)
   size_t duplicated_messages = 0;                     // messages handled more than once
   double duplicate_rate = 0;                          // duplicates / handled
   std::map<std::string, size_t> duplicates_by_fault;  // "none" when no fault was near

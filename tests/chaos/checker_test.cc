@@ -120,6 +120,21 @@ TEST(Checker, SelfTestDropsOneRecordAndReportsItLost) {
   EXPECT_FALSE(v.pass);
 }
 
+TEST(Checker, WhatTheBrokerLostOrStoredTwiceIsReportedApart) {
+  auto h = three_messages();
+  h.handlings.push_back({0, 0, 1, 1, 300});
+  h.handlings.push_back({0, 1, 1, 2, 400});  // the same publish at the next sequence
+  h.handlings.push_back({2, 0, 1, 3, 300});
+  h.broker_lost = {1};  // its ack's sequence holds another message now
+  const auto v = check(h, options());
+  EXPECT_EQ(v.lost, 0u);
+  EXPECT_EQ(v.broker_lost, 1u);
+  EXPECT_EQ(v.duplicates, 1u);
+  EXPECT_EQ(v.stored_twice, 1u);
+  EXPECT_TRUE(v.pass);
+  EXPECT_NE(report(v).find("lost by the broker 1"), std::string::npos) << report(v);
+}
+
 TEST(Checker, RecordsOfUnpublishedIdsFail) {
   auto h = three_messages();
   for (int64_t id = 0; id < 3; ++id) h.handlings.push_back({id, 0, 1, uint64_t(id + 1), 300});

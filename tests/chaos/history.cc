@@ -116,6 +116,9 @@ History read_history(const std::string& dir) {
   });
   read_lines(dir + "/dead_letters.jsonl",
              [&](const json& j) { h.dead_lettered.push_back(j.value("id", int64_t{0})); });
+  if (std::ifstream(dir + "/broker_lost.jsonl"))  // absent in runs from before it was kept
+    read_lines(dir + "/broker_lost.jsonl",
+               [&](const json& j) { h.broker_lost.push_back(j.value("id", int64_t{0})); });
   return h;
 }
 

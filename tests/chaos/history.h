@@ -52,7 +52,10 @@ struct History {
   std::vector<FaultRecord> faults;
   std::vector<ReadySample> readiness;
   std::vector<int64_t> dead_lettered;  // ids found in the dead-letter stream
-  size_t unreadable_lines = 0;         // sink lines that were not a record (torn by a kill)
+  // Acked ids the stream no longer holds at the end: the sequence their ack named holds another
+  // message, or none. The broker lost them; no consumer could have handled them.
+  std::vector<int64_t> broker_lost;
+  size_t unreadable_lines = 0;  // sink lines that were not a record (torn by a kill)
 };
 
 // Files: run.json, publishes.jsonl, handled.jsonl, faults.jsonl, readiness.jsonl,
