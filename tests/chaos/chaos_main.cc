@@ -49,9 +49,7 @@ int check_command(const std::vector<std::string>& args) {
   }
   try {
     const History history = read_history(dir);
-    const auto bounds =
-        check_options_for(std::chrono::milliseconds(static_cast<long long>(history.ack_wait_ms)),
-                          std::chrono::milliseconds(1000));
+    const auto bounds = check_options_for(history);
     options.stall_bound_ms = bounds.stall_bound_ms;
     options.blame_window_ms = bounds.blame_window_ms;
     const Verdict verdict = check(history, options);

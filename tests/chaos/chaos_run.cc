@@ -139,6 +139,10 @@ struct Replica {
   bool paused = false;
 };
 
+// Probes of a sink that is down back off up to this: short, so a sink that is back is found at
+// once (the default, 30 s, suits a remote service more than this run's local files).
+milliseconds retry_max_of(const RunOptions& o) { return o.ack_wait / 2; }
+
 std::string replica_config(const Replica& r, const RunOptions& o) {
   std::string servers;
   for (const auto& link : r.links) {
@@ -169,6 +173,9 @@ std::string replica_config(const Replica& r, const RunOptions& o) {
          "\n"
          "concurrency = 4\n"
          "max_deliver = 5\n"
+         "retry_max = " +
+         ms(retry_max_of(o)) +
+         "\n"
          "dead_letter = \"" +
          kDeadSubject +
          "\"\n"
@@ -413,14 +420,16 @@ void say(const RunClock& clock, const std::string& line) {
 
 }  // namespace
 
-CheckOptions check_options_for(milliseconds ack_wait, milliseconds heartbeat) {
+CheckOptions check_options_for(const History& h) {
+  double longest_outage = 0;
+  for (const auto& f : h.faults)
+    if (f.kind == fault_kind_name(FaultKind::sink_outage))
+      longest_outage = std::max(longest_outage, f.end_ms - f.start_ms);
+  const double election = static_cast<double>(kBrokerElection.count());
   CheckOptions options;
-  // A message handed to a replica that then stops waits ack_wait; its redelivery may land on a
-  // replica that is itself cut off, so twice that; a leader move adds the election and the
-  // replicas' notice of it (two missed heartbeats, then a lookup of heartbeat length).
   options.stall_bound_ms =
-      static_cast<double>((2 * ack_wait + kBrokerElection + 4 * heartbeat).count());
-  options.blame_window_ms = static_cast<double>((2 * ack_wait + kBrokerElection).count());
+      2 * h.ack_wait_ms + election + 4 * h.heartbeat_ms + longest_outage + h.retry_max_ms;
+  options.blame_window_ms = 2 * h.ack_wait_ms + election;
   return options;
 }
 
@@ -588,7 +597,16 @@ int run_chaos(const RunOptions& o) {
            stored.error().code.value() == nats::kJsNoMessageFound;
   };
   uint64_t dead_from = 1;
-  const auto options = check_options_for(o.ack_wait, o.heartbeat);
+  History history;
+  history.seed = o.seed;
+  history.replicas = o.replicas;
+  history.ack_wait_ms = static_cast<double>(o.ack_wait.count());
+  history.heartbeat_ms = static_cast<double>(o.heartbeat.count());
+  history.retry_max_ms = static_cast<double>(retry_max_of(o).count());
+  history.faults_end_ms = faults_end_ms;
+  for (size_t i = 0; i < faults.size(); ++i)
+    if (begun[i]) history.faults.push_back(faults[i]);
+  const auto options = check_options_for(history);
   const auto drain_deadline = Clock::now() +
                               milliseconds(static_cast<int64_t>(options.stall_bound_ms)) +
                               std::chrono::seconds(30);
@@ -628,11 +646,6 @@ int run_chaos(const RunOptions& o) {
   observe();
   read_dead_letters(admin, dead_from, dead);
 
-  History history;
-  history.seed = o.seed;
-  history.replicas = o.replicas;
-  history.ack_wait_ms = static_cast<double>(o.ack_wait.count());
-  history.faults_end_ms = faults_end_ms;
   history.end_ms = clock.now_ms();
   history.publishes = std::move(rec.publishes);
   history.handlings = std::move(rec.handlings);
@@ -640,8 +653,6 @@ int run_chaos(const RunOptions& o) {
   history.unreadable_lines = rec.unreadable;
   history.dead_lettered.assign(dead.begin(), dead.end());
   history.broker_lost.assign(broker_lost.begin(), broker_lost.end());
-  for (size_t i = 0; i < faults.size(); ++i)
-    if (begun[i]) history.faults.push_back(faults[i]);
   write_history(o.out_dir, history);
 
   const Verdict verdict = check(history, options);

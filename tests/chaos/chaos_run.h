@@ -9,6 +9,7 @@
 #include <string>
 
 #include "chaos/checker.h"
+#include "chaos/history.h"
 
 namespace natsfleet::chaos {
 
@@ -24,12 +25,14 @@ struct RunOptions {
   std::string nats_server;  // the nats-server binary name or path
 };
 
-// The stall bound and the blame window, from ack_wait and the heartbeat: a message held by a
-// replica that stops may wait ack_wait before the broker hands it on, and a lost consumer or pull
-// is noticed after two missed heartbeats plus a lookup; a moved stream or consumer leader needs
-// the broker's own election (up to ~10 s, a nats-server constant) first.
-CheckOptions check_options_for(std::chrono::milliseconds ack_wait,
-                               std::chrono::milliseconds heartbeat);
+// The stall bound and the blame window, from the run's settings and faults. A message held by a
+// replica that stops waits ack_wait before the broker hands it on, and its redelivery may land
+// on a replica that is itself cut off: twice ack_wait. A lost consumer or pull is noticed after
+// two missed heartbeats and a lookup; a moved stream or consumer leader needs the broker's own
+// election first (up to ~10 s, a nats-server constant). And a replica whose sink is down holds
+// what it has until the sink is back (by design: an outage uses no deliveries) plus one probe
+// interval, so the longest sink outage of the run counts too.
+CheckOptions check_options_for(const History& history);
 
 // Returns the exit code: 0 when the checker passed, 1 when it failed, 2 when the run could not be
 // set up. Prints progress and the report to stdout.

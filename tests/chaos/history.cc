@@ -41,6 +41,8 @@ void write_history(const std::string& dir, const History& h) {
     out << json{{"seed", h.seed},
                 {"replicas", h.replicas},
                 {"ack_wait_ms", h.ack_wait_ms},
+                {"heartbeat_ms", h.heartbeat_ms},
+                {"retry_max_ms", h.retry_max_ms},
                 {"faults_end_ms", h.faults_end_ms},
                 {"end_ms", h.end_ms},
                 {"unreadable_lines", h.unreadable_lines}}
@@ -82,6 +84,8 @@ History read_history(const std::string& dir) {
     h.seed = run.value("seed", uint64_t{0});
     h.replicas = run.value("replicas", 0);
     h.ack_wait_ms = run.value("ack_wait_ms", 0.0);
+    h.heartbeat_ms = run.value("heartbeat_ms", 1000.0);
+    h.retry_max_ms = run.value("retry_max_ms", 0.0);
     h.faults_end_ms = run.value("faults_end_ms", 0.0);
     h.end_ms = run.value("end_ms", 0.0);
     h.unreadable_lines = run.value("unreadable_lines", size_t{0});

@@ -45,6 +45,8 @@ struct History {
   uint64_t seed = 0;
   int replicas = 0;
   double ack_wait_ms = 0;
+  double heartbeat_ms = 0;
+  double retry_max_ms = 0;   // the replicas' longest wait between probes of a sink that is down
   double faults_end_ms = 0;  // the nemesis stopped and healed everything here
   double end_ms = 0;
   std::vector<PublishRecord> publishes;
