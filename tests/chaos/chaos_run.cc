@@ -339,6 +339,11 @@ class Nemesis {
         record.target = cluster_.node(f.target).name();
         set_node_links(f.target, LinkMode::delay, options_.ack_wait / 20);
         break;
+      case FaultKind::link_drop:
+        target_node_ = f.target;
+        record.target = cluster_.node(f.target).name();
+        set_node_links(f.target, LinkMode::drop, milliseconds(0));
+        break;
       case FaultKind::consumer_delete:
         record.target = "consumer";
         if (auto r = admin_.api().delete_consumer(kStream, kConsumer); !r)
@@ -377,6 +382,7 @@ class Nemesis {
         break;
       case FaultKind::node_partition:
       case FaultKind::link_delay:
+      case FaultKind::link_drop:
         set_node_links(target_node_, LinkMode::pass, milliseconds(0));
         break;
       case FaultKind::consumer_delete:

@@ -56,6 +56,8 @@ milliseconds length_of(FaultKind kind, std::mt19937_64& random, milliseconds ack
       return between(random, ack_wait, 1.0, 3.0);
     case FaultKind::link_delay:
       return between(random, ack_wait, 1.0, 3.0);
+    case FaultKind::link_drop:
+      return between(random, ack_wait, 0.25, 1.5);
     case FaultKind::consumer_delete:
       return milliseconds(0);
   }
@@ -100,6 +102,8 @@ const char* fault_kind_name(FaultKind kind) {
       return "node-partition";
     case FaultKind::link_delay:
       return "link-delay";
+    case FaultKind::link_drop:
+      return "link-drop";
     case FaultKind::consumer_delete:
       return "consumer-delete";
   }
@@ -113,6 +117,7 @@ bool is_broker_fault(FaultKind kind) {
     case FaultKind::node_pause:
     case FaultKind::node_partition:
     case FaultKind::link_delay:
+    case FaultKind::link_drop:
     case FaultKind::consumer_delete:
       return true;
     default:
@@ -132,6 +137,7 @@ std::vector<ScheduledFault> make_schedule(uint64_t seed, const ScheduleOptions& 
              {FaultKind::node_pause, 2},
              {FaultKind::node_partition, 2},
              {FaultKind::link_delay, 1},
+             {FaultKind::link_drop, 1},
              {FaultKind::consumer_delete, 1}},
             options.nodes, settle);
   fill_lane(out, replica_random, options,

@@ -21,9 +21,10 @@ enum class FaultKind {
   node_pause,         // SIGSTOP a broker node, then SIGCONT
   node_partition,     // a node cut off from its peers and from every client
   link_delay,         // every link to one node delayed (ack_wait / 20)
+  link_drop,          // every link to one node reset, and new ones refused, for the duration
   consumer_delete,    // the shared durable consumer deleted by hand (instant)
 };
-inline constexpr int kFaultKinds = 10;
+inline constexpr int kFaultKinds = 11;
 
 const char* fault_kind_name(FaultKind kind);
 bool is_broker_fault(FaultKind kind);

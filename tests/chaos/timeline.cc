@@ -23,7 +23,7 @@ const char* colour_of(const std::string& kind) {
 }
 
 bool on_broker_lane(const std::string& kind) {
-  return kind.rfind("node-", 0) == 0 || kind == "leader-kill" || kind == "link-delay" ||
+  return kind.rfind("node-", 0) == 0 || kind.rfind("link-", 0) == 0 || kind == "leader-kill" ||
          kind == "consumer-delete";
 }
 
