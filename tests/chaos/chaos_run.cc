@@ -440,6 +440,16 @@ CheckOptions check_options_for(const History& h) {
 }
 
 int run_chaos(const RunOptions& o) {
+  // A folder reused (a replay into the same place, the test's fixed folder) starts empty: old
+  // sink files would read as duplicates. Only a previous run's folder is cleared.
+  if (fs::exists(o.out_dir) && !fs::is_empty(o.out_dir)) {
+    if (!fs::exists(o.out_dir + "/schedule.txt")) {
+      std::printf("%s exists and is not a chaos run's folder; choose another --out\n",
+                  o.out_dir.c_str());
+      return 2;
+    }
+    fs::remove_all(o.out_dir);
+  }
   fs::create_directories(o.out_dir);
   const RunClock setup_clock;
   say(setup_clock, "seed " + std::to_string(o.seed) + ", " + std::to_string(o.length.count()) +
