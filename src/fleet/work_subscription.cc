@@ -447,6 +447,8 @@ void WorkSubscription::run_bound() {
                           "consumer became push based on the broker; binding again");
         return;
       case PullSignal::leadership_change:
+        resend_recent_acks();
+        [[fallthrough]];
       case PullSignal::max_waiting:
       default: {
         std::lock_guard lock(engine_mu_);
@@ -466,6 +468,7 @@ void WorkSubscription::run_bound() {
     missed = engine_->heartbeat_missed();
     if (const uint64_t gaps = engine_->gaps(); gaps != gaps_logged_) {
       gaps_logged_ = gaps;
+      resend_recent_acks();  // the silence may have been a leader moving
       status_.warn(fmt::format(
           "nothing arrived for {} ms or more (this process was paused or its link cut): "
           "deliveries sent before are skipped, the broker redelivers them ({} so far)",
@@ -658,6 +661,9 @@ void WorkSubscription::run_recovering() {
     Error error;
     switch (confirm_lookup(&error)) {
       case Lookup::present: {
+        // Acks first: a new consumer leader that lags the old one delivers from where its state
+        // ends, and an ack that reaches it before the pull moves it past what was handled.
+        resend_recent_acks();
         std::lock_guard lock(engine_mu_);
         if (!engine_) {
           status_.set_state(SubscriptionState::binding, "re-binding");
@@ -737,6 +743,26 @@ void WorkSubscription::adapt_window(Clock::duration handler_time) {
       std::clamp<int64_t>(fits, spec_.concurrency, std::min(kMaxWindow, spec_.max_ack_pending)));
   std::lock_guard lock(engine_mu_);
   if (engine_) engine_->set_window(window);
+}
+
+void WorkSubscription::resend_recent_acks() {
+  std::deque<std::string> acks;
+  {
+    std::lock_guard lock(recent_acks_mu_);
+    acks = recent_acks_;
+  }
+  if (acks.empty()) return;
+  // An ack of a message already acked is ignored by the broker: sending again is safe. The last
+  // one waits for the broker's answer: the consumer takes acks in order, so once it answers,
+  // every ack before it is applied, and pulls sent afterwards cannot overtake them.
+  const std::string last = acks.back();
+  acks.pop_back();
+  for (const auto& reply : acks) send_ack(reply, consume::kAckBody);
+  auto answered =
+      ctx_.connection->request(last, std::string(consume::kAckBody),
+                               std::min(spec_.ack_wait / 4, ctx_.options.request_timeout));
+  SPDLOG_LOGGER_DEBUG(ctx_.log, "work {}: sent the last {} acks again ({})", spec_.name,
+                      acks.size() + 1, answered ? "applied" : answered.error().describe());
 }
 
 void WorkSubscription::send_ack(const std::string& reply, std::string_view body) {
@@ -845,6 +871,12 @@ void WorkSubscription::settle(const Message& message, const std::string& reply,
     case Disposition::Kind::ack:
       send_ack(reply, consume::kAckBody);
       status_.counters.acked++;
+      if (!reply.empty()) {
+        std::lock_guard lock(recent_acks_mu_);
+        recent_acks_.push_back(reply);
+        if (recent_acks_.size() > static_cast<size_t>(std::max(spec_.max_ack_pending, 1)))
+          recent_acks_.pop_front();
+      }
       return;
     case Disposition::Kind::retry:  // not reached: retries are held, never settled
     case Disposition::Kind::nak:

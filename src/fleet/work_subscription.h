@@ -20,6 +20,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -150,6 +151,13 @@ class WorkSubscription final : public Supervised {
   // consume::PullEngine on gaps. 0: never.
   std::chrono::milliseconds stale_after_{0};
   uint64_t gaps_logged_ = 0;
+  // The reply subjects of the latest acks, sent again after a recovery or a leader change: an
+  // ack that reached a consumer leader just before it died is lost, and the next leader would
+  // hand what was handled to another replica. The broker holds at most max_ack_pending unacked,
+  // so that many are kept.
+  std::mutex recent_acks_mu_;
+  std::deque<std::string> recent_acks_;
+  void resend_recent_acks();
   std::atomic<uint64_t> stale_skipped_{0};
   Clock::time_point down_since_{};
 

@@ -48,5 +48,53 @@ TEST(Cluster, StreamLeaderKilledMidConsumptionLosesNothing) {
   EXPECT_TRUE(fleet.health().live);
 }
 
+// Killing the node that leads the shared consumer mid-stream: acks that node took with it are
+// sent again once the next leader answers, so it does not hand handled messages out again.
+TEST(Cluster, ConsumerLeaderKilledMidStreamHandlesFewTwice) {
+  NatsCluster cluster(3);
+  BrokerClient admin(cluster.urls());
+  admin.create_stream("JOBS", {"jobs.>"}, /*replicas=*/3);
+  constexpr int kMessages = 5000;
+  admin.publish_many("jobs.run", kMessages);
+
+  Recorder seen;
+  auto options = fast_options(cluster.urls(), "clustered");
+  Fleet fleet(options);
+  auto spec = fast_work("jobs-worker", "jobs.run");
+  spec.ack_wait = 3s;
+  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
+    std::this_thread::sleep_for(std::chrono::microseconds(300));  // spread consumption out
+    seen.record("fleet", m);
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(fleet.start());
+  ASSERT_TRUE(seen.wait_distinct(kMessages / 3, 30s));
+
+  const auto info = admin.consumer("JOBS", "jobs-worker");
+  const std::string leader =
+      info.raw.value("cluster", nlohmann::json::object()).value("leader", "");
+  NatsServer* node = cluster.find(leader);
+  ASSERT_NE(node, nullptr) << "consumer leader '" << leader << "'";
+  node->kill();
+
+  ASSERT_TRUE(seen.wait_distinct(kMessages, 60s))
+      << "handled " << seen.locked([](const Recorder& r) { return r.distinct(); });
+  // Settled on the broker: nothing is owed a redelivery any more.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        try {
+          auto c = admin.consumer("JOBS", "jobs-worker");
+          return c.num_ack_pending == 0 && c.num_pending == 0;
+        } catch (const std::exception&) {
+          return false;  // a new leader not elected yet
+        }
+      },
+      60s, 200ms));
+  const size_t twice = seen.locked([](const Recorder& r) { return r.duplicates(); });
+  std::printf("%d messages, consumer leader %s killed: %zu handled twice\n", kMessages,
+              leader.c_str(), twice);
+  EXPECT_LE(twice, size_t{kMessages / 100});
+}
+
 }  // namespace
 }  // namespace natsfleet::testing
