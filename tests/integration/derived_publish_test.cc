@@ -21,22 +21,35 @@ namespace {
 class StreamLookups {
  public:
   explicit StreamLookups(BrokerClient& admin) : admin_(admin) {
-    auto sub = admin.connection().subscribe("$JS.API.STREAM.NAMES", "",
-                                            [this](nats::InboundMessage&&) { ++count_; });
+    auto sub = admin.connection().subscribe(kSubject, "", [this](nats::InboundMessage&& m) {
+      if (m.data.rfind(kMarker, 0) == 0) {
+        marker_ = std::stoi(m.data.substr(kMarker.size()));
+      } else {
+        ++count_;
+      }
+    });
     if (!sub) throw std::runtime_error(sub.error().describe());
     sub_ = std::move(sub.value());
     if (!admin.connection().flush(std::chrono::seconds(2)))
       throw std::runtime_error("flush after subscribe");
   }
-  // After the questions so far reached this client.
+  // After the questions so far reached this client and its callback: a marker published now
+  // arrives after them on the same subscription (a flush alone leaves them in nats.c's queue).
   int count() {
-    (void)admin_.connection().flush(std::chrono::seconds(2));
+    const int marker = ++markers_;
+    (void)admin_.connection().publish(kSubject, kMarker + std::to_string(marker));
+    if (!wait_for([&] { return marker_.load() == marker; }, std::chrono::seconds(10)))
+      throw std::runtime_error("the count marker never came back");
     return count_.load();
   }
 
  private:
+  static inline const std::string kSubject = "$JS.API.STREAM.NAMES";
+  static inline const std::string kMarker = "count-marker-";
   BrokerClient& admin_;
   std::atomic<int> count_{0};
+  std::atomic<int> marker_{0};
+  int markers_ = 0;
   std::unique_ptr<nats::Subscription> sub_;
 };
 
