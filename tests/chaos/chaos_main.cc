@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -106,7 +107,9 @@ int main(int argc, char** argv) {
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::gmtime(&now));
     out = std::string("chaos-runs/") + stamp + "-seed" + std::to_string(options.seed);
   }
-  options.out_dir = out;
+  // Absolute: the replicas' configs name their sink files, and a relative path in a config is
+  // read from the config file's folder.
+  options.out_dir = std::filesystem::absolute(out).lexically_normal().string();
   try {
     return run_chaos(options);
   } catch (const std::exception& e) {
