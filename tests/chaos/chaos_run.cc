@@ -684,8 +684,8 @@ int run_chaos(const RunOptions& o) {
   std::printf("history, summary.json%s in %s\n", picture.empty() ? " and timeline.png" : "",
               o.out_dir.c_str());
   if (!picture.empty()) std::printf("no timeline picture: %s\n", picture.c_str());
-  std::printf("replay: natsfleet-chaos run --seed %llu --seconds %lld\n",
-              static_cast<unsigned long long>(o.seed), static_cast<long long>(o.length.count()));
+  std::printf("replay: make chaos SECONDS=%lld SEED=%llu\n",
+              static_cast<long long>(o.length.count()), static_cast<unsigned long long>(o.seed));
   return verdict.pass ? 0 : 1;
 }
 
