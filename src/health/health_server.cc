@@ -13,6 +13,8 @@
 #include <atomic>
 #include <charconv>
 #include <exception>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -75,6 +77,8 @@ Response text_response(http::status status, std::string body, unsigned version) 
   return res;
 }
 
+class Session;
+
 }  // namespace
 
 class HealthServer::Impl {
@@ -94,9 +98,22 @@ class HealthServer::Impl {
 
   Response respond(const Request& req) noexcept;
   std::chrono::milliseconds idle_timeout() const { return options_.idle_timeout; }
+  std::chrono::milliseconds header_timeout() const { return options_.header_timeout; }
+  HttpServerStats stats() const;
+
+  // Connections waiting for a request, oldest wait first: the ones to cut when a new connection
+  // needs room. Server thread only.
+  std::uint64_t begin_waiting(const std::shared_ptr<Session>& session);
+  void forget_waiting(std::uint64_t ticket) { waiting_.erase(ticket); }
 
   // Open connections, so max_connections can be enforced; only touched on the server thread.
   std::size_t connections = 0;
+  // Read by stats() from any thread.
+  std::atomic<std::size_t> open_connections{0};
+  std::atomic<std::uint64_t> cut_idle{0};
+  std::atomic<std::uint64_t> cut_slow{0};
+  std::atomic<std::uint64_t> evicted{0};
+  std::atomic<std::uint64_t> refused_busy{0};
 
  private:
   Response route(const Request& req);
@@ -116,6 +133,10 @@ class HealthServer::Impl {
   std::unique_ptr<net::steady_timer> retry_timer_;
   std::thread thread_;
   std::atomic<int> port_{0};
+  std::map<std::uint64_t, std::weak_ptr<Session>> waiting_;
+  std::uint64_t next_wait_ = 1;
+
+  bool evict_oldest_waiting();
 };
 
 namespace {
@@ -128,23 +149,49 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(tcp::socket socket, HealthServer::Impl& server)
       : stream_(std::move(socket)), server_(server) {
     ++server_.connections;
+    ++server_.open_connections;
   }
-  ~Session() { --server_.connections; }
+  ~Session() {
+    stop_waiting();
+    --server_.connections;
+    --server_.open_connections;
+  }
 
   void read() {
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(kBodyLimit);
-    // One deadline for the whole request: a client trickling bytes gets no more time than an
-    // idle one.
-    stream_.expires_after(server_.idle_timeout());
+    // One deadline for the whole request (the endpoints take no body): a client trickling bytes
+    // gets no more time than an idle one.
+    stream_.expires_after(server_.header_timeout());
+    wait_ticket_ = server_.begin_waiting(shared_from_this());
     http::async_read(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
   }
 
+  // Cuts the connection if it is still waiting for a request; its read then ends and releases it.
+  void evict() {
+    if (wait_ticket_ == 0) return;
+    stop_waiting();
+    ++server_.evicted;
+    beast::error_code ec;
+    stream_.socket().close(ec);
+  }
+
  private:
+  void stop_waiting() {
+    if (wait_ticket_ == 0) return;
+    server_.forget_waiting(wait_ticket_);
+    wait_ticket_ = 0;
+  }
+
   void on_read(beast::error_code ec) {
+    stop_waiting();
+    if (ec == beast::error::timeout) {
+      ++(parser_->got_some() || buffer_.size() > 0 ? server_.cut_slow : server_.cut_idle);
+      return;
+    }
     if (ec == http::error::end_of_stream) {
       stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
       return;
@@ -184,9 +231,40 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   Response res_;
+  std::uint64_t wait_ticket_ = 0;
 };
 
 }  // namespace
+
+std::uint64_t HealthServer::Impl::begin_waiting(const std::shared_ptr<Session>& session) {
+  const std::uint64_t ticket = next_wait_++;
+  waiting_.emplace(ticket, session);
+  return ticket;
+}
+
+bool HealthServer::Impl::evict_oldest_waiting() {
+  while (!waiting_.empty()) {
+    auto victim = waiting_.begin()->second.lock();
+    if (!victim) {
+      waiting_.erase(waiting_.begin());
+      continue;
+    }
+    victim->evict();  // takes it off waiting_
+    return true;
+  }
+  return false;
+}
+
+HttpServerStats HealthServer::Impl::stats() const {
+  HttpServerStats s;
+  s.server = "health";
+  s.connections = open_connections;
+  s.cut_idle = cut_idle;
+  s.cut_slow = cut_slow;
+  s.evicted = evicted;
+  s.refused_busy = refused_busy;
+  return s;
+}
 
 Result<void> HealthServer::Impl::start() {
   std::lock_guard lock(mu_);
@@ -261,7 +339,8 @@ void HealthServer::Impl::accept() {
       });
       return;
     }
-    if (connections >= options_.max_connections) {
+    if (connections >= options_.max_connections && !evict_oldest_waiting()) {
+      ++refused_busy;
       socket.close(ec);
     } else {
       std::make_shared<Session>(std::move(socket), *this)->read();
@@ -310,8 +389,11 @@ Response HealthServer::Impl::route(const Request& req) {
     return text_response(http::status::service_unavailable, verdict.reason + "\n", version);
   }
   if (target == "/metrics") {
-    Response res =
-        text_response(http::status::ok, render_metrics(health_(), metrics_, service_), version);
+    ServerMetrics servers;
+    if (options_.server_metrics) servers = options_.server_metrics();
+    servers.http.insert(servers.http.begin(), stats());
+    Response res = text_response(http::status::ok,
+                                 render_metrics(health_(), metrics_, service_, servers), version);
     res.set(http::field::content_type,
             beast::string_view(kMetricsContentType.data(), kMetricsContentType.size()));
     return res;
@@ -336,5 +418,7 @@ Result<void> HealthServer::start() { return impl_->start(); }
 void HealthServer::stop() { impl_->stop(); }
 
 int HealthServer::port() const { return impl_->port(); }
+
+HttpServerStats HealthServer::stats() const { return impl_->stats(); }
 
 }  // namespace natsfleet::health

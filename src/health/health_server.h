@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "health/daemon_metrics.h"
+#include "health/metrics.h"
 #include "natsfleet/error.h"
 #include "natsfleet/health.h"
 
@@ -32,12 +33,20 @@ struct ListenAddress {
 
 struct HealthServerOptions {
   std::string listen = "127.0.0.1:9464";
-  // A connection that has not delivered a complete request (or taken a response) within this long
-  // is closed, so idle and slow clients cannot hold sockets for ever.
+  // From a connection's accept (or its previous answer) to the end of its request's headers. A
+  // connection still silent or trickling bytes then is cut and counted (idle or slow), so such
+  // clients cannot hold sockets: a probe sends its request at once.
+  std::chrono::milliseconds header_timeout = std::chrono::seconds(5);
+  // A client that does not take its answer within this long is cut.
   std::chrono::milliseconds idle_timeout = std::chrono::seconds(10);
-  // Further connections are closed on accept: a scraper storm must not exhaust descriptors the
-  // daemon needs for the broker and sinks.
+  // Open connections at most, so a scraper storm cannot exhaust descriptors the daemon needs for
+  // the broker and sinks. At the limit a new connection makes room by cutting the one that has
+  // waited longest for its request (evicted): a probe is always served, however many idle
+  // connections are open. Only when every connection is busy answering is the new one closed.
   std::size_t max_connections = 128;
+  // Rendered into /metrics after the fleet's and the daemon's families: the other HTTP servers'
+  // counters (websocket gateways). Called on the server's thread.
+  std::function<ServerMetrics()> server_metrics;
 };
 
 // Called on the server's thread for every request that needs it; must be quick and must not
@@ -66,6 +75,9 @@ class HealthServer {
   // The bound port once start() succeeded (the chosen one when the address asked for port 0),
   // else 0.
   int port() const;
+
+  // This server's own connection counters (server "health").
+  HttpServerStats stats() const;
 
   class Impl;
 

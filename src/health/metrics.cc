@@ -224,6 +224,64 @@ void render_daemon(Writer& w, const FleetHealth& health, const DaemonMetrics& me
   }
 }
 
+void render_servers(Writer& w, const ServerMetrics& servers, const std::string& service) {
+  auto labels_of = [&](const std::string& server) {
+    return Labels{{"service", service}, {"server", server}};
+  };
+  if (!servers.http.empty()) {
+    w.family("natsfleet_http_connections", "gauge", "HTTP connections open now.");
+    for (const auto& s : servers.http)
+      w.sample("natsfleet_http_connections", labels_of(s.server), uint64_t{s.connections});
+    w.family("natsfleet_http_connections_cut_total", "counter",
+             "HTTP connections cut: idle or slow (no complete request headers within the "
+             "header deadline), evicted (waited longest when a new connection needed room), "
+             "busy (closed on accept, every connection busy).");
+    for (const auto& s : servers.http) {
+      const std::pair<std::string_view, uint64_t> reasons[] = {{"idle", s.cut_idle},
+                                                               {"slow", s.cut_slow},
+                                                               {"evicted", s.evicted},
+                                                               {"busy", s.refused_busy}};
+      for (const auto& [reason, value] : reasons) {
+        Labels labels = labels_of(s.server);
+        labels.emplace_back("reason", reason);
+        w.sample("natsfleet_http_connections_cut_total", labels, value);
+      }
+    }
+  }
+  if (servers.gateways.empty()) return;
+  w.family("natsfleet_websocket_sessions", "gauge", "WebSocket sessions open or upgrading.");
+  for (const auto& g : servers.gateways)
+    w.sample("natsfleet_websocket_sessions", labels_of(g.server), uint64_t{g.sessions});
+  w.family("natsfleet_websocket_max_sessions", "gauge",
+           "WebSocket sessions allowed; further upgrades are answered 503.");
+  for (const auto& g : servers.gateways)
+    w.sample("natsfleet_websocket_max_sessions", labels_of(g.server), uint64_t{g.max_sessions});
+  w.family("natsfleet_websocket_attached_total", "counter", "WebSocket sessions attached.");
+  for (const auto& g : servers.gateways)
+    w.sample("natsfleet_websocket_attached_total", labels_of(g.server), g.attached);
+  w.family("natsfleet_websocket_refused_total", "counter",
+           "WebSocket upgrades refused, by reason.");
+  for (const auto& g : servers.gateways) {
+    for (const auto& [reason, value] : g.refused) {
+      Labels labels = labels_of(g.server);
+      labels.emplace_back("reason", reason);
+      w.sample("natsfleet_websocket_refused_total", labels, value);
+    }
+  }
+  w.family("natsfleet_websocket_dropped_total", "counter",
+           "WebSocket sessions closed by the gateway: slow (not reading its statuses) or idle "
+           "(silent past the idle timeout).");
+  for (const auto& g : servers.gateways) {
+    const std::pair<std::string_view, uint64_t> reasons[] = {{"slow", g.dropped_slow},
+                                                             {"idle", g.closed_idle}};
+    for (const auto& [reason, value] : reasons) {
+      Labels labels = labels_of(g.server);
+      labels.emplace_back("reason", reason);
+      w.sample("natsfleet_websocket_dropped_total", labels, value);
+    }
+  }
+}
+
 }  // namespace
 
 std::string escape_label_value(std::string_view value) {
@@ -248,13 +306,14 @@ std::string escape_label_value(std::string_view value) {
 }
 
 std::string render_metrics(const FleetHealth& health, const DaemonMetrics& metrics,
-                           const std::string& service) {
+                           const std::string& service, const ServerMetrics& servers) {
   std::string out;
   out.reserve(4096 + health.subscriptions.size() * 4096);
   Writer w(out);
   render_fleet(w, health, service);
   render_subscriptions(w, health, service);
   render_daemon(w, health, metrics, service);
+  render_servers(w, servers, service);
   return out;
 }
 

@@ -10,6 +10,10 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <vector>
+
+#include <poll.h>
+#include <sys/socket.h>
 
 #include "health/metrics.h"
 #include "health_fixtures.h"
@@ -101,6 +105,47 @@ class Client {
   net::io_context ioc_;
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
+  std::string received_;
+};
+
+// A slow-loris client: sends a request one byte per `pace`, watching between bytes for the server
+// closing the connection.
+class SlowLoris {
+ public:
+  explicit SlowLoris(int port) : socket_(ioc_) {
+    socket_.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port)));
+  }
+
+  // Bytes sent before the server closed the connection (all of them if it never did).
+  std::size_t trickle(const std::string& request, std::chrono::milliseconds pace) {
+    for (std::size_t sent = 0; sent < request.size(); ++sent) {
+      beast::error_code ec;
+      net::write(socket_, net::buffer(request.data() + sent, 1), ec);
+      if (ec) return sent;
+      if (closed_within(pace)) return sent + 1;
+    }
+    return request.size();
+  }
+  const std::string& received() const { return received_; }
+
+ private:
+  bool closed_within(std::chrono::milliseconds pace) {
+    const auto until = std::chrono::steady_clock::now() + pace;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          until - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd p{socket_.native_handle(), POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char chunk[512];
+      const auto n = ::recv(socket_.native_handle(), chunk, sizeof chunk, 0);
+      if (n <= 0) return true;
+      received_.append(chunk, static_cast<std::size_t>(n));
+    }
+  }
+
+  net::io_context ioc_;
+  tcp::socket socket_;
   std::string received_;
 };
 
@@ -298,27 +343,82 @@ TEST_F(HealthServerTest, IdleConnectionDoesNotBlockAnotherClient) {
   EXPECT_FALSE(idle.closed_by_server(100ms));
 }
 
-TEST_F(HealthServerTest, IdleAndSlowClientsAreClosedAfterTheTimeout) {
-  auto server = start({.idle_timeout = 300ms});
+TEST_F(HealthServerTest, IdleAndSlowClientsAreClosedAfterTheHeaderDeadlineAndCounted) {
+  auto server = start({.header_timeout = 300ms});
   Client idle(server->port());
   Client slow(server->port());
   slow.send_raw("GET /healthz HTTP/1.1\r\n");  // headers never finish
   EXPECT_TRUE(idle.closed_by_server(std::chrono::milliseconds(kClientDeadline)));
   EXPECT_TRUE(slow.closed_by_server(std::chrono::milliseconds(kClientDeadline)));
+  EXPECT_EQ(slow.received(), "") << "a cut request is not answered";
   // A kept-alive connection that goes quiet is closed too.
   Client quiet(server->port());
   EXPECT_EQ(quiet.get("/healthz").status, 200u);
   EXPECT_TRUE(quiet.closed_by_server(std::chrono::milliseconds(kClientDeadline)));
+  // The client may see the close just before the server counts it.
+  EXPECT_TRUE(natsfleet::testing::wait_for([&] { return server->stats().cut_idle == 2u; }, 5s));
+  EXPECT_EQ(server->stats().cut_slow, 1u);
+  const std::string metrics = Client(server->port()).get("/metrics").body;
+  EXPECT_NE(
+      metrics.find("natsfleet_http_connections_cut_total{service=\"mailer\",server=\"health\","
+                   "reason=\"slow\"} 1\n"),
+      std::string::npos)
+      << metrics;
 }
 
-TEST_F(HealthServerTest, ConnectionsBeyondTheLimitAreRefused) {
+// One byte a second never completes the headers: the connection is cut at the header deadline,
+// long before the request could finish, and counted as slow.
+TEST_F(HealthServerTest, SlowLorisIsCutAtTheHeaderDeadline) {
+  auto server = start({.header_timeout = 1500ms});
+  SlowLoris loris(server->port());
+  const auto began = std::chrono::steady_clock::now();
+  const std::size_t sent = loris.trickle("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 1s);
+  const auto took = std::chrono::steady_clock::now() - began;
+  EXPECT_LE(sent, 4u) << "the server let it trickle for " << sent << " s";
+  EXPECT_GE(took, 1400ms);
+  EXPECT_EQ(loris.received(), "") << "a cut request is not answered";
+  // The client may see the close just before the server counts it.
+  EXPECT_TRUE(natsfleet::testing::wait_for([&] { return server->stats().cut_slow == 1u; }, 5s));
+  EXPECT_EQ(server->stats().cut_idle, 0u);
+}
+
+TEST_F(HealthServerTest, AtTheLimitTheConnectionWaitingLongestMakesRoom) {
   auto server = start({.max_connections = 2});
   Client a(server->port());
   Client b(server->port());
   EXPECT_EQ(a.get("/healthz").status, 200u);
   EXPECT_EQ(b.get("/healthz").status, 200u);
-  Client c(server->port());  // the kernel accepts it; the server closes it at once
-  EXPECT_TRUE(c.closed_by_server(std::chrono::milliseconds(kClientDeadline)));
+  // Both wait for their next request now, a for longer: a goes so that c is served.
+  Client c(server->port());
+  EXPECT_EQ(c.get("/healthz").status, 200u);
+  EXPECT_TRUE(a.closed_by_server(std::chrono::milliseconds(kClientDeadline)));
+  EXPECT_FALSE(b.closed_by_server(100ms));
+  EXPECT_EQ(server->stats().evicted, 1u);
+}
+
+// A client holding a thousand idle connections open must not get the pod restarted by its own
+// liveness probe: the probe is answered at once, however many there are.
+TEST_F(HealthServerTest, ProbeIsAnsweredWhileAThousandIdleConnectionsAreOpen) {
+  auto server = start();  // defaults: 128 connections, a 5 s header deadline
+  net::io_context ioc;
+  std::vector<std::unique_ptr<tcp::socket>> idle;
+  const tcp::endpoint endpoint(net::ip::make_address("127.0.0.1"),
+                               static_cast<uint16_t>(server->port()));
+  for (int i = 0; i < 1000; ++i) {
+    auto socket = std::make_unique<tcp::socket>(ioc);
+    socket->connect(endpoint);
+    idle.push_back(std::move(socket));
+  }
+  const auto began = std::chrono::steady_clock::now();
+  Client probe(server->port());
+  const auto r = probe.get("/healthz");
+  const auto took = std::chrono::steady_clock::now() - began;
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_LT(took, 2s) << "a liveness probe with a 2 s timeout would have failed";
+  EXPECT_TRUE(
+      natsfleet::testing::wait_for([&] { return server->stats().evicted >= 1000u - 128u; }, 5s))
+      << server->stats().evicted;
+  EXPECT_LE(server->stats().connections, 128u);
 }
 
 TEST_F(HealthServerTest, AddressInUseIsAnErrorNamingTheAddress) {
