@@ -43,9 +43,12 @@ constexpr std::string_view kFileSinkKeys[] = {"type", "path", "fsync"};
 constexpr std::string_view kStdoutSinkKeys[] = {"type"};
 constexpr std::string_view kWorkerSinkKeys[] = {"type", "command", "timeout"};
 constexpr std::string_view kHttpSinkKeys[] = {"type", "url", "timeout", "headers"};
-constexpr std::string_view kWebSocketSinkKeys[] = {"type", "listen", "key_token", "web_root",
-                                                   "max_sessions"};
+constexpr std::string_view kWebSocketSinkKeys[] = {
+    "type",         "listen",          "key_token",         "web_root",
+    "max_sessions", "allowed_origins", "token_secret_file", "member_header"};
 
+// The shortest member-token secret accepted (the gateway's kMinTokenSecretBytes).
+constexpr std::size_t kMinTokenSecretBytes = 32;
 constexpr milliseconds kWorkerTimeout{30000};
 constexpr milliseconds kHttpTimeout{10000};
 
@@ -258,6 +261,14 @@ std::string broadcast_field_problem(const std::function<void(BroadcastSpec&)>& s
 }
 
 // RFC 9110 token characters: anything else in a header name breaks the request.
+// scheme://host[:port], as a browser sends it in Origin: no path, no trailing slash.
+bool is_origin(std::string_view text) {
+  const auto scheme_end = text.find("://");
+  if (scheme_end == std::string_view::npos || scheme_end == 0) return false;
+  const std::string_view rest = text.substr(scheme_end + 3);
+  return !rest.empty() && rest.find_first_of("/?#@ ") == std::string_view::npos;
+}
+
 bool is_header_name(std::string_view name) {
   if (name.empty()) return false;
   return std::all_of(name.begin(), name.end(), [](unsigned char c) {
@@ -577,7 +588,7 @@ class ConfigParser {
       }
     } else if (config.type == "websocket") {
       sink.reject_unknown(kWebSocketSinkKeys, "a websocket sink");
-      config.listen = sink.required_string("listen", "host:port, like \"127.0.0.1:8090\"");
+      if (auto listen = sink.string("listen")) config.listen = *listen;
       auto address = parse_url("tcp://" + config.listen);
       if (!address || !address->port || !address->rest.empty())
         sink.fail("listen",
@@ -591,11 +602,46 @@ class ConfigParser {
         if (*max < 1) sink.fail("max_sessions", "must be at least 1");
         config.max_sessions = static_cast<int>(*max);
       }
+      if (auto origins = sink.strings("allowed_origins")) {
+        for (const auto& origin : *origins) {
+          if (origin != "*" && !is_origin(origin))
+            sink.fail("allowed_origins",
+                      in_quotes(origin) +
+                          " is not an origin: scheme://host[:port] with nothing after, like "
+                          "\"https://app.example.com\", or \"*\" for any");
+        }
+        config.allowed_origins = std::move(*origins);
+      }
+      if (auto file = sink.non_empty_string("token_secret_file")) {
+        config.token_secret_file = resolve(*file);
+        check_token_secret(sink, config.token_secret_file);
+      }
+      if (auto header = sink.non_empty_string("member_header")) {
+        if (!is_header_name(*header))
+          sink.fail("member_header", in_quotes(*header) + " is not a valid header name");
+        config.member_header = *header;
+      }
     } else {
       sink.fail("type", "unknown sink type " + in_quotes(config.type) +
                             " (known: file, stdout, worker, http, websocket)");
     }
     return config;
+  }
+
+  // The secret is read here only to check it and is not kept: the daemon reads it again when it
+  // starts the gateway. Errors name the file, never its content.
+  static void check_token_secret(const TableReader& sink, const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) sink.fail("token_secret_file", "cannot read " + path + ": " + std::strerror(errno));
+    std::ostringstream text;
+    text << in.rdbuf();
+    std::string secret = text.str();
+    while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+    if (secret.size() < kMinTokenSecretBytes)
+      sink.fail("token_secret_file",
+                path + " holds " + std::to_string(secret.size()) + " bytes; a token secret needs " +
+                    std::to_string(kMinTokenSecretBytes) +
+                    " or more (make one with: openssl rand -hex 32 > " + path + ")");
   }
 
   static milliseconds read_sink_timeout(const TableReader& sink, milliseconds fallback) {

@@ -26,11 +26,14 @@ struct SinkConfig {
   std::chrono::milliseconds timeout{};         // worker (default 30s) and http (default 10s)
   std::string url;                             // http: http:// or https://
   std::map<std::string, std::string> headers;  // http
-  std::string listen;                          // websocket: host:port of the gateway
-  int key_token = 0;         // websocket: 1-based subject token naming the session key
-  std::string web_root;      // websocket: static files served beside /ws (resolved), optional
-  int max_sessions = 10000;  // websocket
-  int line = 0;              // of the sink table
+  std::string listen = "127.0.0.1:8090";       // websocket: host:port of the gateway
+  int key_token = 0;     // websocket: 1-based subject token naming the session key
+  std::string web_root;  // websocket: static files served beside /ws (resolved), optional
+  int max_sessions = 0;  // websocket; 0: what the file-descriptor limit allows (see the daemon)
+  std::vector<std::string> allowed_origins;  // websocket: page origins that may attach
+  std::string token_secret_file;  // websocket: the member tokens' HMAC secret (resolved), optional
+  std::string member_header;      // websocket: header an authenticating proxy names the member in
+  int line = 0;                   // of the sink table
 };
 
 struct WorkConfig {

@@ -46,21 +46,34 @@ std::optional<std::string> percent_decode(std::string_view text) {
   return out;
 }
 
-Result<std::string> member_from_query(std::string_view query) {
-  std::optional<std::string> member;
+Result<std::optional<std::string>> query_parameter(std::string_view query, std::string_view name) {
+  std::optional<std::string> found;
   while (!query.empty()) {
     const auto amp = query.find('&');
     const std::string_view pair = query.substr(0, amp);
     query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     const auto eq = pair.find('=');
     const auto key = percent_decode(pair.substr(0, eq));
-    if (!key || *key != "member") continue;
-    if (member) return Result<std::string>(Errc::invalid_argument, "member is given twice");
+    if (!key || *key != name) continue;
+    if (found) {
+      return Result<std::optional<std::string>>(Errc::invalid_argument,
+                                                std::string(name) + " is given twice");
+    }
     auto value =
         percent_decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
-    if (!value) return Result<std::string>(Errc::invalid_argument, "member is badly escaped");
-    member = std::move(*value);
+    if (!value) {
+      return Result<std::optional<std::string>>(Errc::invalid_argument,
+                                                std::string(name) + " is badly escaped");
+    }
+    found = std::move(*value);
   }
+  return found;
+}
+
+Result<std::string> member_from_query(std::string_view query) {
+  auto parameter = query_parameter(query, "member");
+  if (!parameter) return parameter.error();
+  std::optional<std::string> member = std::move(parameter.value());
   if (!member) return Result<std::string>(Errc::invalid_argument, "member is missing");
   if (!valid_member_id(*member)) {
     return Result<std::string>(Errc::invalid_argument,

@@ -21,6 +21,12 @@ inline constexpr std::size_t kMaxMemberIdLength = 64;
 // Decodes %XX escapes; '+' stays '+'. Nothing when an escape is malformed.
 [[nodiscard]] std::optional<std::string> percent_decode(std::string_view text);
 
+// The decoded value of parameter `name` in a query string (the part after '?'); nothing when it
+// is absent. Fails (invalid_argument, naming the parameter) when it is given twice or badly
+// escaped.
+[[nodiscard]] Result<std::optional<std::string>> query_parameter(std::string_view query,
+                                                                 std::string_view name);
+
 // The decoded, validated `member` parameter of a query string (the part after '?'). Other
 // parameters are ignored. Fails (invalid_argument, with a message fit for the client) when the
 // parameter is missing, given twice, badly escaped or not a valid id.

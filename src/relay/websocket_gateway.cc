@@ -18,6 +18,7 @@
 #include <exception>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -27,6 +28,7 @@
 
 #include "net/listener.h"
 #include "relay/member_route.h"
+#include "relay/member_token.h"
 #include "relay/static_files.h"
 
 namespace natsfleet::relay {
@@ -88,6 +90,8 @@ class Connection {
   virtual void close_gracefully() = 0;
   // From stop()'s thread once no io thread runs: close at once.
   virtual void abort() = 0;
+  // From any thread: cut the connection if it is still waiting for a request (to make room).
+  virtual void evict() {}
 };
 
 // Runs the attach hook on a thread of its own, so a hook that talks to the broker never holds up
@@ -170,6 +174,15 @@ struct Core {
   std::atomic<std::uint64_t> attached{0};
   std::atomic<std::uint64_t> refused_member{0};
   std::atomic<std::uint64_t> refused_full{0};
+  std::atomic<std::uint64_t> refused_origin{0};
+  std::atomic<std::uint64_t> refused_unauthenticated{0};
+  std::atomic<std::uint64_t> refused_expired{0};
+  std::atomic<std::uint64_t> refused_bad_token{0};
+  std::atomic<std::uint64_t> refused_member_mismatch{0};
+  std::atomic<std::uint64_t> cut_idle{0};
+  std::atomic<std::uint64_t> cut_slow{0};
+  std::atomic<std::uint64_t> evicted{0};
+  std::atomic<std::uint64_t> refused_busy{0};
   std::atomic<std::uint64_t> dropped_slow{0};
   std::atomic<std::uint64_t> closed_idle{0};
   std::atomic<std::uint64_t> frames_sent{0};
@@ -194,6 +207,33 @@ struct Core {
     return live;
   }
 
+  // HTTP connections waiting for a request, oldest wait first: the ones to cut when a new
+  // connection needs room. A wait ends (forget_waiting) when the request has been read.
+  std::uint64_t begin_waiting(const std::shared_ptr<Connection>& c) {
+    std::lock_guard lock(connections_mu_);
+    const std::uint64_t ticket = next_wait_++;
+    waiting_.emplace(ticket, c);
+    return ticket;
+  }
+  void forget_waiting(std::uint64_t ticket) {
+    std::lock_guard lock(connections_mu_);
+    waiting_.erase(ticket);
+  }
+  // Asks the connection that has waited longest to go; false when none is waiting.
+  bool evict_oldest_waiting() {
+    std::shared_ptr<Connection> victim;
+    {
+      std::lock_guard lock(connections_mu_);
+      while (!waiting_.empty() && !victim) {
+        victim = waiting_.begin()->second.lock();
+        waiting_.erase(waiting_.begin());
+      }
+    }
+    if (!victim) return false;
+    victim->evict();
+    return true;
+  }
+
   // Reserves a session slot; false when max_sessions are taken.
   bool reserve_session() {
     std::size_t now = sessions.load();
@@ -207,6 +247,8 @@ struct Core {
   std::mutex connections_mu_;
   std::unordered_map<std::uint64_t, std::weak_ptr<Connection>> connections_;
   std::uint64_t next_connection_ = 1;
+  std::map<std::uint64_t, std::weak_ptr<Connection>> waiting_;
+  std::uint64_t next_wait_ = 1;
 };
 
 // One attached browser. Its socket lives on a strand; deliver() may come from any thread and only
@@ -473,6 +515,18 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
 
   void abort() override { finish(); }
 
+  void evict() override {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      self->guarded([&] {
+        // It may have got its request meanwhile: then it is busy, not idle, and stays.
+        if (self->wait_ticket_ == 0 || self->finished_) return;
+        self->wait_ticket_ = 0;
+        ++self->core_->evicted;
+        self->finish();
+      });
+    });
+  }
+
  private:
   template <typename F>
   void guarded(F&& f) noexcept {
@@ -487,9 +541,10 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(kBodyLimit);
-    // One deadline for the whole request: a client trickling bytes gets no more time than an
-    // idle one.
-    stream_.expires_after(core_->options.request_timeout);
+    // One deadline for the whole request (nothing served here takes a body): a client trickling
+    // bytes gets no more time than an idle one.
+    stream_.expires_after(std::min(core_->options.header_timeout, core_->options.request_timeout));
+    wait_ticket_ = core_->begin_waiting(shared_from_this());
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
                        self->guarded([&] { self->on_read(ec); });
@@ -497,6 +552,16 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
   }
 
   void on_read(beast::error_code ec) {
+    if (wait_ticket_ != 0) {
+      core_->forget_waiting(wait_ticket_);
+      wait_ticket_ = 0;
+    }
+    if (ec == beast::error::timeout) {
+      // Headers incomplete at the deadline: a slow (or idle) client; cut, never answered.
+      ++(parser_->got_some() || buffer_.size() > 0 ? core_->cut_slow : core_->cut_idle);
+      finish();
+      return;
+    }
     if (ec) {
       if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
           ec != http::error::end_of_stream) {
@@ -530,13 +595,15 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
       write(std::move(res), true);
       return;
     }
-    auto member = member_from_query(query);
-    if (!member) {
-      ++core_->refused_member;
-      write(text_response(http::status::bad_request, member.error().describe() + "\n", version),
+    if (!origin_allowed(req)) {
+      ++core_->refused_origin;
+      write(text_response(http::status::forbidden, "this page's origin may not attach here\n",
+                          version),
             true);
       return;
     }
+    auto member = authenticate(req, query);
+    if (!member) return;  // answered
     if (core_->stopping) {
       write(text_response(http::status::service_unavailable, "shutting down\n", version), true);
       return;
@@ -550,10 +617,122 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
       return;
     }
     stream_.expires_never();
-    auto session =
-        std::make_shared<WsSession>(stream_.release_socket(), core_, std::move(member.value()));
+    auto session = std::make_shared<WsSession>(stream_.release_socket(), core_, std::move(*member));
     finish();  // the socket is the session's now
     session->accept(std::move(req));
+  }
+
+  // The Origin rule of GatewayOptions::allowed_origins.
+  bool origin_allowed(const Request& req) const {
+    const auto origin_field = req.find(http::field::origin);
+    if (origin_field == req.end()) return true;
+    std::string_view origin(origin_field->value().data(), origin_field->value().size());
+    while (!origin.empty() && origin.back() == '/') origin.remove_suffix(1);
+    const auto& allowed = core_->options.allowed_origins;
+    if (!allowed.empty()) {
+      return std::any_of(allowed.begin(), allowed.end(), [&](const std::string& entry) {
+        return entry == "*" ||
+               beast::iequals(entry, beast::string_view(origin.data(), origin.size()));
+      });
+    }
+    // Same origin: the page's host:port is the one this request was sent to.
+    const auto scheme_end = origin.find("://");
+    if (scheme_end == std::string_view::npos) return false;  // "null", or not an origin at all
+    const std::string_view origin_host = origin.substr(scheme_end + 3);
+    const auto host = req.find(http::field::host);
+    if (host == req.end()) return false;
+    return beast::iequals(beast::string_view(origin_host.data(), origin_host.size()),
+                          host->value());
+  }
+
+  // The member this upgrade attaches to, or nothing once a refusal has been written. The token
+  // and the secret are never logged or echoed.
+  std::optional<std::string> authenticate(const Request& req, std::string_view query) {
+    const unsigned version = req.version();
+    auto refuse = [&](http::status status, std::atomic<std::uint64_t>& counter,
+                      std::string body) -> std::optional<std::string> {
+      ++counter;
+      Response res = text_response(status, std::move(body), version);
+      if (status == http::status::unauthorized)
+        res.set(http::field::www_authenticate, "Bearer realm=\"natsfleet\"");
+      write(std::move(res), true);
+      return std::nullopt;
+    };
+    auto named = query_parameter(query, "member");
+    if (!named) {
+      ++core_->refused_member;
+      write(text_response(http::status::bad_request, named.error().describe() + "\n", version),
+            true);
+      return std::nullopt;
+    }
+    const auto& options = core_->options;
+    std::optional<std::string> proven;  // by the proxy's header or a token
+    if (!options.member_header.empty()) {
+      if (const auto header = req.find(options.member_header); header != req.end()) {
+        std::string value(header->value());
+        if (!valid_member_id(value)) {
+          return refuse(http::status::forbidden, core_->refused_bad_token,
+                        "the authenticating proxy named an invalid member\n");
+        }
+        proven = std::move(value);
+      }
+    }
+    if (!proven && !options.token_secret.empty()) {
+      auto token = query_parameter(query, "token");
+      if (!token) {
+        return refuse(http::status::bad_request, core_->refused_bad_token,
+                      token.error().describe() + "\n");
+      }
+      std::optional<std::string> given = std::move(token.value());
+      if (!given) {
+        if (const auto auth = req.find(http::field::authorization); auth != req.end()) {
+          const std::string_view value(auth->value().data(), auth->value().size());
+          constexpr std::string_view kBearer = "Bearer ";
+          if (value.size() > kBearer.size() &&
+              beast::iequals(beast::string_view(value.data(), kBearer.size()), "Bearer "))
+            given = std::string(value.substr(kBearer.size()));
+        }
+      }
+      if (!given) {
+        return refuse(http::status::unauthorized, core_->refused_unauthenticated,
+                      "a member token is required (token=...)\n");
+      }
+      TokenCheck check =
+          check_member_token(*given, options.token_secret, std::chrono::system_clock::now());
+      switch (check.verdict) {
+        case TokenVerdict::ok:
+          proven = std::move(check.member);
+          break;
+        case TokenVerdict::expired:
+          return refuse(http::status::unauthorized, core_->refused_expired,
+                        "the member token has expired\n");
+        case TokenVerdict::malformed:
+        case TokenVerdict::bad_signature:
+          return refuse(http::status::forbidden, core_->refused_bad_token,
+                        "the member token is not valid\n");
+      }
+    }
+    const bool authenticating = !options.member_header.empty() || !options.token_secret.empty();
+    if (authenticating && !proven) {
+      return refuse(http::status::unauthorized, core_->refused_unauthenticated,
+                    "authentication is required\n");
+    }
+    std::optional<std::string> asked = std::move(named.value());
+    if (proven) {
+      if (asked && *asked != *proven) {
+        return refuse(http::status::forbidden, core_->refused_member_mismatch,
+                      "member names another member than the one authenticated\n");
+      }
+      return proven;
+    }
+    auto member = member_from_query(query);
+    if (!member) {
+      ++core_->refused_member;
+      write(text_response(http::status::bad_request, member.error().describe() + "\n", version),
+            true);
+      return std::nullopt;
+    }
+    return std::move(member.value());
   }
 
   Response respond(const Request& req, std::string_view path) {
@@ -625,6 +804,10 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
     if (finished_) return;
     finished_ = true;
     core_->untrack(connection_id_);
+    if (wait_ticket_ != 0) {
+      core_->forget_waiting(wait_ticket_);
+      wait_ticket_ = 0;
+    }
     // After an upgrade the socket is gone and closing is a no-op.
     if (stream_.socket().is_open()) stream_.close();
   }
@@ -635,6 +818,7 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
   std::optional<http::request_parser<http::string_body>> parser_;
   Response res_;
   std::uint64_t connection_id_ = 0;
+  std::uint64_t wait_ticket_ = 0;  // while waiting for a request: its place in Core's queue
   bool finished_ = false;
 };
 
@@ -769,7 +953,10 @@ void WebSocketGateway::Impl::retry_accept(beast::error_code ec) {
 
 void WebSocketGateway::Impl::serve(tcp::socket socket) noexcept {
   try {
-    if (core_->http_connections >= options_.max_http_connections) {
+    if (core_->http_connections >= options_.max_http_connections &&
+        !core_->evict_oldest_waiting()) {
+      // Every connection is busy answering: this one has to wait for another try.
+      ++core_->refused_busy;
       beast::error_code ec;
       socket.close(ec);
       return;
@@ -829,6 +1016,15 @@ GatewayStats WebSocketGateway::Impl::stats() const {
   s.attached = core_->attached;
   s.refused_member = core_->refused_member;
   s.refused_full = core_->refused_full;
+  s.refused_origin = core_->refused_origin;
+  s.refused_unauthenticated = core_->refused_unauthenticated;
+  s.refused_expired = core_->refused_expired;
+  s.refused_bad_token = core_->refused_bad_token;
+  s.refused_member_mismatch = core_->refused_member_mismatch;
+  s.cut_idle = core_->cut_idle;
+  s.cut_slow = core_->cut_slow;
+  s.evicted = core_->evicted;
+  s.refused_busy = core_->refused_busy;
   s.dropped_slow = core_->dropped_slow;
   s.closed_idle = core_->closed_idle;
   s.frames_sent = core_->frames_sent;

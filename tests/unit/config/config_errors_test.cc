@@ -619,13 +619,27 @@ subject = "a.b"
 sink = { type = "kafka" }
 )",
      5, "work[0].sink.type", "unknown sink type 'kafka'"},
-    {"WebSocketSinkWithoutListen", R"(name = "svc"
+    {"WebSocketSinkOriginWithAPath", R"(name = "svc"
 [[broadcast]]
 name = "b"
 subject = "member.*.status"
-sink = { type = "websocket" }
+sink = { type = "websocket", allowed_origins = ["https://app.example.com/"] }
 )",
-     5, "broadcast[0].sink.listen", "missing"},
+     5, "broadcast[0].sink.allowed_origins", "is not an origin"},
+    {"WebSocketSinkUnreadableTokenSecret", R"(name = "svc"
+[[broadcast]]
+name = "b"
+subject = "member.*.status"
+sink = { type = "websocket", token_secret_file = "/nonexistent/token.secret" }
+)",
+     5, "broadcast[0].sink.token_secret_file", "cannot read /nonexistent/token.secret"},
+    {"WebSocketSinkBadMemberHeader", R"(name = "svc"
+[[broadcast]]
+name = "b"
+subject = "member.*.status"
+sink = { type = "websocket", member_header = "X Member" }
+)",
+     5, "broadcast[0].sink.member_header", "is not a valid header name"},
     {"FileSinkWithoutPath", R"(name = "svc"
 [[work]]
 name = "w"

@@ -106,6 +106,62 @@ sink = { type = "websocket", listen = "127.0.0.1:8090", web_root = "web", max_se
   EXPECT_EQ(sink.max_sessions, 50);
 }
 
+TEST(DaemonConfig, WebSocketSinkDefaultsToLoopbackAndSessionsTheDescriptorsAllow) {
+  auto config = parse_config(R"(name = "relay"
+[[broadcast]]
+name = "status"
+subject = "member.*.status"
+sink = { type = "websocket" }
+)",
+                             "relay.toml");
+  const SinkConfig& sink = config.broadcast.at(0).sink;
+  EXPECT_EQ(sink.listen, "127.0.0.1:8090");
+  EXPECT_EQ(sink.max_sessions, 0) << "0: computed from the file-descriptor limit";
+  EXPECT_TRUE(sink.allowed_origins.empty());
+  EXPECT_EQ(sink.token_secret_file, "");
+  EXPECT_EQ(sink.member_header, "");
+}
+
+TEST(DaemonConfig, WebSocketSinkReadsOriginsAndAuthentication) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("natsfleet-config-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "token.secret") << std::string(64, 'a') << "\n";
+  auto config = parse_config(R"(name = "relay"
+[[broadcast]]
+name = "status"
+subject = "member.*.status"
+[broadcast.sink]
+type = "websocket"
+allowed_origins = ["https://app.example.com", "http://localhost:3000"]
+token_secret_file = "token.secret"
+member_header = "X-Auth-Member"
+)",
+                             (dir / "relay.toml").string());
+  const SinkConfig& sink = config.broadcast.at(0).sink;
+  EXPECT_EQ(sink.allowed_origins,
+            (std::vector<std::string>{"https://app.example.com", "http://localhost:3000"}));
+  EXPECT_EQ(sink.token_secret_file, (dir / "token.secret").string());
+  EXPECT_EQ(sink.member_header, "X-Auth-Member");
+
+  std::ofstream(dir / "token.secret") << "short\n";
+  try {
+    (void)parse_config(R"(name = "relay"
+[[broadcast]]
+name = "status"
+subject = "member.*.status"
+sink = { type = "websocket", token_secret_file = "token.secret" }
+)",
+                       (dir / "relay.toml").string());
+    ADD_FAILURE() << "a 5-byte secret was accepted";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(error.key(), "broadcast[0].sink.token_secret_file");
+    EXPECT_NE(error.problem().find("holds 5 bytes"), std::string::npos) << error.what();
+    EXPECT_EQ(error.problem().find("short"), std::string::npos) << "the secret is never shown";
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(DaemonConfig, JetStreamBroadcastReadsItsSourceStreamAndHeartbeat) {
   auto config = parse_config(R"(name = "relay"
 [[broadcast]]

@@ -1,4 +1,5 @@
 #include "relay/websocket_gateway.h"
+#include "relay/member_token.h"
 #include "support/nats_server.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
@@ -21,8 +23,11 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace natsfleet::relay {
@@ -92,7 +97,14 @@ Reply http_get(int port, const std::string& target, http::verb method = http::ve
 // takes nothing off its socket.
 class WsClient {
  public:
-  WsClient(int port, const std::string& target, bool small_receive_buffer = false) : ws_(ioc_) {
+  using Headers = std::vector<std::pair<std::string, std::string>>;
+
+  WsClient(int port, const std::string& target, bool small_receive_buffer = false,
+           Headers headers = {})
+      : ws_(ioc_) {
+    ws_.set_option(websocket::stream_base::decorator([headers](websocket::request_type& req) {
+      for (const auto& [name, value] : headers) req.set(name, value);
+    }));
     auto& stream = beast::get_lowest_layer(ws_);
     const tcp::endpoint server(net::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port));
     if (small_receive_buffer) {
@@ -288,6 +300,149 @@ TEST_F(WebSocketGatewayTest, UpgradesBeyondMaxSessionsAreRefusedWith503) {
   ASSERT_TRUE(eventually([&] { return gateway->stats().sessions == 1; }));
   auto fourth = attach(gateway->port(), "carol");
   EXPECT_TRUE(attached("carol", 1));
+}
+
+// A browser page from another site must not read members' statuses: only the gateway's own pages
+// (and the origins listed) may attach; a client without Origin is not a browser.
+TEST_F(WebSocketGatewayTest, UpgradesFromOtherOriginsAreRefusedWith403) {
+  auto gateway = start();
+  const int port = gateway->port();
+  // Beast sends "Host: 127.0.0.1", so that is this gateway's own origin's host.
+  EXPECT_EQ(WsClient(port, "/ws?member=alice", false, {{"Origin", "http://127.0.0.1"}}).status(),
+            101u);
+  EXPECT_EQ(WsClient(port, "/ws?member=alice").status(), 101u);
+  for (const std::string origin :
+       {"https://evil.example", "null", "http://127.0.0.1.evil.example", "http://127.0.0.1:1"}) {
+    EXPECT_EQ(WsClient(port, "/ws?member=alice", false, {{"Origin", origin}}).status(), 403u)
+        << origin;
+  }
+  EXPECT_EQ(gateway->stats().refused_origin, 4u);
+
+  auto listed = start({.allowed_origins = {"https://app.example.com"}});
+  EXPECT_EQ(
+      WsClient(listed->port(), "/ws?member=alice", false, {{"Origin", "https://APP.example.com"}})
+          .status(),
+      101u);
+  EXPECT_EQ(WsClient(listed->port(), "/ws?member=alice", false, {{"Origin", "http://127.0.0.1"}})
+                .status(),
+            403u)
+      << "a list replaces same-origin";
+  EXPECT_EQ(listed->stats().refused_origin, 1u);
+  auto any = start({.allowed_origins = {"*"}});
+  EXPECT_EQ(WsClient(any->port(), "/ws?member=alice", false, {{"Origin", "https://evil.example"}})
+                .status(),
+            101u);
+}
+
+constexpr std::string_view kSecret = "0123456789abcdef0123456789abcdef0123456789abcdef";
+
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// With a token secret, the member is the one the backend signed for, never the one a caller
+// names; every refusal is counted by reason.
+TEST_F(WebSocketGatewayTest, WithATokenSecretOnlyASignedMemberAttaches) {
+  auto gateway = start({.token_secret = std::string(kSecret)});
+  const int port = gateway->port();
+  const std::string alice = mint_member_token("alice", unix_now() + 60, kSecret);
+
+  auto client = std::make_unique<WsClient>(port, "/ws?token=" + alice);
+  ASSERT_EQ(client->status(), 101u);
+  client->start_reading();
+  ASSERT_TRUE(attached("alice", 1));
+  EXPECT_EQ(WsClient(port, "/ws?member=alice&token=" + alice).status(), 101u);
+  EXPECT_EQ(WsClient(port, "/ws", false, {{"Authorization", "Bearer " + alice}}).status(), 101u);
+
+  EXPECT_EQ(WsClient(port, "/ws?member=alice").status(), 401u) << "no token";
+  EXPECT_EQ(WsClient(port, "/ws?member=bob&token=" + alice).status(), 403u) << "another member";
+  const std::string expired = mint_member_token("alice", unix_now() - 1, kSecret);
+  EXPECT_EQ(WsClient(port, "/ws?token=" + expired).status(), 401u);
+  const std::string forged =
+      mint_member_token("alice", unix_now() + 60, "another secret of enough length, 32+ bytes");
+  EXPECT_EQ(WsClient(port, "/ws?token=" + forged).status(), 403u);
+  std::string altered = alice;
+  altered.replace(0, 5, "carol");  // same signature, another member
+  EXPECT_EQ(WsClient(port, "/ws?token=" + altered).status(), 403u);
+  EXPECT_EQ(WsClient(port, "/ws?token=alice.notanumber.00").status(), 403u);
+
+  const GatewayStats stats = gateway->stats();
+  EXPECT_EQ(stats.refused_unauthenticated, 1u);
+  EXPECT_EQ(stats.refused_member_mismatch, 1u);
+  EXPECT_EQ(stats.refused_expired, 1u);
+  EXPECT_EQ(stats.refused_bad_token, 3u);
+  EXPECT_EQ(registry_.deliver("alice", status("s")), 1u);
+  EXPECT_EQ(registry_.sessions("bob"), 0u);
+  EXPECT_EQ(registry_.sessions("carol"), 0u);
+}
+
+TEST_F(WebSocketGatewayTest, AnAuthenticatingProxysHeaderNamesTheMember) {
+  auto gateway = start({.member_header = "X-Auth-Member"});
+  const int port = gateway->port();
+  auto client =
+      std::make_unique<WsClient>(port, "/ws", false, WsClient::Headers{{"X-Auth-Member", "alice"}});
+  ASSERT_EQ(client->status(), 101u);
+  ASSERT_TRUE(attached("alice", 1));
+  EXPECT_EQ(WsClient(port, "/ws?member=alice").status(), 401u)
+      << "no header: not through the proxy";
+  EXPECT_EQ(WsClient(port, "/ws?member=bob", false, {{"X-Auth-Member", "alice"}}).status(), 403u);
+  EXPECT_EQ(WsClient(port, "/ws", false, {{"X-Auth-Member", "a b"}}).status(), 403u);
+  EXPECT_EQ(gateway->stats().refused_unauthenticated, 1u);
+  EXPECT_EQ(gateway->stats().refused_member_mismatch, 1u);
+  EXPECT_EQ(registry_.sessions("bob"), 0u);
+}
+
+// Idle TCP connections (a port scanner, a misbehaving client) must not keep browsers from
+// attaching: at the limit, the connection waiting longest for its request makes room.
+TEST_F(WebSocketGatewayTest, IdleConnectionsCannotStarveUpgrades) {
+  auto gateway = start({.max_http_connections = 16});
+  net::io_context ioc;
+  std::vector<std::unique_ptr<tcp::socket>> idle;
+  const tcp::endpoint endpoint(net::ip::make_address("127.0.0.1"),
+                               static_cast<uint16_t>(gateway->port()));
+  for (int i = 0; i < 200; ++i) {
+    auto socket = std::make_unique<tcp::socket>(ioc);
+    socket->connect(endpoint);
+    idle.push_back(std::move(socket));
+  }
+  const auto began = std::chrono::steady_clock::now();
+  auto client = attach(gateway->port(), "alice");
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 2s);
+  EXPECT_TRUE(attached("alice", 1));
+  EXPECT_EQ(http_get(gateway->port(), "/healthz").status, 200u);
+  EXPECT_TRUE(eventually([&] { return gateway->stats().evicted >= 200u - 16u; }))
+      << gateway->stats().evicted;
+  EXPECT_LE(gateway->stats().http_connections, 16u);
+}
+
+// One byte a second never completes an upgrade request: cut at the header deadline, counted.
+TEST_F(WebSocketGatewayTest, SlowLorisIsCutAtTheHeaderDeadline) {
+  auto gateway = start({.header_timeout = 1500ms});
+  net::io_context ioc;
+  tcp::socket socket(ioc);
+  socket.connect(
+      tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<uint16_t>(gateway->port())));
+  const std::string request =
+      "GET /ws?member=alice HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n\r\n";
+  std::size_t sent = 0;
+  bool closed = false;
+  for (; sent < request.size() && !closed; ++sent) {
+    beast::error_code ec;
+    net::write(socket, net::buffer(request.data() + sent, 1), ec);
+    if (ec) break;
+    // A second's pace, watching for the server closing the connection meanwhile.
+    pollfd p{socket.native_handle(), POLLIN, 0};
+    if (::poll(&p, 1, 1000) > 0) {
+      char byte = 0;
+      closed = ::recv(socket.native_handle(), &byte, 1, 0) <= 0;
+      EXPECT_TRUE(closed) << "the server answered a request it cannot have read";
+    }
+  }
+  EXPECT_LE(sent, 4u) << "the server let it trickle for " << sent << " s";
+  EXPECT_TRUE(eventually([&] { return gateway->stats().cut_slow == 1u; }));
+  EXPECT_EQ(gateway->stats().cut_idle, 0u);
 }
 
 class StaticFilesGatewayTest : public WebSocketGatewayTest {
