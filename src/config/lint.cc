@@ -20,6 +20,21 @@ bool same_messages(const WorkConfig& a, const WorkConfig& b) {
 }
 
 void lint_sink(const std::string& file, const SinkConfig& sink, std::vector<LintFinding>& out) {
+  if (sink.type == "websocket") {
+    if (sink.token_secret_file.empty() && sink.member_header.empty())
+      out.push_back({file, sink.line, "websocket-no-auth",
+                     "websocket sink on " + sink.listen +
+                         " has no member authentication: any caller that reaches it reads any "
+                         "member's statuses by naming the member; set token_secret_file (signed "
+                         "member tokens) or member_header (an authenticating proxy)"});
+    if (std::find(sink.allowed_origins.begin(), sink.allowed_origins.end(), "*") !=
+        sink.allowed_origins.end())
+      out.push_back({file, sink.line, "websocket-any-origin",
+                     "websocket sink on " + sink.listen +
+                         " lets pages from any origin attach (allowed_origins = [\"*\"]): any "
+                         "web site a member visits can open their session; list your origins"});
+    return;
+  }
   if (sink.type != "http") return;
   auto url = parse_url(sink.url);
   if (url && url->scheme == "http" && !is_loopback_host(url->host))

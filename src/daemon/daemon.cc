@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -10,12 +11,15 @@
 #include <thread>
 
 #include "broker/embedded_broker.h"
+#include "config/url.h"
+#include "daemon/descriptor_budget.h"
 #include "health/daemon_metrics.h"
 #include "health/health_server.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
 #include "natsfleet/fleet.h"
 #include "sinks/sink.h"
+#include "sinks/websocket_sink.h"
 
 namespace natsfleet::daemon {
 
@@ -49,8 +53,59 @@ sinks::SinkOptions sink_options(const config::SinkConfig& c) {
   o.listen = c.listen;
   o.key_token = c.key_token;
   o.web_root = c.web_root;
-  o.max_sessions = static_cast<size_t>(c.max_sessions);
+  if (c.max_sessions > 0) o.max_sessions = static_cast<size_t>(c.max_sessions);
+  o.allowed_origins = c.allowed_origins;
+  o.token_secret_file = c.token_secret_file;
+  o.member_header = c.member_header;
   return o;
+}
+
+// Every gateway's counters, for /metrics.
+health::ServerMetrics gateway_metrics(const std::map<std::string, const sinks::Sink*>& sink_of) {
+  health::ServerMetrics out;
+  for (const auto& [name, sink] : sink_of) {
+    const auto* ws = dynamic_cast<const sinks::WebSocketSink*>(sink);
+    if (!ws) continue;
+    const relay::GatewayStats g = ws->stats();
+    out.http.push_back({.server = name,
+                        .connections = g.http_connections,
+                        .cut_idle = g.cut_idle,
+                        .cut_slow = g.cut_slow,
+                        .evicted = g.evicted,
+                        .refused_busy = g.refused_busy});
+    out.gateways.push_back({.server = name,
+                            .sessions = g.sessions,
+                            .max_sessions = ws->max_sessions(),
+                            .attached = g.attached,
+                            .refused = {{"member", g.refused_member},
+                                        {"origin", g.refused_origin},
+                                        {"unauthenticated", g.refused_unauthenticated},
+                                        {"expired", g.refused_expired},
+                                        {"bad_token", g.refused_bad_token},
+                                        {"member_mismatch", g.refused_member_mismatch},
+                                        {"full", g.refused_full}},
+                            .dropped_slow = g.dropped_slow,
+                            .closed_idle = g.closed_idle});
+  }
+  return out;
+}
+
+// Loud, because the default is open: without a token secret or a proxy's header, the member a
+// caller names is believed.
+void warn_unauthenticated(const config::BroadcastConfig& bc, spdlog::logger& log) {
+  if (bc.sink.type != "websocket" || !bc.sink.token_secret_file.empty() ||
+      !bc.sink.member_header.empty())
+    return;
+  const auto url = config::parse_url("tcp://" + bc.sink.listen);
+  const bool loopback = url && config::is_loopback_host(url->host);
+  log.warn(
+      "broadcast {}: the websocket gateway on {} has NO MEMBER AUTHENTICATION: any caller that "
+      "can reach it reads any member's statuses by naming the member (/ws?member=<id>){}. Set "
+      "token_secret_file (signed member tokens) or member_header (an authenticating proxy) in "
+      "its sink",
+      bc.spec.name, bc.sink.listen,
+      loopback ? "; it listens on loopback only, so only this machine can reach it"
+               : "; it listens beyond loopback");
 }
 
 // The embedded broker keeps its store and its port beside the config, so a restarted daemon
@@ -215,6 +270,22 @@ int Daemon::run(StopRequest& stop) {
   }
   for (const auto& bc : s.config.broadcast) s.metrics.register_subscription(bc.spec.name);
 
+  // Sessions are bounded by what the descriptor limit leaves once the broker connection, the
+  // health endpoints and the sinks have theirs.
+  const health::HealthServerOptions health_defaults;
+  const DescriptorBudget budget =
+      plan_descriptors(descriptor_limit(), s.config, health_defaults.max_connections);
+  std::map<std::string, DescriptorBudget::Gateway> gateway_budget;
+  for (const auto& g : budget.gateways) gateway_budget[g.subscription] = g;
+  if (!budget.gateways.empty()) {
+    const bool over = std::any_of(budget.gateways.begin(), budget.gateways.end(),
+                                  [](const auto& g) { return g.over_limit; });
+    if (budget.starved || over)
+      log.error("{}", budget.explanation);
+    else
+      log.info("{}", budget.explanation);
+  }
+
   try {
     for (const auto& work : s.config.work) {
       s.sinks.push_back(sinks::make_sink(sink_options(work.sink)));
@@ -232,7 +303,13 @@ int Daemon::run(StopRequest& stop) {
       log.info("work {}: {} -> {}", name, work.spec.subject, sink->describe());
     }
     for (const auto& bc : s.config.broadcast) {
-      s.sinks.push_back(sinks::make_sink(sink_options(bc.sink)));
+      sinks::SinkOptions sink_opts = sink_options(bc.sink);
+      if (auto g = gateway_budget.find(bc.spec.name); g != gateway_budget.end()) {
+        sink_opts.max_sessions = g->second.max_sessions;
+        sink_opts.max_http_connections = g->second.http_connections;
+      }
+      warn_unauthenticated(bc, log);
+      s.sinks.push_back(sinks::make_sink(sink_opts));
       sinks::Sink* sink = s.sinks.back().get();
       const std::string name = bc.spec.name;
       s.sink_of[name] = sink;
@@ -272,6 +349,7 @@ int Daemon::run(StopRequest& stop) {
   if (!s.config.health_listen.empty()) {
     health::HealthServerOptions health_options;
     health_options.listen = s.config.health_listen;
+    health_options.server_metrics = [&s] { return gateway_metrics(s.sink_of); };
     s.health_server = std::make_unique<health::HealthServer>(
         health_options, [&s] { return health_with_sinks(s); }, s.metrics, s.config.fleet.name);
     if (auto started = s.health_server->start(); !started) {

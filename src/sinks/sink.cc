@@ -62,6 +62,10 @@ std::unique_ptr<Sink> make_sink(const SinkOptions& options) {
     ws.key_token = options.key_token;
     ws.web_root = options.web_root;
     ws.max_sessions = options.max_sessions;
+    ws.max_http_connections = options.max_http_connections;
+    ws.allowed_origins = options.allowed_origins;
+    ws.token_secret_file = options.token_secret_file;
+    ws.member_header = options.member_header;
     return std::make_unique<WebSocketSink>(ws);
   }
   if (options.timeout <= std::chrono::milliseconds::zero())

@@ -69,6 +69,10 @@ struct SinkOptions {
   int key_token = 1;                           // websocket: subject token naming the session key
   std::string web_root;                        // websocket: optional static files
   size_t max_sessions = 10000;                 // websocket
+  size_t max_http_connections = 1024;          // websocket: connections not (yet) upgraded
+  std::vector<std::string> allowed_origins;    // websocket: page origins that may attach
+  std::string token_secret_file;               // websocket: member tokens' secret, read at start
+  std::string member_header;                   // websocket: set by an authenticating proxy
 };
 
 // Throws std::invalid_argument naming the bad option (unknown type, missing path, empty command,

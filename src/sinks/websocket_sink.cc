@@ -1,6 +1,12 @@
 #include "sinks/websocket_sink.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
+
+#include "relay/member_token.h"
 
 namespace natsfleet::sinks {
 
@@ -10,6 +16,23 @@ WebSocketSink::WebSocketSink(WebSocketSinkOptions options) : options_(std::move(
   gateway.port = static_cast<uint16_t>(options_.port);
   gateway.web_root = options_.web_root;
   gateway.max_sessions = options_.max_sessions;
+  gateway.max_http_connections = options_.max_http_connections;
+  gateway.allowed_origins = options_.allowed_origins;
+  gateway.member_header = options_.member_header;
+  if (!options_.token_secret_file.empty()) {
+    // Errors name the file, never what it holds.
+    std::ifstream in(options_.token_secret_file, std::ios::binary);
+    if (!in)
+      throw std::invalid_argument("websocket sink: cannot read token secret file " +
+                                  options_.token_secret_file + ": " + std::strerror(errno));
+    std::ostringstream text;
+    text << in.rdbuf();
+    gateway.token_secret = relay::trim_secret(text.str());
+    if (gateway.token_secret.size() < relay::kMinTokenSecretBytes)
+      throw std::invalid_argument("websocket sink: token secret file " +
+                                  options_.token_secret_file + " holds fewer than " +
+                                  std::to_string(relay::kMinTokenSecretBytes) + " bytes");
+  }
   gateway_ = std::make_unique<relay::WebSocketGateway>(gateway, registry_);
   if (auto started = gateway_->start(); !started)
     throw std::invalid_argument("websocket sink: " + started.error().describe());

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "natsfleet/validate.h"
 #include "relay/session_registry.h"
@@ -20,6 +21,12 @@ struct WebSocketSinkOptions {
   int key_token = 1;  // 1-based
   std::string web_root;
   size_t max_sessions = 10000;
+  size_t max_http_connections = 1024;
+  std::vector<std::string> allowed_origins;  // see relay::GatewayOptions
+  // The member tokens' secret is read from this file when the sink starts (trailing line breaks
+  // removed); it is never logged. Empty: no tokens.
+  std::string token_secret_file;
+  std::string member_header;
 };
 
 class WebSocketSink final : public Sink {
@@ -33,6 +40,12 @@ class WebSocketSink final : public Sink {
   std::string describe() const override;
   void stop() override;
   int port() const { return gateway_->port(); }
+  relay::GatewayStats stats() const { return gateway_->stats(); }
+  size_t max_sessions() const { return options_.max_sessions; }
+  // Whether a caller must prove who the member is (a token or the proxy's header).
+  bool authenticates() const {
+    return !options_.token_secret_file.empty() || !options_.member_header.empty();
+  }
 
  private:
   const WebSocketSinkOptions options_;

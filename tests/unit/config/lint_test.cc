@@ -240,6 +240,27 @@ sink = { type = "http", url = "HTTP://10.1.2.3/x" }
   EXPECT_EQ(findings[1].line, 18);
 }
 
+TEST(Lint, WebSocketSinkWithoutAuthenticationOrForAnyOrigin) {
+  const auto findings = lint_others(parse_config(R"(name = "svc"
+servers = ["nats://10.0.0.1:4222"]
+[[broadcast]]
+name = "open"
+subject = "member.*.status"
+sink = { type = "websocket", listen = "0.0.0.0:8090" }
+[[broadcast]]
+name = "proxied"
+subject = "member.*.other"
+sink = { type = "websocket", listen = "127.0.0.1:8091", member_header = "X-Auth-Member", allowed_origins = ["*"] }
+)",
+                                                 "svc.toml"));
+  ASSERT_EQ(rules(findings),
+            (std::vector<std::string>{"websocket-no-auth", "websocket-any-origin"}));
+  EXPECT_EQ(findings[0].line, 6);
+  EXPECT_NE(findings[0].message.find("0.0.0.0:8090"), std::string::npos) << findings[0].message;
+  EXPECT_NE(findings[0].message.find("any member's statuses"), std::string::npos);
+  EXPECT_EQ(findings[1].line, 10);
+}
+
 TEST(Lint, UnlimitedRedelivery) {
   const auto findings = lint_others(parse_config(R"(name = "svc"
 servers = ["nats://10.0.0.1:4222"]
