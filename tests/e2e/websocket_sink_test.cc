@@ -7,7 +7,12 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
+#include <map>
+#include <memory>
 #include <mutex>
+#include <regex>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -101,6 +106,135 @@ TEST(WebSocketSink, AStatusReachesEveryBrowserOfItsMemberOnEveryReplica) {
       10s));
   std::this_thread::sleep_for(200ms);
   EXPECT_EQ(alice_on_a.got(), alice) << "nothing more, nothing of bob's";
+}
+
+// One session that is opened and then left alone (it reads nothing): what a crowd of idle
+// browsers costs the daemon. status is 101 when attached, else the HTTP status of the refusal
+// (0: no answer at all).
+struct IdleSession {
+  unsigned status = 0;
+  std::unique_ptr<beast::websocket::stream<tcp::socket>> ws;
+};
+
+IdleSession open_idle_session(net::io_context& ioc, int port, const std::string& member) {
+  IdleSession s;
+  auto ws = std::make_unique<beast::websocket::stream<tcp::socket>>(ioc);
+  beast::error_code ec;
+  ws->next_layer().connect(
+      tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port)), ec);
+  if (ec) return s;
+  beast::websocket::response_type res;
+  // The synchronous handshake leaves `res` empty when the upgrade is declined; this one fills it.
+  ws->async_handshake(res, "127.0.0.1:" + std::to_string(port), "/ws?member=" + member,
+                      [&](beast::error_code e) { ec = e; });
+  ioc.restart();
+  ioc.run_for(5s);  // bounded: a daemon out of descriptors may never answer
+  if (!ioc.stopped()) {
+    ws->next_layer().close(ec);  // the handler, which refers to this frame, completes now
+    ioc.restart();
+    ioc.run();
+    return s;
+  }
+  s.status = res.result_int();
+  if (!ec) s.ws = std::move(ws);
+  return s;
+}
+
+// The value of `name{...reason="<reason>"}` in a /metrics text (-1 when absent).
+long metric_with_reason(const std::string& metrics, const std::string& name,
+                        const std::string& reason) {
+  std::istringstream in(metrics);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name + "{", 0) == 0 &&
+        line.find("reason=\"" + reason + "\"") != std::string::npos)
+      return std::stol(line.substr(line.rfind(' ') + 1));
+  }
+  return -1;
+}
+
+// Under `ulimit -n 1024`, 1,100 browsers: the daemon takes the sessions its descriptor budget
+// allows and answers the rest 503, and a broker restart still reconnects (the new socket has its
+// descriptor), so /readyz comes back to 200 and statuses flow again.
+TEST(WebSocketSink, UnderADescriptorLimitSessionsPastTheBudgetAreRefusedAndReconnectsStillWork) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("STATUS", {"member.*.status"});
+  TempDir dir;
+  const int ws_port = free_loopback_port(), health_port = free_loopback_port();
+  DaemonProcess d(dir.path(), "d", relay_config("d", ws_port, health_port),
+                  {"--server", server.url()});
+  d.limit_descriptors(1024);
+  d.start();
+  ASSERT_TRUE(wait_for([&] { return readyz(health_port) == 200; }, 15s)) << d.log();
+
+  // The budget is in the log, with its reasons.
+  const std::string log = d.log();
+  std::smatch found;
+  ASSERT_TRUE(std::regex_search(log, found, std::regex(R"(websocket max_sessions: status (\d+))")))
+      << log;
+  const std::size_t max_sessions = std::stoul(found[1]);
+  EXPECT_NE(log.find("(RLIMIT_NOFILE) is 1024"), std::string::npos) << log;
+  ASSERT_GT(max_sessions, 100u);
+  ASSERT_LT(max_sessions, 1100u);
+  EXPECT_NE(log.find("NO MEMBER AUTHENTICATION"), std::string::npos) << log;
+
+  Browser watcher(ws_port, "watch");
+  net::io_context ioc;
+  std::vector<IdleSession> sessions;
+  std::map<unsigned, std::size_t> statuses;
+  for (int i = 1; i < 1100; ++i) {
+    sessions.push_back(open_idle_session(ioc, ws_port, "m" + std::to_string(i)));
+    ++statuses[sessions.back().status];
+    if (statuses.contains(0) && statuses.at(0) >= 3)
+      break;  // the daemon stopped answering: no point waiting on each
+  }
+  EXPECT_EQ(statuses[101], max_sessions - 1) << "the watcher holds one";
+  EXPECT_EQ(statuses[503], 1100 - max_sessions);
+  EXPECT_EQ(statuses.size(), 2u) << "no session failed any other way: " << [&] {
+    std::string all;
+    for (const auto& [status, n] : statuses)
+      all += std::to_string(status) + ": " + std::to_string(n) + "; ";
+    return all;
+  }();
+
+  // Probes are answered while the gateway is full.
+  const auto probe_began = std::chrono::steady_clock::now();
+  int healthz = 0;
+  http_get(health_port, "/healthz", &healthz);
+  EXPECT_EQ(healthz, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - probe_began, 2s);
+
+  server.kill();
+  ASSERT_TRUE(wait_for([&] { return readyz(health_port) == 503; }, 15s)) << d.log();
+  server.restart();
+  EXPECT_TRUE(wait_for([&] { return readyz(health_port) == 200; }, 30s)) << d.log();
+  admin.publish("member.watch.status", R"({"state":"synced"})");
+  EXPECT_TRUE(wait_for(
+      [&] { return watcher.got() == std::vector<std::string>{R"({"state":"synced"})"}; }, 15s))
+      << d.log();
+
+  // Sessions that leave make room for new ones.
+  for (auto& s : sessions) {
+    if (!s.ws) continue;
+    beast::error_code ec;
+    s.ws->next_layer().close(ec);
+    s.ws.reset();
+    break;
+  }
+  IdleSession again;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        again = open_idle_session(ioc, ws_port, "again");
+        return again.status == 101;
+      },
+      10s));
+
+  const std::string metrics = http_get(health_port, "/metrics", &healthz);
+  EXPECT_EQ(metric_with_reason(metrics, "natsfleet_websocket_refused_total", "full"),
+            static_cast<long>(1100 - max_sessions))
+      << metrics;
+  EXPECT_EQ(d.log().find("Too many open files"), std::string::npos) << d.log();
+  EXPECT_TRUE(d.running());
 }
 
 TEST(WebSocketSink, AWebSocketSinkOnWorkIsAConfigError) {

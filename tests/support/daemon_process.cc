@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,12 +41,28 @@ void DaemonProcess::start() {
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   const std::string log_path = dir_ + "/" + name_ + ".log";
+  exit_code_.reset();
+  if (descriptor_limit_) {
+    // posix_spawn cannot set a limit: fork, and only async-signal-safe calls before exec.
+    const rlimit limit{*descriptor_limit_, *descriptor_limit_};
+    const pid_t child = ::fork();
+    if (child < 0) throw std::runtime_error("cannot fork natsfleet");
+    if (child == 0) {
+      const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (log < 0 || ::dup2(log, 1) < 0 || ::dup2(log, 2) < 0) ::_exit(127);
+      ::close_range(3, ~0U, 0);  // the test's own sockets must not count against the limit
+      if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(127);
+      ::execve(argv[0], argv.data(), environ);
+      ::_exit(127);
+    }
+    pid_ = child;
+    return;
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
                                    0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  exit_code_.reset();
   if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0)
     throw std::runtime_error("cannot start natsfleet");
   posix_spawn_file_actions_destroy(&actions);

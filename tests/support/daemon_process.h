@@ -22,6 +22,9 @@ class DaemonProcess {
   DaemonProcess(const DaemonProcess&) = delete;
   DaemonProcess& operator=(const DaemonProcess&) = delete;
 
+  // From the next start(), the process runs with this RLIMIT_NOFILE (soft and hard), as under
+  // `ulimit -n`, and with only descriptors 0-2 inherited.
+  void limit_descriptors(unsigned long limit) { descriptor_limit_ = limit; }
   void start();
   void signal(int sig);
   // The exit code (or 128 + signal) once it exited within `timeout`, nullopt otherwise.
@@ -37,6 +40,7 @@ class DaemonProcess {
   std::vector<std::string> extra_args_;
   pid_t pid_ = -1;
   std::optional<int> exit_code_;
+  std::optional<unsigned long> descriptor_limit_;
 };
 
 // A helper program (a test endpoint, say) run for the length of a test: killed with SIGKILL and
