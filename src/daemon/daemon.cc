@@ -273,8 +273,8 @@ int Daemon::run(StopRequest& stop) {
   // Sessions are bounded by what the descriptor limit leaves once the broker connection, the
   // health endpoints and the sinks have theirs.
   const health::HealthServerOptions health_defaults;
-  const DescriptorBudget budget =
-      plan_descriptors(descriptor_limit(), s.config, health_defaults.max_connections);
+  const DescriptorBudget budget = plan_descriptors(
+      descriptor_limit(), s.config, health_defaults.max_connections, s.broker != nullptr);
   std::map<std::string, DescriptorBudget::Gateway> gateway_budget;
   for (const auto& g : budget.gateways) gateway_budget[g.subscription] = g;
   if (!budget.gateways.empty()) {

@@ -34,14 +34,14 @@ std::uint64_t descriptor_limit() {
 }
 
 DescriptorBudget plan_descriptors(std::uint64_t limit, const config::DaemonConfig& config,
-                                  std::size_t health_max_connections) {
+                                  std::size_t health_max_connections, bool embedded_broker) {
   DescriptorBudget budget;
   budget.limit = limit;
   std::uint64_t sinks = 0;
   for (const auto& work : config.work) sinks += sink_needs(work.sink, work.spec.concurrency);
   for (const auto& bc : config.broadcast) sinks += sink_needs(bc.sink, bc.spec.concurrency);
   const std::uint64_t health = health_max_connections + 1;
-  const std::uint64_t embedded = config.fleet.servers.empty() ? kEmbeddedBroker : 0;
+  const std::uint64_t embedded = embedded_broker ? kEmbeddedBroker : 0;
   // Room for what nobody counted (a static file being read, a burst of closes not yet done).
   const std::uint64_t spare = std::max<std::uint64_t>(32, limit / 16);
   budget.reserved = kBaseDescriptors + embedded + health + sinks + spare;

@@ -44,8 +44,9 @@ struct DescriptorBudget {
 // The soft RLIMIT_NOFILE of this process (a large number when unlimited).
 std::uint64_t descriptor_limit();
 
-// Pure: the budget for `config` under `limit` descriptors.
+// Pure: the budget for `config` under `limit` descriptors; `embedded_broker` when the daemon runs
+// its own nats-server (the config's servers may be replaced by --server).
 DescriptorBudget plan_descriptors(std::uint64_t limit, const config::DaemonConfig& config,
-                                  std::size_t health_max_connections);
+                                  std::size_t health_max_connections, bool embedded_broker);
 
 }  // namespace natsfleet::daemon

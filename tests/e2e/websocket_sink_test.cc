@@ -7,6 +7,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -235,6 +237,81 @@ TEST(WebSocketSink, UnderADescriptorLimitSessionsPastTheBudgetAreRefusedAndRecon
       << metrics;
   EXPECT_EQ(d.log().find("Too many open files"), std::string::npos) << d.log();
   EXPECT_TRUE(d.running());
+}
+
+// Standard output of a shell command.
+std::string shell_output(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return out;
+  char buf[512];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  ::pclose(pipe);
+  return out;
+}
+
+// What the shell in the README runs to mint a member token.
+std::string mint_with_openssl(const std::string& secret_file, const std::string& member,
+                              long expiry) {
+  const std::string signed_part = member + "." + std::to_string(expiry);
+  const std::string minted =
+      shell_output("printf '%s' '" + signed_part + "' | openssl dgst -sha256 -hmac \"$(cat " +
+                   secret_file + ")\" -r | cut -d' ' -f1");
+  return signed_part + "." + minted.substr(0, minted.find('\n'));
+}
+
+// With a token secret the daemon's gateway attaches only signed members, and the secret shows
+// nowhere: not in the log, /status, /metrics, lint or audit output.
+TEST(WebSocketSink, SignedMemberTokensAttachAndTheSecretShowsNowhere) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("STATUS", {"member.*.status"});
+  TempDir dir;
+  const std::string secret = "e2e-secret-5f2a9c1d7e3b8a6f0c4d2e9b1a7f3c5d";
+  const std::string secret_file = dir.path() + "/token.secret";
+  std::ofstream(secret_file) << secret << "\n";
+  const int ws_port = free_loopback_port(), health_port = free_loopback_port();
+  std::string config = relay_config("d", ws_port, health_port);
+  config.replace(config.rfind(" }"), 2, ", token_secret_file = \"token.secret\" }");
+  DaemonProcess d(dir.path(), "d", config, {"--server", server.url()});
+  d.start();
+  ASSERT_TRUE(wait_for([&] { return readyz(health_port) == 200; }, 15s)) << d.log();
+  EXPECT_EQ(d.log().find("NO MEMBER AUTHENTICATION"), std::string::npos) << d.log();
+
+  const long expiry = static_cast<long>(std::chrono::duration_cast<std::chrono::seconds>(
+                                            std::chrono::system_clock::now().time_since_epoch())
+                                            .count()) +
+                      300;
+  const std::string token = mint_with_openssl(secret_file, "alice", expiry);
+  Browser alice(ws_port, "alice&token=" + token);
+  net::io_context ioc;
+  EXPECT_EQ(open_idle_session(ioc, ws_port, "alice").status, 401u);
+  EXPECT_EQ(open_idle_session(ioc, ws_port, "bob&token=" + token).status, 403u);
+  std::this_thread::sleep_for(200ms);  // the upgrade registered
+  admin.publish("member.alice.status", R"({"state":"synced"})");
+  EXPECT_TRUE(wait_for(
+      [&] { return alice.got() == std::vector<std::string>{R"({"state":"synced"})"}; }, 10s))
+      << d.log();
+
+  int code = 0;
+  const std::string metrics = http_get(health_port, "/metrics", &code);
+  EXPECT_EQ(metric_with_reason(metrics, "natsfleet_websocket_refused_total", "unauthenticated"), 1)
+      << metrics;
+  EXPECT_EQ(metric_with_reason(metrics, "natsfleet_websocket_refused_total", "member_mismatch"), 1);
+  const std::string status = http_get(health_port, "/status", &code);
+  const auto lint = run_cli("lint " + d.config_path());
+  const auto audit = run_cli("audit --server " + server.url() + " --config " + d.config_path() +
+                             " --interval 100ms");
+  for (const auto& [where, text] :
+       std::vector<std::pair<std::string, std::string>>{{"log", d.log()},
+                                                        {"/metrics", metrics},
+                                                        {"/status", status},
+                                                        {"lint", lint.out + lint.err},
+                                                        {"audit", audit.out + audit.err}}) {
+    EXPECT_EQ(text.find(secret), std::string::npos) << where << ": " << text;
+    EXPECT_EQ(text.find(token.substr(token.rfind('.') + 1)), std::string::npos) << where;
+  }
+  EXPECT_EQ((lint.out + lint.err).find("websocket-no-auth"), std::string::npos) << lint.out;
 }
 
 TEST(WebSocketSink, AWebSocketSinkOnWorkIsAConfigError) {

@@ -35,7 +35,7 @@ std::uint64_t total(const DescriptorBudget& b) {
 }
 
 TEST(DescriptorBudget, SessionsGetWhatTheLimitLeavesAfterEverythingElse) {
-  const auto budget = plan_descriptors(1024, relay_config(), kHealthConnections);
+  const auto budget = plan_descriptors(1024, relay_config(), kHealthConnections, false);
   ASSERT_EQ(budget.gateways.size(), 1u);
   const auto& g = budget.gateways[0];
   EXPECT_TRUE(g.computed);
@@ -52,19 +52,20 @@ TEST(DescriptorBudget, SessionsGetWhatTheLimitLeavesAfterEverythingElse) {
 }
 
 TEST(DescriptorBudget, AHigherLimitGivesMoreSessionsAndCapsPageConnections) {
-  const auto budget = plan_descriptors(65536, relay_config(), kHealthConnections);
+  const auto budget = plan_descriptors(65536, relay_config(), kHealthConnections, false);
   EXPECT_EQ(budget.gateways[0].http_connections, 1024u);
   EXPECT_GT(budget.gateways[0].max_sessions, 55000u);
   EXPECT_LE(total(budget), 65536u);
 }
 
 TEST(DescriptorBudget, AConfiguredMaxSessionsIsKeptAndFlaggedWhenTheLimitCannotHoldIt) {
-  auto fits = plan_descriptors(1024, relay_config(", max_sessions = 100"), kHealthConnections);
+  auto fits =
+      plan_descriptors(1024, relay_config(", max_sessions = 100"), kHealthConnections, false);
   EXPECT_EQ(fits.gateways[0].max_sessions, 100u);
   EXPECT_FALSE(fits.gateways[0].computed);
   EXPECT_FALSE(fits.gateways[0].over_limit);
   auto too_many =
-      plan_descriptors(1024, relay_config(", max_sessions = 10000"), kHealthConnections);
+      plan_descriptors(1024, relay_config(", max_sessions = 10000"), kHealthConnections, false);
   EXPECT_EQ(too_many.gateways[0].max_sessions, 10000u);
   EXPECT_TRUE(too_many.gateways[0].over_limit);
   EXPECT_NE(too_many.explanation.find("MORE than the limit leaves"), std::string::npos)
@@ -72,9 +73,16 @@ TEST(DescriptorBudget, AConfiguredMaxSessionsIsKeptAndFlaggedWhenTheLimitCannotH
 }
 
 TEST(DescriptorBudget, ATinyLimitLeavesNoSessionsAndSaysSo) {
-  const auto budget = plan_descriptors(256, relay_config(), kHealthConnections);
+  const auto budget = plan_descriptors(256, relay_config(), kHealthConnections, false);
   EXPECT_EQ(budget.gateways[0].max_sessions, 0u);
   EXPECT_TRUE(budget.starved);
+}
+
+TEST(DescriptorBudget, AnEmbeddedBrokersPipesAreKept) {
+  const auto remote = plan_descriptors(1024, relay_config(), kHealthConnections, false);
+  const auto embedded = plan_descriptors(1024, relay_config(), kHealthConnections, true);
+  EXPECT_EQ(embedded.reserved, remote.reserved + 8);
+  EXPECT_NE(embedded.explanation.find("the embedded broker (8)"), std::string::npos);
 }
 
 TEST(DescriptorBudget, NoGatewayNoPlan) {
@@ -85,7 +93,7 @@ subject = "a.b"
 sink = { type = "stdout" }
 )",
                                      "svc.toml");
-  const auto budget = plan_descriptors(1024, config, kHealthConnections);
+  const auto budget = plan_descriptors(1024, config, kHealthConnections, false);
   EXPECT_TRUE(budget.gateways.empty());
   EXPECT_EQ(budget.explanation, "");
 }
