@@ -8,6 +8,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -198,6 +199,14 @@ TEST(WebSocketSink, UnderADescriptorLimitSessionsPastTheBudgetAreRefusedAndRecon
       all += std::to_string(status) + ": " + std::to_string(n) + "; ";
     return all;
   }();
+
+  // What the budget left free while the gateway is full: the room a reconnect needs.
+  std::size_t open_descriptors = 0;
+  for ([[maybe_unused]] const auto& fd :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(d.pid()) + "/fd"))
+    ++open_descriptors;
+  std::printf("daemon descriptors open with the gateway full: %zu of 1024\n", open_descriptors);
+  EXPECT_LT(open_descriptors, 1024u - 64u);
 
   // Probes are answered while the gateway is full.
   const auto probe_began = std::chrono::steady_clock::now();
