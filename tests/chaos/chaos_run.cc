@@ -426,6 +426,17 @@ void say(const RunClock& clock, const std::string& line) {
 
 }  // namespace
 
+AtSequence stream_holds(nats::JetStreamApi& api, const std::string& stream, uint64_t seq,
+                        const std::string& data, std::string* error) {
+  auto stored = api.get_message(stream, seq);
+  if (stored) return stored->data == data ? AtSequence::that_message : AtSequence::another_message;
+  if (stored.error().code.category() == jetstream_category() &&
+      stored.error().code.value() == nats::kJsNoMessageFound)
+    return AtSequence::nothing;
+  if (error) *error = stored.error().describe();
+  return AtSequence::unknown;
+}
+
 CheckOptions check_options_for(const History& h) {
   double longest_outage = 0;
   for (const auto& f : h.faults)
@@ -606,11 +617,10 @@ int run_chaos(const RunOptions& o) {
   // ack's sequence holds another message now), or the bound passed.
   std::set<int64_t> dead;
   std::set<int64_t> broker_lost;
+  std::string stream_error;  // the last answer that settled nothing, for the report
   auto gone_from_stream = [&](const PublishRecord& p) {
-    auto stored = admin.api().get_message(kStream, p.seq);
-    if (stored) return stored->data != payload_of(p.id);
-    return stored.error().code.category() == jetstream_category() &&
-           stored.error().code.value() == nats::kJsNoMessageFound;
+    const auto at = stream_holds(admin.api(), kStream, p.seq, payload_of(p.id), &stream_error);
+    return at == AtSequence::another_message || at == AtSequence::nothing;
   };
   uint64_t dead_from = 1;
   History history;
@@ -649,9 +659,12 @@ int run_chaos(const RunOptions& o) {
     }
     std::this_thread::sleep_for(milliseconds(200));
   }
-  say(clock, outstanding == 0 ? "drained"
-                              : "drain bound passed with " + std::to_string(outstanding) +
-                                    " acknowledged message(s) not handled");
+  say(clock,
+      outstanding == 0
+          ? "drained"
+          : "drain bound passed with " + std::to_string(outstanding) +
+                " acknowledged message(s) not handled" +
+                (stream_error.empty() ? std::string() : " (stream read: " + stream_error + ")"));
   // Let redeliveries still in flight land, so duplicates are counted whole.
   std::this_thread::sleep_for(o.ack_wait);
   for (auto& r : replicas) r.process->signal(SIGTERM);

@@ -10,6 +10,7 @@
 
 #include "chaos/checker.h"
 #include "chaos/history.h"
+#include "nats/jetstream_api.h"
 
 namespace natsfleet::chaos {
 
@@ -33,6 +34,12 @@ struct RunOptions {
 // what it has until the sink is back (by design: an outage uses no deliveries) plus one probe
 // interval, so the longest sink outage of the run counts too.
 CheckOptions check_options_for(const History& history);
+
+// What a stream holds at the sequence a publish's ack named.
+enum class AtSequence { that_message, another_message, nothing, unknown };
+// `unknown` (the stream could not be read) leaves `error` set.
+AtSequence stream_holds(nats::JetStreamApi& api, const std::string& stream, uint64_t seq,
+                        const std::string& data, std::string* error);
 
 // Returns the exit code: 0 when the checker passed, 1 when it failed, 2 when the run could not be
 // set up. Prints progress and the report to stdout.

@@ -73,6 +73,9 @@ void write_history(const std::string& dir, const History& h) {
   write_lines(dir + "/dead_letters.jsonl", h.dead_lettered, [](int64_t id) {
     return json{{"id", id}};
   });
+  write_lines(dir + "/broker_lost.jsonl", h.broker_lost, [](int64_t id) {
+    return json{{"id", id}};
+  });
 }
 
 History read_history(const std::string& dir) {
