@@ -16,6 +16,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -73,7 +74,12 @@ int run(const std::string& path, const std::vector<std::string>& servers,
   }
   natsfleet::daemon::setup_logging(log_format_flag.empty() ? config.log_format : log_format_flag);
   natsfleet::daemon::StopRequest stop;
-  watch_signals(stop);
+  try {
+    watch_signals(stop);
+  } catch (const std::system_error& e) {
+    std::fprintf(stderr, "natsfleet: cannot start the signal thread: %s\n", e.what());
+    return natsfleet::daemon::kExitFatal;
+  }
   natsfleet::daemon::Daemon daemon(std::move(config), servers);
   return daemon.run(stop);
 }

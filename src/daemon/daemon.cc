@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include "broker/embedded_broker.h"
@@ -335,6 +336,10 @@ int Daemon::run(StopRequest& stop) {
   } catch (const std::invalid_argument& e) {
     log.error("{}: {}", s.config.file, e.what());
     return kExitUsage;
+  } catch (const std::system_error& e) {
+    // A sink's own thread (a worker's supervisor, a websocket gateway) the system refused.
+    log.error("cannot start a sink: {} (raise the process's thread or memory limit)", e.what());
+    return kExitFatal;
   }
 
   fleet.on_fatal([&s, &stop](const FatalReport& report) {
@@ -352,8 +357,13 @@ int Daemon::run(StopRequest& stop) {
     health_options.server_metrics = [&s] { return gateway_metrics(s.sink_of); };
     s.health_server = std::make_unique<health::HealthServer>(
         health_options, [&s] { return health_with_sinks(s); }, s.metrics, s.config.fleet.name);
-    if (auto started = s.health_server->start(); !started) {
-      log.error("health endpoints: {}", started.error().describe());
+    try {
+      if (auto started = s.health_server->start(); !started) {
+        log.error("health endpoints: {}", started.error().describe());
+        return kExitFatal;
+      }
+    } catch (const std::system_error& e) {
+      log.error("health endpoints: cannot start their thread: {}", e.what());
       return kExitFatal;
     }
     log.info("health endpoints on http://{}:{} (/healthz /readyz /metrics /status)",
@@ -363,7 +373,8 @@ int Daemon::run(StopRequest& stop) {
 
   if (auto started = fleet.start(); !started) {
     log.error("cannot start: {}", started.error().describe());
-    return kExitUsage;
+    // A thread the system refused is the machine's state, not the config's.
+    return started.error().code == Errc::no_resources ? kExitFatal : kExitUsage;
   }
 
   {
