@@ -19,6 +19,7 @@
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
 #include "natsfleet/fleet.h"
+#include "natsfleet/redact.h"
 #include "sinks/sink.h"
 #include "sinks/websocket_sink.h"
 
@@ -248,6 +249,12 @@ FleetHealth health_with_sinks(const Daemon::State& s) {
     if (sub.state == SubscriptionState::bound) sub.state = SubscriptionState::stalled;
     sub.last_error = "sink " + it->second->describe() + " is unhealthy";
     h.ready = false;
+  }
+  // What /healthz, /readyz and /status show: errors quote URLs (a sink's, nats.c's server).
+  h.fatal_reason = redact(h.fatal_reason);
+  for (auto& sub : h.subscriptions) {
+    sub.last_error = redact(sub.last_error);
+    sub.downstream_error = redact(sub.downstream_error);
   }
   return h;
 }

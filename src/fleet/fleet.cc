@@ -15,6 +15,7 @@
 #include "fleet/work_subscription.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
+#include "natsfleet/redact.h"
 #include "natsfleet/validate.h"
 
 namespace natsfleet {
@@ -174,7 +175,7 @@ class Fleet::Impl {
               " (lower concurrency, or raise the process's thread or memory limit)");
     }
     context_.log->info("started: {} work, {} broadcast subscription(s); connecting to {}",
-                       work_.size(), broadcast_.size(), fmt::join(o.servers, ","));
+                       work_.size(), broadcast_.size(), redact_urls(o.servers));
     return {};
   }
 
