@@ -169,7 +169,7 @@ class TableReader {
     return value;
   }
 
-  // An integer in [min, max]; the message names the range.
+  // An integer in [min, max]; the message names the range. There is no integer without one.
   std::optional<int> integer(std::string_view key, std::int64_t min, std::int64_t max) const {
     const toml::node* node = find(key);
     if (!node) return std::nullopt;
@@ -178,16 +178,6 @@ class TableReader {
     if (value < min || value > max)
       fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
                     ", got " + std::to_string(value));
-    return static_cast<int>(value);
-  }
-
-  std::optional<int> integer(std::string_view key) const {
-    const toml::node* node = find(key);
-    if (!node) return std::nullopt;
-    if (!node->is_integer()) fail(key, "expected an integer, got " + type_name(*node));
-    const std::int64_t value = node->as_integer()->get();
-    if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max())
-      fail(key, std::to_string(value) + " is out of range");
     return static_cast<int>(value);
   }
 
