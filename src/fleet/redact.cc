@@ -42,9 +42,24 @@ std::string redact_url(std::string_view url) {
   if (scheme_end == std::string_view::npos) return std::string(url);
   std::string out(url.substr(0, scheme_end + 3));
   std::string_view rest = url.substr(scheme_end + 3);
-  // A password with an unescaped '/' in it still ends at the last '@' before the query: better a
-  // path with an '@' shown as userinfo than half a password shown as a path.
-  const size_t at = rest.substr(0, rest.find_first_of("?#")).rfind('@');
+  // The userinfo ends at the last '@' before the path. A password with an unescaped '/' in it
+  // ("u:pa/ss@h") would put that '@' in the path, so an '@' after the first '/' still ends a
+  // userinfo when what comes before that '/' is "user:" and not a port ("h:8080/@scope" is a
+  // path): better a path shown as userinfo than half a password shown as a path.
+  const size_t query_or_fragment = rest.find_first_of("?#");
+  const std::string_view before_query = rest.substr(0, query_or_fragment);
+  const size_t slash = before_query.find('/');
+  size_t at = before_query.substr(0, slash).rfind('@');
+  if (at == std::string_view::npos && slash != std::string_view::npos) {
+    const std::string_view before = rest.substr(0, slash);
+    const size_t colon = before.rfind(':');
+    const std::string_view after_colon =
+        colon == std::string_view::npos ? std::string_view() : before.substr(colon + 1);
+    const bool port = !after_colon.empty() &&
+                      after_colon.find_first_not_of("0123456789") == std::string_view::npos;
+    if (colon != std::string_view::npos && !port && !before.starts_with('['))
+      at = before_query.rfind('@');
+  }
   const size_t host_start = at == std::string_view::npos ? 0 : at + 1;
   const size_t authority_end = std::min(rest.find_first_of("/?#", host_start), rest.size());
   std::string_view authority = rest.substr(0, authority_end);

@@ -27,6 +27,12 @@ TEST(Redact, UrlsKeepWhereAndLoseSecrets) {
                       "https://b:***@h:8080/p?t=***#access_token=***"},
            RedactCase{"http://127.0.0.1:8080/status", "http://127.0.0.1:8080/status"},
            RedactCase{"nats://127.0.0.1:4222", "nats://127.0.0.1:4222"},
+           // Found by fuzz_duration_url: an '@' in the path is not a userinfo's end; the
+           // redacted URL named host "ks4ms" instead of "h".
+           RedactCase{"https://h/hoo@ks4ms?token=abc", "https://h/hoo@ks4ms?token=***"},
+           RedactCase{"https://h:8080/@scope/pkg", "https://h:8080/@scope/pkg"},
+           RedactCase{"http://[::1]/a:b@c", "http://[::1]/a:b@c"},
+           RedactCase{"nats://u:pa/ss@h:1/x", "nats://u:***@h:1/x"},
            RedactCase{"not a url", "not a url"},
            RedactCase{"", ""},
        })
