@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!after || after->host != url->host || after->port != url->port) __builtin_trap();
     if (!url->userinfo.empty()) {
       const std::string& info = after->userinfo;
-      const bool hidden = info == "***" || (info.size() > 4 && info.ends_with(":***") &&
+      const bool hidden = info == "***" || (info.size() >= 4 && info.ends_with(":***") &&
                                             info.find(':') == info.size() - 4);
       if (!hidden) __builtin_trap();
     }
