@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc)
 WERROR     ?= $(or $(NATSFLEET_WERROR),OFF)
 
-.PHONY: all deps configure build test demo bench chaos asan tsan format format-check clean
+.PHONY: all deps configure build test demo bench chaos asan tsan fuzz format format-check clean
 
 all: build
 
@@ -47,6 +47,12 @@ tsan: deps
 	@cmake --build build-tsan -j $(JOBS)
 	@cd build-tsan && ctest --output-on-failure -j 2 --timeout 600
 
+# libFuzzer targets (fuzz/README.md) in build-fuzz, each run FUZZ_SECONDS (default 60) on its
+# corpus in fuzz/corpus/. Installs clang itself, so `make test` does not need it.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) bash scripts/fuzz.sh
+
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i
 
@@ -54,4 +60,4 @@ format-check:
 	@git ls-files '*.h' '*.cc' | xargs -r clang-format --dry-run --Werror
 
 clean:
-	@rm -rf $(BUILD) build-asan build-tsan
+	@rm -rf $(BUILD) build-asan build-tsan build-fuzz

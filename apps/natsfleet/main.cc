@@ -16,6 +16,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "daemon/logging.h"
 #include "deadletters/dead_letters_command.h"
 #include "demo/fleet_demo.h"
+#include "natsfleet/redact.h"
 
 namespace {
 
@@ -73,7 +75,12 @@ int run(const std::string& path, const std::vector<std::string>& servers,
   }
   natsfleet::daemon::setup_logging(log_format_flag.empty() ? config.log_format : log_format_flag);
   natsfleet::daemon::StopRequest stop;
-  watch_signals(stop);
+  try {
+    watch_signals(stop);
+  } catch (const std::system_error& e) {
+    std::fprintf(stderr, "natsfleet: cannot start the signal thread: %s\n", e.what());
+    return natsfleet::daemon::kExitFatal;
+  }
   natsfleet::daemon::Daemon daemon(std::move(config), servers);
   return daemon.run(stop);
 }
@@ -90,7 +97,8 @@ int lint(const std::vector<std::string>& paths) {
   }
   auto findings = natsfleet::config::lint_all(configs);
   for (const auto& f : findings)
-    std::printf("%s:%d: %s: %s\n", f.file.c_str(), f.line, f.rule.c_str(), f.message.c_str());
+    std::printf("%s:%d: %s: %s\n", f.file.c_str(), f.line, f.rule.c_str(),
+                natsfleet::redact(f.message).c_str());
   return findings.empty() ? 0 : 1;
 }
 
@@ -132,11 +140,12 @@ int audit(const AuditFlags& flags) {
 
   auto report = natsfleet::audit::run_audit(options);
   if (!report) {
-    std::fprintf(stderr, "natsfleet: audit: %s\n", report.error().describe().c_str());
+    std::fprintf(stderr, "natsfleet: audit: %s\n",
+                 natsfleet::redact(report.error().describe()).c_str());
     return 2;
   }
-  std::cout << (flags.json ? natsfleet::audit::render_json(*report) + "\n"
-                           : natsfleet::audit::render_table(*report));
+  std::cout << natsfleet::redact(flags.json ? natsfleet::audit::render_json(*report) + "\n"
+                                            : natsfleet::audit::render_table(*report));
   return report->findings.empty() ? 0 : 1;
 }
 

@@ -19,6 +19,7 @@ enum class Errc {
   protocol,               // the broker answered something natsfleet cannot read
   no_responders,          // nobody serves the subject (no stream, JetStream unavailable, or a
                           // stream electing a leader: not proof that no stream holds it)
+  no_resources,           // the system refused a thread (or another resource) natsfleet needs
 };
 
 const std::error_category& error_category() noexcept;

@@ -2,12 +2,35 @@
 // Each returns an empty string when the value is fine, else what is wrong with it.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 
 #include "natsfleet/spec.h"
 
 namespace natsfleet {
+
+// The range of every number in a WorkSpec and a BroadcastSpec: validate_work and
+// validate_broadcast refuse a value outside it, naming the field and the range. Each bound keeps
+// a value meaningful (a thread per concurrent handler, a duration the broker's nanosecond fields
+// hold) and far beyond any sensible use; the daemon's config reference lists the same ranges.
+struct Limits {
+  static constexpr int kMaxConcurrency = 1024;  // a thread each
+  static constexpr int kMaxAckPending = 1'000'000;
+  static constexpr int kMaxDeliver = 1'000'000;  // or -1: unlimited
+  static constexpr int kMaxBatch = 10'000;
+  static constexpr int kMaxQueued = 1'000'000;
+  static constexpr int kMaxKeyToken = 256;  // a subject has fewer tokens than that
+  static constexpr std::chrono::milliseconds kMinAckWait{100};
+  static constexpr std::chrono::milliseconds kMaxAckWait = std::chrono::hours(24);
+  static constexpr std::chrono::milliseconds kMinHeartbeat{50};
+  static constexpr std::chrono::milliseconds kMaxHeartbeat = std::chrono::minutes(1);
+  static constexpr std::chrono::milliseconds kMinPullExpires{100};
+  static constexpr std::chrono::milliseconds kMaxPullExpires = std::chrono::minutes(10);
+  static constexpr std::chrono::milliseconds kMaxBackoff = std::chrono::hours(24);  // nak, retry
+  static constexpr std::chrono::milliseconds kMinStreamMaxAge = std::chrono::seconds(1);
+  static constexpr std::chrono::milliseconds kMaxStreamMaxAge = std::chrono::hours(24 * 3650);
+};
 
 // A NATS subject: dot-separated non-empty tokens, no whitespace; `*` a whole token and `>` the
 // last token, when wildcards are allowed.

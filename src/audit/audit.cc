@@ -11,6 +11,7 @@
 #include "audit/tool_connection.h"
 #include "config/duration.h"
 #include "nats/connection.h"
+#include "natsfleet/redact.h"
 
 namespace natsfleet::audit {
 namespace {
@@ -54,7 +55,7 @@ Result<AuditReport> run_audit(const AuditOptions& options) {
                     config::format_duration(options.interval),
                     config::format_duration(options.timeout)));
   const auto deadline = steady_clock::now() + options.timeout;
-  const std::string servers = fmt::format("{}", fmt::join(options.servers, ", "));
+  const std::string servers = redact_urls(options.servers);
 
   auto connection = connect_once({.servers = options.servers,
                                   .name = "natsfleet-audit",
@@ -75,7 +76,7 @@ Result<AuditReport> run_audit(const AuditOptions& options) {
   if (!second) return midway(second.error(), servers, options.timeout);
 
   AuditReport report;
-  report.servers = options.servers;
+  for (const auto& server : options.servers) report.servers.push_back(redact_url(server));
   report.streams = second->streams.size();
   report.consumers = second->consumers.size();
   report.findings = consumer_findings(*first, *second, options.interval, options.storm);

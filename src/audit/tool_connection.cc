@@ -8,6 +8,7 @@
 
 #include "audit/unreachable_reason.h"
 #include "config/duration.h"
+#include "natsfleet/redact.h"
 
 namespace natsfleet::audit {
 namespace {
@@ -46,7 +47,7 @@ std::string unreachable(const ToolConnectOptions& options, steady_clock::time_po
   for (const auto& server : options.servers) {
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
     reasons.push_back(
-        fmt::format("{}: {}", server,
+        fmt::format("{}: {}", redact_url(server),
                     left > milliseconds(0)
                         ? unreachable_reason(server, std::min(left, kConnectTimeout))
                         : "no connection within " + config::format_duration(options.timeout)));
@@ -78,8 +79,8 @@ Result<std::unique_ptr<nats::Connection>> connect_once(const ToolConnectOptions&
   auto connection = nats::Connection::open(connect_options(options), std::move(events));
   if (!connection)
     return Error{connection.error().code,
-                 fmt::format("cannot connect to {}: {}", fmt::join(options.servers, ", "),
-                             connection.error().describe())};
+                 fmt::format("cannot connect to {}: {}", redact_urls(options.servers),
+                             redact(connection.error().describe()))};
 
   {
     std::unique_lock lock(outcome->mu);

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "natsfleet/redact.h"
+
 namespace natsfleet::config {
 namespace {
 
@@ -14,11 +16,13 @@ std::string describe(const std::string& file, int line, const std::string& key,
 
 }  // namespace
 
+// A problem quoting a server or sink URL must not print its password or token: errors end up in
+// CI logs and terminals.
 ConfigError::ConfigError(std::string file, int line, std::string key, std::string problem)
-    : std::runtime_error(describe(file, line, key, problem)),
+    : std::runtime_error(describe(file, line, key, redact(problem))),
       file_(std::move(file)),
       line_(line),
       key_(std::move(key)),
-      problem_(std::move(problem)) {}
+      problem_(redact(problem)) {}
 
 }  // namespace natsfleet::config

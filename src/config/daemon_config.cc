@@ -52,6 +52,14 @@ constexpr std::size_t kMinTokenSecretBytes = 32;
 constexpr milliseconds kWorkerTimeout{30000};
 constexpr milliseconds kHttpTimeout{10000};
 
+// The ranges of the keys only the daemon has (the README's config reference lists every range);
+// the rest are the library's Limits.
+constexpr milliseconds kShutdownTimeoutMin{0};
+constexpr milliseconds kShutdownTimeoutMax = std::chrono::hours(1);
+constexpr milliseconds kRetryMin{1};
+constexpr milliseconds kSinkTimeoutMax = std::chrono::hours(1);
+constexpr int kMaxSessions = 1'000'000;
+
 int line_of(const toml::node& node) { return static_cast<int>(node.source().begin.line); }
 
 std::string type_name(const toml::node& node) {
@@ -161,28 +169,35 @@ class TableReader {
     return value;
   }
 
-  std::optional<int> integer(std::string_view key) const {
+  // An integer in [min, max]; the message names the range. There is no integer without one.
+  std::optional<int> integer(std::string_view key, std::int64_t min, std::int64_t max) const {
     const toml::node* node = find(key);
     if (!node) return std::nullopt;
     if (!node->is_integer()) fail(key, "expected an integer, got " + type_name(*node));
     const std::int64_t value = node->as_integer()->get();
-    if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max())
-      fail(key, std::to_string(value) + " is out of range");
+    if (value < min || value > max)
+      fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                    ", got " + std::to_string(value));
     return static_cast<int>(value);
   }
 
   // Only strings: a bare 30 could mean seconds or milliseconds, and guessing wrong is silent.
-  std::optional<milliseconds> duration(std::string_view key) const {
+  // A duration in [min, max]; the message names the range.
+  std::optional<milliseconds> duration(std::string_view key, milliseconds min,
+                                       milliseconds max) const {
     const toml::node* node = find(key);
     if (!node) return std::nullopt;
     if (!node->is_string())
       fail(key, "expected a duration string like \"30s\", got " + type_name(*node));
     const std::string& text = node->as_string()->get();
     auto value = parse_duration(text);
-    if (!value)
+    if (!value && !looks_like_duration(text))
       fail(key,
            in_quotes(text) +
                " is not a duration: use a string like \"250ms\", \"30s\", \"2m\" or \"1m30s\"");
+    if (!value || *value < min || *value > max)
+      fail(key, "must be between " + format_duration(min) + " and " + format_duration(max) +
+                    ", got " + in_quotes(text));
     return value;
   }
 
@@ -240,7 +255,7 @@ class TableReader {
 // concurrency is refused for it.
 std::string work_field_problem(const std::function<void(WorkSpec&)>& set) {
   WorkSpec probe{.name = "probe", .subject = "probe"};
-  probe.max_ack_pending = std::numeric_limits<int>::max();
+  probe.max_ack_pending = Limits::kMaxAckPending;
   set(probe);
   return validate_work(probe);
 }
@@ -297,7 +312,8 @@ class ConfigParser {
     read_fleet(top, config);
     read_health(top, config);
     if (auto format = top.choice("log_format", {"text", "json"})) config.log_format = *format;
-    if (auto timeout = top.duration("shutdown_timeout")) config.shutdown_timeout = *timeout;
+    if (auto timeout = top.duration("shutdown_timeout", kShutdownTimeoutMin, kShutdownTimeoutMax))
+      config.shutdown_timeout = *timeout;
 
     // A name is one durable consumer or one subscription: two entries with the same name would
     // fight over it, work and broadcast alike. Name -> where it was first declared.
@@ -408,13 +424,13 @@ class ConfigParser {
       config.shape = *shape;
       spec.shape = *shape == "pull" ? WorkShape::pull : WorkShape::push_queue;
     }
-    if (auto ack_wait = work.duration("ack_wait")) {
+    if (auto ack_wait = work.duration("ack_wait", Limits::kMinAckWait, Limits::kMaxAckWait)) {
       spec.ack_wait = *ack_wait;
       check("ack_wait", [&](WorkSpec& s) { s.ack_wait = spec.ack_wait; });
     }
     // Both first, then one check: retry_max below a retry_min given later is still named.
-    const auto retry_min = work.duration("retry_min");
-    const auto retry_max = work.duration("retry_max");
+    const auto retry_min = work.duration("retry_min", kRetryMin, Limits::kMaxBackoff);
+    const auto retry_max = work.duration("retry_max", kRetryMin, Limits::kMaxBackoff);
     if (retry_min) {
       spec.retry_min = *retry_min;
       check("retry_min", [&](WorkSpec& s) { s.retry_min = spec.retry_min; });
@@ -426,11 +442,11 @@ class ConfigParser {
         s.retry_max = spec.retry_max;
       });
     }
-    if (auto max_deliver = work.integer("max_deliver")) {
+    if (auto max_deliver = work.integer("max_deliver", -1, Limits::kMaxDeliver)) {
       spec.max_deliver = *max_deliver;
       check("max_deliver", [&](WorkSpec& s) { s.max_deliver = spec.max_deliver; });
     }
-    if (auto max_ack_pending = work.integer("max_ack_pending")) {
+    if (auto max_ack_pending = work.integer("max_ack_pending", 1, Limits::kMaxAckPending)) {
       spec.max_ack_pending = *max_ack_pending;
       check("max_ack_pending", [&](WorkSpec& s) { s.max_ack_pending = spec.max_ack_pending; });
     }
@@ -438,11 +454,11 @@ class ConfigParser {
       spec.start = *start == "all" ? StartAt::all : StartAt::new_messages;
     if (auto on_missing = work.choice("on_missing", {"recreate", "exit"}))
       spec.on_missing = *on_missing == "recreate" ? OnMissing::recreate : OnMissing::exit;
-    if (auto heartbeat = work.duration("heartbeat")) {
+    if (auto heartbeat = work.duration("heartbeat", Limits::kMinHeartbeat, Limits::kMaxHeartbeat)) {
       spec.heartbeat = *heartbeat;
       check("heartbeat", [&](WorkSpec& s) { s.heartbeat = spec.heartbeat; });
     }
-    if (auto concurrency = work.integer("concurrency")) {
+    if (auto concurrency = work.integer("concurrency", 1, Limits::kMaxConcurrency)) {
       spec.concurrency = *concurrency;
       check("concurrency", [&](WorkSpec& s) { s.concurrency = spec.concurrency; });
     }
@@ -479,7 +495,7 @@ class ConfigParser {
     if (auto bad = check_name(spec.name); !bad.empty()) broadcast.fail("name", bad);
     spec.subject = broadcast.required_string("subject");
     if (auto bad = check_subject(spec.subject); !bad.empty()) broadcast.fail("subject", bad);
-    if (auto concurrency = broadcast.integer("concurrency")) {
+    if (auto concurrency = broadcast.integer("concurrency", 1, Limits::kMaxConcurrency)) {
       spec.concurrency = *concurrency;
       if (auto bad =
               broadcast_field_problem([&](BroadcastSpec& s) { s.concurrency = *concurrency; });
@@ -492,7 +508,8 @@ class ConfigParser {
       spec.stream = *stream;
       if (auto bad = check_name(spec.stream); !bad.empty()) broadcast.fail("stream", bad);
     }
-    if (auto heartbeat = broadcast.duration("heartbeat")) {
+    if (auto heartbeat =
+            broadcast.duration("heartbeat", Limits::kMinHeartbeat, Limits::kMaxHeartbeat)) {
       spec.heartbeat = *heartbeat;
       if (auto bad = broadcast_field_problem([&](BroadcastSpec& s) {
             s.source = BroadcastSource::jetstream;
@@ -503,7 +520,7 @@ class ConfigParser {
     }
     if (spec.source == BroadcastSource::core && (!spec.stream.empty()))
       broadcast.fail("stream", "applies to source = \"jetstream\" only");
-    if (auto max_queued = broadcast.integer("max_queued")) {
+    if (auto max_queued = broadcast.integer("max_queued", 1, Limits::kMaxQueued)) {
       if (spec.source != BroadcastSource::core)
         broadcast.fail("max_queued", "applies to source = \"core\" only (a stream holds the rest)");
       spec.max_queued = *max_queued;
@@ -512,7 +529,7 @@ class ConfigParser {
         broadcast.fail("max_queued", bad);
     }
     const auto tokens = subject_tokens(spec.subject);
-    if (auto key_token = broadcast.integer("key_token")) {
+    if (auto key_token = broadcast.integer("key_token", 1, Limits::kMaxKeyToken)) {
       if (spec.source != BroadcastSource::core)
         broadcast.fail("key_token", "applies to source = \"core\" only");
       if (*key_token < 1 || *key_token > static_cast<int64_t>(tokens.size()))
@@ -593,13 +610,11 @@ class ConfigParser {
       if (!address || !address->port || !address->rest.empty())
         sink.fail("listen",
                   in_quotes(config.listen) + " is not host:port (like \"127.0.0.1:8090\")");
-      if (auto token = sink.integer("key_token")) {
-        if (*token < 1) sink.fail("key_token", "must be at least 1 (the first subject token)");
+      if (auto token = sink.integer("key_token", 1, Limits::kMaxKeyToken)) {
         config.key_token = static_cast<int>(*token);
       }
       if (auto root = sink.non_empty_string("web_root")) config.web_root = resolve(*root);
-      if (auto max = sink.integer("max_sessions")) {
-        if (*max < 1) sink.fail("max_sessions", "must be at least 1");
+      if (auto max = sink.integer("max_sessions", 1, kMaxSessions)) {
         config.max_sessions = static_cast<int>(*max);
       }
       if (auto origins = sink.strings("allowed_origins")) {
@@ -645,7 +660,7 @@ class ConfigParser {
   }
 
   static milliseconds read_sink_timeout(const TableReader& sink, milliseconds fallback) {
-    auto timeout = sink.duration("timeout");
+    auto timeout = sink.duration("timeout", milliseconds(0), kSinkTimeoutMax);
     if (!timeout) return fallback;
     if (timeout->count() <= 0) sink.fail("timeout", "must be more than 0s");
     return *timeout;

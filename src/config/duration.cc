@@ -25,9 +25,9 @@ std::optional<size_t> unit_at(std::string_view rest) {
   return std::nullopt;
 }
 
-}  // namespace
-
-std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+// The duration in milliseconds, saturated at INT64_MAX; nullopt when text is not written as a
+// duration.
+std::optional<std::int64_t> read(std::string_view text) {
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   if (text.empty()) return std::nullopt;
   std::int64_t total = 0;
@@ -38,19 +38,27 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
     const size_t first_digit = i;
     for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
       const int digit = text[i] - '0';
-      if (number > (kMax - digit) / 10) return std::nullopt;
-      number = number * 10 + digit;
+      number = number > (kMax - digit) / 10 ? kMax : number * 10 + digit;
     }
     if (i == first_digit) return std::nullopt;
     const auto unit = unit_at(text.substr(i));
     if (!unit || *unit < next_unit) return std::nullopt;
     next_unit = *unit + 1;
     i += kUnits[*unit].suffix.size();
-    if (number > (kMax - total) / kUnits[*unit].ms) return std::nullopt;
-    total += number * kUnits[*unit].ms;
+    total = number > (kMax - total) / kUnits[*unit].ms ? kMax : total + number * kUnits[*unit].ms;
   }
-  return std::chrono::milliseconds(total);
+  return total;
 }
+
+}  // namespace
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+  const auto ms = read(text);
+  if (!ms || *ms > kMaxDuration.count()) return std::nullopt;
+  return std::chrono::milliseconds(*ms);
+}
+
+bool looks_like_duration(std::string_view text) { return read(text).has_value(); }
 
 std::string format_duration(std::chrono::milliseconds duration) {
   if (duration.count() == 0) return "0s";

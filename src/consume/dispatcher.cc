@@ -1,13 +1,26 @@
 #include "consume/dispatcher.h"
 
 #include <algorithm>
+#include <string>
+#include <system_error>
 
 namespace natsfleet::consume {
 
 Dispatcher::Dispatcher(Options options, Process process)
     : options_(std::move(options)), state_(std::make_shared<State>()) {
   state_->process = std::move(process);
-  for (int i = 0; i < std::max(options_.concurrency, 1); ++i) threads_.emplace_back(worker, state_);
+  const int wanted = std::max(options_.concurrency, 1);
+  try {
+    for (int i = 0; i < wanted; ++i) threads_.emplace_back(worker, state_);
+  } catch (const std::system_error& e) {
+    // The threads already running end before the vector holding them goes away (a joinable
+    // std::thread destroyed would terminate the process): the caller gets an error, not an abort.
+    const size_t started = threads_.size();
+    stop(std::chrono::milliseconds(0), nullptr);
+    join();
+    throw std::system_error(e.code(), "cannot start handler thread " + std::to_string(started + 1) +
+                                          " of " + std::to_string(wanted));
+  }
 }
 
 Dispatcher::~Dispatcher() {

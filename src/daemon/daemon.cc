@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include "broker/embedded_broker.h"
@@ -18,6 +19,7 @@
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
 #include "natsfleet/fleet.h"
+#include "natsfleet/redact.h"
 #include "sinks/sink.h"
 #include "sinks/websocket_sink.h"
 
@@ -248,6 +250,12 @@ FleetHealth health_with_sinks(const Daemon::State& s) {
     sub.last_error = "sink " + it->second->describe() + " is unhealthy";
     h.ready = false;
   }
+  // What /healthz, /readyz and /status show: errors quote URLs (a sink's, nats.c's server).
+  h.fatal_reason = redact(h.fatal_reason);
+  for (auto& sub : h.subscriptions) {
+    sub.last_error = redact(sub.last_error);
+    sub.downstream_error = redact(sub.downstream_error);
+  }
   return h;
 }
 
@@ -335,6 +343,10 @@ int Daemon::run(StopRequest& stop) {
   } catch (const std::invalid_argument& e) {
     log.error("{}: {}", s.config.file, e.what());
     return kExitUsage;
+  } catch (const std::system_error& e) {
+    // A sink's own thread (a worker's supervisor, a websocket gateway) the system refused.
+    log.error("cannot start a sink: {} (raise the process's thread or memory limit)", e.what());
+    return kExitFatal;
   }
 
   fleet.on_fatal([&s, &stop](const FatalReport& report) {
@@ -352,8 +364,13 @@ int Daemon::run(StopRequest& stop) {
     health_options.server_metrics = [&s] { return gateway_metrics(s.sink_of); };
     s.health_server = std::make_unique<health::HealthServer>(
         health_options, [&s] { return health_with_sinks(s); }, s.metrics, s.config.fleet.name);
-    if (auto started = s.health_server->start(); !started) {
-      log.error("health endpoints: {}", started.error().describe());
+    try {
+      if (auto started = s.health_server->start(); !started) {
+        log.error("health endpoints: {}", started.error().describe());
+        return kExitFatal;
+      }
+    } catch (const std::system_error& e) {
+      log.error("health endpoints: cannot start their thread: {}", e.what());
       return kExitFatal;
     }
     log.info("health endpoints on http://{}:{} (/healthz /readyz /metrics /status)",
@@ -363,7 +380,8 @@ int Daemon::run(StopRequest& stop) {
 
   if (auto started = fleet.start(); !started) {
     log.error("cannot start: {}", started.error().describe());
-    return kExitUsage;
+    // A thread the system refused is the machine's state, not the config's.
+    return started.error().code == Errc::no_resources ? kExitFatal : kExitUsage;
   }
 
   {

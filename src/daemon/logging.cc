@@ -6,6 +6,10 @@
 
 #include <chrono>
 #include <ctime>
+#include <memory>
+#include <string>
+
+#include "natsfleet/redact.h"
 
 namespace natsfleet::daemon {
 namespace {
@@ -70,15 +74,38 @@ class JsonFormatter final : public spdlog::formatter {
   }
 };
 
+// Every line, natsfleet's own and nats.c's errors it relays alike, has the secrets of any URL in
+// it redacted before it is formatted: a server's password, a sink URL's token.
+class RedactingFormatter final : public spdlog::formatter {
+ public:
+  explicit RedactingFormatter(std::unique_ptr<spdlog::formatter> inner)
+      : inner_(std::move(inner)) {}
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    spdlog::details::log_msg redacted = msg;
+    const std::string text = redact(std::string_view(msg.payload.data(), msg.payload.size()));
+    redacted.payload = spdlog::string_view_t(text.data(), text.size());
+    inner_->format(redacted, dest);
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<RedactingFormatter>(inner_->clone());
+  }
+
+ private:
+  std::unique_ptr<spdlog::formatter> inner_;
+};
+
 }  // namespace
 
 void setup_logging(const std::string& format) {
   spdlog::drop("natsfleet");
   auto logger = spdlog::stderr_color_mt("natsfleet");
+  std::unique_ptr<spdlog::formatter> formatter;
   if (format == "json")
-    logger->set_formatter(std::make_unique<JsonFormatter>());
+    formatter = std::make_unique<JsonFormatter>();
   else
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%-5l%$ [%n] %v");
+    formatter =
+        std::make_unique<spdlog::pattern_formatter>("%Y-%m-%dT%H:%M:%S.%e %^%-5l%$ [%n] %v");
+  logger->set_formatter(std::make_unique<RedactingFormatter>(std::move(formatter)));
   spdlog::set_default_logger(logger);
 }
 

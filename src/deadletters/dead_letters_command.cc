@@ -13,6 +13,7 @@
 #include "deadletters/listing.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
+#include "natsfleet/redact.h"
 #include "natsfleet/validate.h"
 
 namespace natsfleet::deadletters {
@@ -56,7 +57,7 @@ class Session {
   explicit Session(const DeadLettersOptions& options)
       : options_(options),
         deadline_(steady_clock::now() + options.timeout),
-        servers_(fmt::format("{}", fmt::join(options.servers, ", "))) {}
+        servers_(redact_urls(options.servers)) {}
 
   // Connects and finds the stream of every subject; a Stop when any of that fails.
   std::optional<Stop> open() {

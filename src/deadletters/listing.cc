@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "natsfleet/redact.h"
+
 namespace natsfleet::deadletters {
 namespace {
 
@@ -74,7 +76,7 @@ std::string render_table(const std::vector<Listing>& listings) {
     for (const DeadLetterEntry& e : listing.entries)
       rows.push_back({std::to_string(e.seq), cell(when(e)), cell(e.subscription),
                       cell(e.origin_subject), origin(e), cell(e.deliveries),
-                      std::to_string(e.data.size()), cell(e.reason)});
+                      std::to_string(e.data.size()), cell(redact(e.reason))});
     std::array<size_t, kColumns> widths{};
     for (const Row& row : rows)
       for (size_t i = 0; i < kColumns; ++i) widths[i] = std::max(widths[i], row[i].size());
@@ -101,7 +103,7 @@ std::string render_json(const std::vector<Listing>& listings) {
                          {"origin_stream", e.origin_stream},
                          {"origin_seq", number_or_null(e.origin_seq)},
                          {"deliveries", number_or_null(e.deliveries)},
-                         {"reason", e.reason},
+                         {"reason", redact(e.reason)},
                          {"bytes", e.data.size()}});
     subjects.push_back({{"subject", listing.subject},
                         {"stream", listing.stream},

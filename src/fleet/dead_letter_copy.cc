@@ -4,6 +4,7 @@
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
 #include "natsfleet/dead_letter.h"
+#include "natsfleet/redact.h"
 
 namespace natsfleet::fleet {
 
@@ -31,7 +32,7 @@ DeadLetterCopy dead_letter_copy(const Message& message, const std::string& dead_
   copy.headers[dead_letter::kSubject] = {message.subject()};
   copy.headers[dead_letter::kDeliveries] = {std::to_string(message.delivered())};
   // A header value is one line: a multi-line reason (a response body) is folded.
-  std::string one_line = reason.empty() ? std::string("terminated") : reason;
+  std::string one_line = reason.empty() ? std::string("terminated") : redact(reason);
   for (char& c : one_line)
     if (c == '\r' || c == '\n') c = ' ';
   copy.headers[dead_letter::kReason] = {one_line};

@@ -15,6 +15,7 @@
 #include "fleet/work_subscription.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
+#include "natsfleet/redact.h"
 #include "natsfleet/validate.h"
 
 namespace natsfleet {
@@ -87,8 +88,15 @@ class Fleet::Impl {
       return {};
     }
     std::lock_guard subs_lock(subs_mu_);
-    subs_.push_back(make_broadcast(spec, std::move(handler)));
-    subs_.back()->start();  // under the lock: shutdown sees it started, or not at all
+    try {
+      auto sub = make_broadcast(spec, std::move(handler));
+      sub->start();  // under the lock: shutdown sees it started, or not at all
+      subs_.push_back(std::move(sub));
+    } catch (const std::system_error& e) {
+      // The subscription's own threads are gone with it (or never started).
+      names_.erase(spec.name);
+      return Result<void>(Errc::no_resources, "broadcast " + spec.name + ": " + e.what());
+    }
     return {};
   }
 
@@ -133,20 +141,41 @@ class Fleet::Impl {
       fatal_reason_.clear();
       return conn.error();
     }
-    // It waits for mu_, held until start() returns: a report from the connection's first moments
-    // reaches the handler only after start() has succeeded.
-    reporter_ = std::thread([this] { run_reporter(); });
     {
       std::lock_guard subs_lock(subs_mu_);
       connection_ = std::move(conn.value());
       context_.connection = connection_.get();
-      for (auto& [spec, handler] : work_)
+    }
+    // A thread the system refuses (too many threads or too little memory for their stacks) is a
+    // start-up error in words, never an exception that aborts the process.
+    std::string starting;
+    try {
+      starting = "the fatal reporter";
+      // It waits for mu_, held until start() returns: a report from the connection's first
+      // moments reaches the handler only after start() has succeeded.
+      reporter_ = std::thread([this] { run_reporter(); });
+      std::lock_guard subs_lock(subs_mu_);
+      for (auto& [spec, handler] : work_) {
+        starting = "work " + spec.name;
         subs_.push_back(std::make_unique<fleet::WorkSubscription>(spec, handler, context_));
-      for (auto& [spec, handler] : broadcast_) subs_.push_back(make_broadcast(spec, handler));
-      for (auto& sub : subs_) sub->start();
+      }
+      for (auto& [spec, handler] : broadcast_) {
+        starting = "broadcast " + spec.name;
+        subs_.push_back(make_broadcast(spec, handler));
+      }
+      for (auto& sub : subs_) {
+        starting = sub->health().name;
+        sub->start();
+      }
+    } catch (const std::system_error& e) {
+      abandon_start();
+      return Result<void>(
+          Errc::no_resources,
+          "cannot start " + starting + ": " + e.what() +
+              " (lower concurrency, or raise the process's thread or memory limit)");
     }
     context_.log->info("started: {} work, {} broadcast subscription(s); connecting to {}",
-                       work_.size(), broadcast_.size(), fmt::join(o.servers, ","));
+                       work_.size(), broadcast_.size(), redact_urls(o.servers));
     return {};
   }
 
@@ -249,6 +278,26 @@ class Fleet::Impl {
     return std::make_unique<fleet::WorkSubscription>(
         fleet::replica_work_spec(spec), fleet::acking(std::move(handler)), context_,
         fleet::WorkSubscription::Scope::per_replica, fleet::replica_options(spec));
+  }
+
+  // start() could not start every thread: what did start stops again, quietly (nothing is
+  // reported), and the connection closes. The fleet cannot be started again.
+  void abandon_start() {
+    shutting_down_ = true;
+    std::vector<std::unique_ptr<fleet::Supervised>> subs;
+    std::unique_ptr<nats::Connection> connection;
+    {
+      std::lock_guard subs_lock(subs_mu_);
+      subs.swap(subs_);
+    }
+    for (auto& sub : subs) sub->begin_shutdown();
+    {
+      std::lock_guard subs_lock(subs_mu_);
+      if (connection_) connection_->shutdown(std::chrono::milliseconds(0));
+    }
+    subs.clear();  // each joins its own threads
+    std::lock_guard once(shutdown_mu_);
+    shut_down_ = true;
   }
 
   void on_connection(bool connected) {

@@ -1,6 +1,7 @@
 #include "natsfleet/validate.h"
 
 #include <cctype>
+#include <cstdint>
 
 namespace natsfleet {
 
@@ -45,6 +46,28 @@ bool matches(std::string_view pattern, std::string_view subject) {
   }
 }
 
+// "250ms", "30s", "1h": how a range reads in an error. Durations here are whole milliseconds.
+std::string words(std::chrono::milliseconds d) {
+  const std::int64_t ms = d.count();
+  if (ms % 3'600'000 == 0 && ms != 0) return std::to_string(ms / 3'600'000) + "h";
+  if (ms % 60'000 == 0 && ms != 0) return std::to_string(ms / 60'000) + "m";
+  if (ms % 1'000 == 0) return std::to_string(ms / 1'000) + "s";
+  return std::to_string(ms) + "ms";
+}
+
+std::string out_of_range(std::string_view field, long long value, long long min, long long max) {
+  if (value >= min && value <= max) return {};
+  return std::string(field) + " must be between " + std::to_string(min) + " and " +
+         std::to_string(max) + ", got " + std::to_string(value);
+}
+
+std::string out_of_range(std::string_view field, std::chrono::milliseconds value,
+                         std::chrono::milliseconds min, std::chrono::milliseconds max) {
+  if (value >= min && value <= max) return {};
+  if (value < min) return std::string(field) + " must be at least " + words(min);
+  return std::string(field) + " must be at most " + words(max) + ", got " + words(value);
+}
+
 }  // namespace
 
 std::string check_name(std::string_view name) {
@@ -70,21 +93,54 @@ std::string subject_token(std::string_view subject, int token) {
 }
 
 std::string validate_work(const WorkSpec& spec) {
+  using L = Limits;
+  using std::chrono::milliseconds;
   if (auto bad = check_name(spec.name); !bad.empty()) return bad;
   if (auto bad = check_subject(spec.subject); !bad.empty()) return bad;
   if (!spec.stream.empty())
     if (auto bad = check_name(spec.stream); !bad.empty()) return "stream " + bad;
   if (spec.concurrency < 1) return "concurrency must be at least 1";
+  if (auto bad = out_of_range("concurrency", spec.concurrency, 1, L::kMaxConcurrency); !bad.empty())
+    return bad;
   if (spec.max_ack_pending < 1) return "max_ack_pending must be at least 1";
+  if (auto bad = out_of_range("max_ack_pending", spec.max_ack_pending, 1, L::kMaxAckPending);
+      !bad.empty())
+    return bad;
   if (spec.max_ack_pending < spec.concurrency)
     return "max_ack_pending is below concurrency: some handlers could never get work";
   if (spec.max_deliver == 0 || spec.max_deliver < -1) return "max_deliver must be -1 or at least 1";
-  if (spec.ack_wait < std::chrono::milliseconds(100)) return "ack_wait must be at least 100ms";
-  if (spec.heartbeat < std::chrono::milliseconds(50)) return "heartbeat must be at least 50ms";
+  if (spec.max_deliver > L::kMaxDeliver)
+    return "max_deliver must be -1 (unlimited) or between 1 and " + std::to_string(L::kMaxDeliver) +
+           ", got " + std::to_string(spec.max_deliver);
+  if (auto bad = out_of_range("ack_wait", spec.ack_wait, L::kMinAckWait, L::kMaxAckWait);
+      !bad.empty())
+    return bad;
+  if (auto bad = out_of_range("heartbeat", spec.heartbeat, L::kMinHeartbeat, L::kMaxHeartbeat);
+      !bad.empty())
+    return bad;
   if (spec.batch < 0) return "batch cannot be negative";
+  if (auto bad = out_of_range("batch", spec.batch, 0, L::kMaxBatch); !bad.empty()) return bad;
+  if (auto bad =
+          out_of_range("pull_expires", spec.pull_expires, L::kMinPullExpires, L::kMaxPullExpires);
+      !bad.empty())
+    return bad;
+  if (auto bad =
+          out_of_range("nak_backoff_min", spec.nak_backoff_min, milliseconds(0), L::kMaxBackoff);
+      !bad.empty())
+    return bad;
+  if (auto bad =
+          out_of_range("nak_backoff_max", spec.nak_backoff_max, milliseconds(0), L::kMaxBackoff);
+      !bad.empty())
+    return bad;
   if (spec.nak_backoff_max < spec.nak_backoff_min)
     return "nak_backoff_max is below nak_backoff_min";
   if (spec.retry_min < std::chrono::milliseconds(1)) return "retry_min must be positive";
+  if (auto bad = out_of_range("retry_min", spec.retry_min, milliseconds(1), L::kMaxBackoff);
+      !bad.empty())
+    return bad;
+  if (auto bad = out_of_range("retry_max", spec.retry_max, milliseconds(1), L::kMaxBackoff);
+      !bad.empty())
+    return bad;
   if (spec.retry_max < spec.retry_min) return "retry_max is below retry_min";
   if (!spec.dead_letter.empty()) {
     if (auto bad = check_subject(spec.dead_letter, /*allow_wildcards=*/false); !bad.empty())
@@ -98,18 +154,30 @@ std::string validate_work(const WorkSpec& spec) {
 }
 
 std::string validate_broadcast(const BroadcastSpec& spec) {
+  using L = Limits;
   if (auto bad = check_name(spec.name); !bad.empty()) return bad;
   if (auto bad = check_subject(spec.subject); !bad.empty()) return bad;
   if (spec.concurrency < 1) return "concurrency must be at least 1";
+  if (auto bad = out_of_range("concurrency", spec.concurrency, 1, L::kMaxConcurrency); !bad.empty())
+    return bad;
   if (spec.max_queued < 1) return "max_queued must be at least 1";
+  if (auto bad = out_of_range("max_queued", spec.max_queued, 1, L::kMaxQueued); !bad.empty())
+    return bad;
   if (spec.key_token < 0) return "key_token cannot be negative";
+  if (auto bad = out_of_range("key_token", spec.key_token, 0, L::kMaxKeyToken); !bad.empty())
+    return bad;
   if (spec.source == BroadcastSource::jetstream) {
     if (!spec.stream.empty())
       if (auto bad = check_name(spec.stream); !bad.empty()) return "stream " + bad;
-    if (spec.heartbeat < std::chrono::milliseconds(50)) return "heartbeat must be at least 50ms";
+    if (auto bad = out_of_range("heartbeat", spec.heartbeat, L::kMinHeartbeat, L::kMaxHeartbeat);
+        !bad.empty())
+      return bad;
     if (spec.create_stream && spec.stream.empty()) return "create_stream needs a stream name";
-    if (spec.create_stream && spec.stream_max_age < std::chrono::seconds(1))
-      return "stream_max_age must be at least 1s";
+    if (spec.create_stream)
+      if (auto bad = out_of_range("stream_max_age", spec.stream_max_age, L::kMinStreamMaxAge,
+                                  L::kMaxStreamMaxAge);
+          !bad.empty())
+        return bad;
   }
   return {};
 }

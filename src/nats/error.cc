@@ -27,6 +27,8 @@ class FleetCategory final : public std::error_category {
         return "unexpected answer from the broker";
       case Errc::no_responders:
         return "no responders";
+      case Errc::no_resources:
+        return "out of system resources";
     }
     return "natsfleet error " + std::to_string(value);
   }

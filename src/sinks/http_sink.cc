@@ -15,6 +15,7 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "natsfleet/redact.h"
 #include "sinks/record.h"
 
 namespace natsfleet::sinks {
@@ -265,7 +266,7 @@ class HttpSink::Connection {
 HttpSink::HttpSink(HttpOptions options) : options_(std::move(options)) {
   std::string why;
   auto url = parse_http_url(options_.url, why);
-  if (!url) throw std::invalid_argument("http sink: " + why + ": " + options_.url);
+  if (!url) throw std::invalid_argument("http sink: " + why + ": " + redact_url(options_.url));
   url_ = std::move(*url);
   const bool default_port = url_.port == (url_.tls ? "443" : "80");
   const bool v6 = url_.host.find(':') != std::string::npos;
@@ -370,9 +371,9 @@ SinkResult HttpSink::deliver(const Message& message, const std::string& subscrip
       if (!reused) {
         if (auto ec = connection->connect(url_, deadline)) {
           if (ec == beast::error::timeout)
-            return retry("POST " + options_.url + ": timed out after " +
+            return retry("POST " + redact_url(options_.url) + ": timed out after " +
                          std::to_string(options_.timeout.count()) + "ms");
-          return retry("POST " + options_.url + ": " + ec.message());
+          return retry("POST " + redact_url(options_.url) + ": " + ec.message());
         }
       }
       reply = connection->exchange(request, deadline);
@@ -382,13 +383,14 @@ SinkResult HttpSink::deliver(const Message& message, const std::string& subscrip
       break;
     }
     if (reply.error == beast::error::timeout)
-      return retry("POST " + options_.url + ": timed out after " +
+      return retry("POST " + redact_url(options_.url) + ": timed out after " +
                    std::to_string(options_.timeout.count()) + "ms");
-    if (reply.error) return retry("POST " + options_.url + ": " + reply.error.message());
+    if (reply.error)
+      return retry("POST " + redact_url(options_.url) + ": " + reply.error.message());
 
     const unsigned status = reply.response.result_int();
-    const std::string text = "POST " + options_.url + ": " + std::to_string(status) + " " +
-                             short_body(reply.response.body());
+    const std::string text = "POST " + redact_url(options_.url) + ": " + std::to_string(status) +
+                             " " + short_body(reply.response.body());
     if (status >= 200 && status < 300) return {};
     // 408 is a 4xx the server means as "try again", like 429 and 5xx.
     if (status == 408 || status == 429 || status >= 500) {
@@ -402,7 +404,7 @@ SinkResult HttpSink::deliver(const Message& message, const std::string& subscrip
                       {},
                       text + " (redirects are not followed)"};
   } catch (const std::exception& e) {
-    return retry(std::string("http sink: ") + e.what());
+    return retry("http sink: " + redact(e.what()));
   }
 }
 

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "natsfleet/redact.h"
 #include "sinks/sink.h"
 
 namespace natsfleet::sinks {
@@ -53,7 +54,7 @@ class HttpSink : public Sink {
   // Headers sent: Content-Type: application/json, Nats-Subject, Nats-Delivered, and for
   // JetStream messages Nats-Stream and Nats-Sequence (the stream sequence).
   SinkResult deliver(const Message& message, const std::string& subscription) override;
-  std::string describe() const override { return "http " + options_.url; }
+  std::string describe() const override { return "http " + redact_url(options_.url); }
   void stop() override;
 
  private:

@@ -378,7 +378,7 @@ subject = "a.b"
 ack_wait = "50ms"
 sink = { type = "stdout" }
 )",
-     5, "work[0].ack_wait", "at least 100ms"},
+     5, "work[0].ack_wait", "must be between 100ms and 24h, got '50ms'"},
     {"HeartbeatBelow50ms", R"(name = "svc"
 [[work]]
 name = "w"
@@ -386,7 +386,7 @@ subject = "a.b"
 heartbeat = "10ms"
 sink = { type = "stdout" }
 )",
-     5, "work[0].heartbeat", "at least 50ms"},
+     5, "work[0].heartbeat", "must be between 50ms and 1m, got '10ms'"},
 
     // Counts.
     {"ConcurrencyZero", R"(name = "svc"
@@ -396,7 +396,7 @@ subject = "a.b"
 concurrency = 0
 sink = { type = "stdout" }
 )",
-     5, "work[0].concurrency", "at least 1"},
+     5, "work[0].concurrency", "must be between 1 and 1024, got 0"},
     {"BroadcastConcurrencyZero", R"(name = "svc"
 [[broadcast]]
 name = "b"
@@ -404,7 +404,7 @@ subject = "a.b"
 concurrency = 0
 sink = { type = "stdout" }
 )",
-     5, "broadcast[0].concurrency", "at least 1"},
+     5, "broadcast[0].concurrency", "must be between 1 and 1024, got 0"},
     {"MaxAckPendingBelowConcurrency", R"(name = "svc"
 [[work]]
 name = "w"
@@ -418,7 +418,7 @@ sink = { type = "stdout" }
 [[work]]
 name = "w"
 subject = "a.b"
-concurrency = 2000
+concurrency = 1001
 sink = { type = "stdout" }
 )",
      5, "work[0].concurrency", "below concurrency"},
@@ -429,7 +429,7 @@ subject = "a.b"
 max_ack_pending = 0
 sink = { type = "stdout" }
 )",
-     5, "work[0].max_ack_pending", "at least 1"},
+     5, "work[0].max_ack_pending", "must be between 1 and 1000000, got 0"},
     {"MaxDeliverZero", R"(name = "svc"
 [[work]]
 name = "w"
@@ -445,7 +445,7 @@ subject = "a.b"
 max_deliver = -2
 sink = { type = "stdout" }
 )",
-     5, "work[0].max_deliver", "-1 or at least 1"},
+     5, "work[0].max_deliver", "must be between -1 and 1000000, got -2"},
     {"MaxDeliverOutOfRange", R"(name = "svc"
 [[work]]
 name = "w"
@@ -453,7 +453,7 @@ subject = "a.b"
 max_deliver = 5000000000
 sink = { type = "stdout" }
 )",
-     5, "work[0].max_deliver", "out of range"},
+     5, "work[0].max_deliver", "must be between -1 and 1000000, got 5000000000"},
 
     {"RetryMaxBelowRetryMin", R"(name = "svc"
 [[work]]
@@ -554,7 +554,7 @@ source = "jetstream"
 heartbeat = "10ms"
 sink = { type = "stdout" }
 )",
-     6, "broadcast[0].heartbeat", "at least 50ms"},
+     6, "broadcast[0].heartbeat", "must be between 50ms and 1m"},
     {"WebSocketSinkOnWork", R"(name = "svc"
 [[work]]
 name = "w"

@@ -43,6 +43,21 @@ TEST(Duration, RefusesAnythingElse) {
     EXPECT_FALSE(parse_duration(bad).has_value()) << '"' << bad << '"';
 }
 
+// Any duration read fits the broker's int64 nanoseconds: "9999999999h" was read, then overflowed.
+TEST(Duration, RefusesWhatNanosecondsCannotHold) {
+  EXPECT_EQ(parse_duration("876000h"), kMaxDuration);
+  EXPECT_FALSE(parse_duration("876000h1ms").has_value());
+  EXPECT_FALSE(parse_duration("9999999999h").has_value());
+  EXPECT_FALSE(parse_duration("99999999999999999999999999h59m").has_value());
+  using NanosAsDouble = std::chrono::duration<double, std::nano>;
+  EXPECT_LT(std::chrono::duration_cast<NanosAsDouble>(kMaxDuration).count(), 9.2e18);
+  // Written like a duration, only too long: the config says "too long", not "not a duration".
+  EXPECT_TRUE(looks_like_duration("9999999999h"));
+  EXPECT_TRUE(looks_like_duration("99999999999999999999999999h59m"));
+  EXPECT_FALSE(looks_like_duration("30"));
+  EXPECT_FALSE(looks_like_duration("1s1m"));
+}
+
 TEST(Duration, FormatsTheShortestFormThatReadsBack) {
   EXPECT_EQ(format_duration(milliseconds(0)), "0s");
   EXPECT_EQ(format_duration(milliseconds(250)), "250ms");

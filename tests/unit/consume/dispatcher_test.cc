@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "natsfleet/validate.h"
+#include "support/address_limit.h"
 
 namespace natsfleet::consume {
 namespace {
@@ -141,6 +142,25 @@ TEST(Dispatcher, StopHandsBackWhatNeverStartedAndRefusesMore) {
   b.release();
   d.join();  // waits for the overrunning handler instead of leaving it to run on freed state
   EXPECT_EQ(b.seen, std::vector<std::string>{"first"});
+}
+
+// A handler thread the system refuses is an exception the caller can catch (the fleet turns it
+// into a start-up error), with the threads already started ended: never std::terminate.
+TEST(Dispatcher, ThreadsTheSystemRefusesAreAnErrorNotAnAbort) {
+  if (!natsfleet::testing::kAddressLimitWorks) GTEST_SKIP() << "not under the sanitizers";
+  const int code = natsfleet::testing::run_with_few_threads([] {
+    try {
+      Dispatcher d({.concurrency = 1024}, [](nats::InboundMessage&&, bool) {});
+      return 1;  // all 1024 started: the limit did not bite
+    } catch (const std::system_error& e) {
+      const std::string what = e.what();
+      return what.find("cannot start handler thread") != std::string::npos &&
+                     what.find("of 1024") != std::string::npos
+                 ? 0
+                 : 2;
+    }
+  });
+  EXPECT_EQ(code, 0) << "1: the limit did not bite; 2: the wrong message; 134: it aborted";
 }
 
 }  // namespace

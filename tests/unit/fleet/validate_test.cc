@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <climits>
+#include <functional>
+#include <string>
+
 namespace natsfleet {
 namespace {
 
@@ -38,6 +43,93 @@ TEST(Validate, WorkSpecCombinations) {
   no_deliver.max_deliver = 0;
   EXPECT_NE(validate_work(no_deliver), "");
 }
+
+// Every number in a spec has a range: its bounds pass, one step beyond is refused with the field's
+// name, whatever a caller of the library sets (the values a daemon config can no longer reach too).
+struct SpecRange {
+  std::string field;
+  std::function<void(WorkSpec&, long long)> set_work;            // null: broadcast
+  std::function<void(BroadcastSpec&, long long)> set_broadcast;  // null: work
+  long long min;
+  long long max;
+  bool is_int = true;
+  bool check_below = true;  // false: below min is judged against another field first
+};
+
+std::ostream& operator<<(std::ostream& out, const SpecRange& r) { return out << r.field; }
+
+using std::chrono::milliseconds;
+constexpr auto kHour = 3'600'000LL;
+
+const SpecRange kSpecRanges[] = {
+    {"concurrency", [](WorkSpec& s, long long v) { s.concurrency = int(v); }, nullptr, 1, 1024},
+    {"max_ack_pending", [](WorkSpec& s, long long v) { s.max_ack_pending = int(v); }, nullptr, 1,
+     1'000'000},
+    {"max_deliver", [](WorkSpec& s, long long v) { s.max_deliver = int(v); }, nullptr, -1,
+     1'000'000},
+    {"batch", [](WorkSpec& s, long long v) { s.batch = int(v); }, nullptr, 0, 10'000},
+    {"ack_wait", [](WorkSpec& s, long long v) { s.ack_wait = milliseconds(v); }, nullptr, 100,
+     24 * kHour, false},
+    {"heartbeat", [](WorkSpec& s, long long v) { s.heartbeat = milliseconds(v); }, nullptr, 50,
+     60'000, false},
+    {"pull_expires", [](WorkSpec& s, long long v) { s.pull_expires = milliseconds(v); }, nullptr,
+     100, 600'000, false},
+    {"nak_backoff_max", [](WorkSpec& s, long long v) { s.nak_backoff_max = milliseconds(v); },
+     nullptr, 1'000, 24 * kHour, false, false},
+    {"retry_max", [](WorkSpec& s, long long v) { s.retry_max = milliseconds(v); }, nullptr, 500,
+     24 * kHour, false, false},
+    {"concurrency", nullptr, [](BroadcastSpec& s, long long v) { s.concurrency = int(v); }, 1,
+     1024},
+    {"max_queued", nullptr, [](BroadcastSpec& s, long long v) { s.max_queued = int(v); }, 1,
+     1'000'000},
+    {"key_token", nullptr, [](BroadcastSpec& s, long long v) { s.key_token = int(v); }, 0, 256},
+    {"heartbeat", nullptr,
+     [](BroadcastSpec& s, long long v) {
+       s.source = BroadcastSource::jetstream;
+       s.heartbeat = milliseconds(v);
+     },
+     50, 60'000, false},
+    {"stream_max_age", nullptr,
+     [](BroadcastSpec& s, long long v) {
+       s.source = BroadcastSource::jetstream;
+       s.stream = "S";
+       s.create_stream = true;
+       s.stream_max_age = milliseconds(v);
+     },
+     1'000, 24 * kHour * 3650, false},
+};
+
+class SpecRangeTest : public testing::TestWithParam<SpecRange> {};
+
+TEST_P(SpecRangeTest, BoundsPassAndBeyondIsRefusedByName) {
+  const SpecRange& r = GetParam();
+  auto problem = [&](long long value) {
+    if (r.set_work) {
+      WorkSpec spec{.name = "w", .subject = "a.b"};
+      spec.max_ack_pending = 1'000'000;  // no concurrency is refused for it
+      r.set_work(spec, value);
+      return validate_work(spec);
+    }
+    BroadcastSpec spec{.name = "b", .subject = "a.b"};
+    r.set_broadcast(spec, value);
+    return validate_broadcast(spec);
+  };
+  EXPECT_EQ(problem(r.min), "") << r.field << " = " << r.min;
+  EXPECT_EQ(problem(r.max), "") << r.field << " = " << r.max;
+  for (long long bad : {r.min - 1, r.max + 1, static_cast<long long>(INT_MAX), LLONG_MAX / 2}) {
+    if (bad >= r.min && bad <= r.max) continue;
+    if (bad == r.min - 1 && !r.check_below) continue;
+    if (r.is_int && bad > INT_MAX) continue;  // the field cannot hold it
+    const std::string why = problem(bad);
+    EXPECT_NE(why.find(r.field), std::string::npos) << r.field << " = " << bad << ": " << why;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Validate, SpecRangeTest, testing::ValuesIn(kSpecRanges),
+                         [](const testing::TestParamInfo<SpecRange>& param) {
+                           return std::string(param.param.set_work ? "work_" : "broadcast_") +
+                                  param.param.field;
+                         });
 
 TEST(Validate, DeadLetterIsAPlainSubjectTheWorkDoesNotConsume) {
   WorkSpec spec{.name = "w", .subject = "mail.*"};
