@@ -101,7 +101,9 @@ sink = { type = "stdout" }
 TEST(DescriptorBudget, TheLimitIsTheProcesssSoftLimit) {
   rlimit limit{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
-  if (limit.rlim_cur != RLIM_INFINITY) EXPECT_EQ(descriptor_limit(), limit.rlim_cur);
+  if (limit.rlim_cur != RLIM_INFINITY) {
+    EXPECT_EQ(descriptor_limit(), limit.rlim_cur);
+  }
 }
 
 }  // namespace
