@@ -80,6 +80,8 @@ std::string validate_work(const WorkSpec& spec) {
     return "max_ack_pending is below concurrency: some handlers could never get work";
   if (spec.max_deliver == 0 || spec.max_deliver < -1) return "max_deliver must be -1 or at least 1";
   if (spec.ack_wait < std::chrono::milliseconds(100)) return "ack_wait must be at least 100ms";
+  if (spec.keep_alive_limit < std::chrono::milliseconds(0))
+    return "keep_alive_limit cannot be negative";
   if (spec.heartbeat < std::chrono::milliseconds(50)) return "heartbeat must be at least 50ms";
   if (spec.batch < 0) return "batch cannot be negative";
   if (spec.nak_backoff_max < spec.nak_backoff_min)
