@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "support/broker_client.h"
@@ -64,6 +65,14 @@ std::string replica_config(const SlowCase& c, int health_port, const std::string
 // Names the case in ctest's listing rather than dumping its bytes.
 void PrintTo(const SlowCase& c, std::ostream* os) { *os << c.name; }
 
+// In-progress acks a replica sent to keep waiting or long-handled messages alive.
+uint64_t kept_alive_acks(int port) {
+  int code = 0;
+  const auto doc = nlohmann::json::parse(http_get(port, "/status", &code), nullptr, false);
+  if (!doc.is_object() || !doc.contains("subscriptions") || doc["subscriptions"].empty()) return 0;
+  return doc["subscriptions"][0]["counters"].value("kept_alive", uint64_t{0});
+}
+
 class SlowHandlers : public ::testing::TestWithParam<SlowCase> {};
 
 TEST_P(SlowHandlers, TwoReplicasHandleEachMessageOnceWithinAckWait) {
@@ -94,6 +103,7 @@ TEST_P(SlowHandlers, TwoReplicasHandleEachMessageOnceWithinAckWait) {
       std::chrono::seconds(60 + c.messages * 10), 200ms))
       << handlings(outs).size() << " of " << c.messages << " handled\n"
       << a.log() << b.log();
+  const uint64_t kept_alive = kept_alive_acks(port_a) + kept_alive_acks(port_b);
   // Handlers still running finish before the replicas exit: what they handle counts too.
   a.signal(SIGTERM);
   b.signal(SIGTERM);
@@ -118,7 +128,8 @@ TEST_P(SlowHandlers, TwoReplicasHandleEachMessageOnceWithinAckWait) {
   std::cout << c.name << ": " << c.messages << " messages, handler " << c.handler
             << " s, concurrency " << c.concurrency << " (" << c.worker_mode << " worker): " << twice
             << " handled twice, " << redelivered << " handlings of a redelivery, " << lost
-            << " lost; replica a handled " << share_a << "\n";
+            << " lost; replica a handled " << share_a << "; " << kept_alive
+            << " in-progress acks sent\n";
   EXPECT_EQ(twice, 0) << a.log() << b.log();
   EXPECT_EQ(redelivered, 0) << "a message waited past ack_wait";
   EXPECT_EQ(lost, 0);
