@@ -23,6 +23,9 @@ struct SubscriptionCounters {
   uint64_t retried = 0;     // retryable failures (Disposition::retry): no delivery used
   uint64_t dead_lettered = 0;
   uint64_t dropped = 0;  // core broadcasts only: dropped from a full queue
+  // In-progress acks natsfleet sent for messages that waited on this replica, or were handled,
+  // for a third of ack_wait (see WorkSpec::ack_wait).
+  uint64_t kept_alive = 0;
 };
 
 struct SubscriptionHealth {

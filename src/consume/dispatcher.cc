@@ -10,8 +10,9 @@ Dispatcher::Dispatcher(Options options, Process process)
     : options_(std::move(options)), state_(std::make_shared<State>()) {
   state_->process = std::move(process);
   const int wanted = std::max(options_.concurrency, 1);
+  state_->slots.resize(static_cast<size_t>(wanted));
   try {
-    for (int i = 0; i < wanted; ++i) threads_.emplace_back(worker, state_);
+    for (int i = 0; i < wanted; ++i) threads_.emplace_back(worker, state_, static_cast<size_t>(i));
   } catch (const std::system_error& e) {
     // The threads already running end before the vector holding them goes away (a joinable
     // std::thread destroyed would terminate the process): the caller gets an error, not an abort.
@@ -31,6 +32,10 @@ Dispatcher::~Dispatcher() {
 Dispatcher::Submitted Dispatcher::submit(nats::InboundMessage&& msg, Placement placement) {
   Submitted result;
   bool wake;
+  const auto now = Clock::now();
+  // The broker's ack_wait clock for it started when it arrived, or at its last in-progress ack.
+  auto touched = std::max(msg.received, msg.kept_alive);
+  if (touched == Clock::time_point{}) touched = now;
   {
     std::lock_guard lock(state_->mu);
     if (state_->stopping) {
@@ -51,6 +56,8 @@ Dispatcher::Submitted Dispatcher::submit(nats::InboundMessage&& msg, Placement p
     if (placement == Placement::replace && !key.empty()) {
       if (auto it = same_key(); it != queue.end()) {
         result.displaced = std::exchange(it->msg, std::move(msg));
+        it->arrived = now;
+        it->touched = touched;
         return result;  // nobody new to wake: the queue holds as many as before
       }
     }
@@ -65,14 +72,14 @@ Dispatcher::Submitted Dispatcher::submit(nats::InboundMessage&& msg, Placement p
     }
     switch (placement) {
       case Placement::front:
-        queue.push_front(Item{std::move(msg), false});
+        queue.push_front(Item{std::move(msg), false, now, touched});
         break;
       case Placement::probe:
-        queue.push_front(Item{std::move(msg), true});
+        queue.push_front(Item{std::move(msg), true, now, touched});
         break;
       case Placement::back:
       case Placement::replace:
-        queue.push_back(Item{std::move(msg), false});
+        queue.push_back(Item{std::move(msg), false, now, touched});
         break;
     }
     wake = state_->waiting > 0;
@@ -86,15 +93,43 @@ size_t Dispatcher::queued() const {
   return state_->queue.size();
 }
 
-std::vector<std::string> Dispatcher::queued_replies() const {
-  std::vector<std::string> replies;
+Dispatcher::KeepAlive Dispatcher::keep_alive(Clock::time_point now, Clock::duration every,
+                                             Clock::duration limit, Clock::duration stale_after) {
+  KeepAlive result;
   std::lock_guard lock(state_->mu);
-  replies.reserve(state_->queue.size());
-  for (const auto& item : state_->queue) replies.push_back(item.msg.reply);
-  return replies;
+  auto& queue = state_->queue;
+  for (auto it = queue.begin(); it != queue.end();) {
+    // Stale: not kept alive in time (the process was paused), so the broker has likely handed
+    // it on. It is neither kept alive nor given back here: its handler thread skips it.
+    if (it->msg.reply.empty() || now - it->touched >= stale_after) {
+      ++it;
+      continue;
+    }
+    if (!it->probe && now - it->arrived >= limit) {
+      result.expired.push_back(std::move(it->msg));
+      it = queue.erase(it);
+      continue;
+    }
+    if (now - it->touched >= every) {
+      it->touched = now;
+      result.due.push_back(it->msg.reply);
+    }
+    ++it;
+  }
+  for (auto& slot : state_->slots) {
+    if (!slot.active || slot.overran || slot.reply.empty()) continue;
+    if (now - slot.started >= limit) {
+      slot.overran = true;
+      result.overran.push_back(slot.reply);
+    } else if (now - slot.touched >= every) {
+      slot.touched = now;
+      result.due.push_back(slot.reply);
+    }
+  }
+  return result;
 }
 
-void Dispatcher::worker(const std::shared_ptr<State>& state) {
+void Dispatcher::worker(const std::shared_ptr<State>& state, size_t slot_index) {
   std::unique_lock lock(state->mu);
   for (;;) {
     ++state->waiting;
@@ -104,9 +139,18 @@ void Dispatcher::worker(const std::shared_ptr<State>& state) {
     Item item = std::move(state->queue.front());
     state->queue.pop_front();
     ++state->running;
+    // Its wait so far counts against ack_wait: it stays due when its last ack was.
+    auto& slot = state->slots[slot_index];
+    slot.active = true;
+    slot.overran = false;
+    slot.reply = item.msg.reply;
+    slot.started = Clock::now();
+    slot.touched = item.touched;
+    item.msg.kept_alive = item.touched;
     lock.unlock();
     state->process(std::move(item.msg), item.probe);  // process() catches handler exceptions
     lock.lock();
+    slot.active = false;
     --state->running;
     state->idle.notify_all();
   }

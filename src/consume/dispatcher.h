@@ -3,7 +3,8 @@
 // broadcasts); a redelivery of a message still waiting replaces it. Shutdown lets running
 // handlers finish up to a deadline and hands whatever was queued but never started back to the
 // caller (to nak it); a handler that overruns is waited for by join(), never left running on
-// freed state.
+// freed state. keep_alive() tells the owner which messages, waiting or being handled, have been
+// held long enough to need an in-progress ack.
 #pragma once
 
 #include <chrono>
@@ -24,6 +25,7 @@ namespace natsfleet::consume {
 
 class Dispatcher {
  public:
+  using Clock = std::chrono::steady_clock;
   // `probe` is true for a message submitted with Placement::probe.
   using Process = std::function<void(nats::InboundMessage&&, bool probe)>;
   using Reject = std::function<void(nats::InboundMessage&&)>;
@@ -46,6 +48,13 @@ class Dispatcher {
     replace,  // a redelivery: replaces a waiting message with the same key, else back
   };
 
+  // What keep_alive() found.
+  struct KeepAlive {
+    std::vector<std::string> due;               // reply subjects owed an in-progress ack now
+    std::vector<nats::InboundMessage> expired;  // waited past the limit: removed, to give back
+    std::vector<std::string> overran;           // handlers that just ran past the limit
+  };
+
   struct Submitted {
     std::optional<nats::InboundMessage> refused;    // after stop(): the caller naks it
     std::optional<nats::InboundMessage> displaced;  // dropped (queue full) or replaced
@@ -64,25 +73,45 @@ class Dispatcher {
   // Waits for every handler thread to end (after stop()).
   void join();
   size_t queued() const;
-  // Reply subjects of the waiting messages (for in-progress acks while they wait).
-  std::vector<std::string> queued_replies() const;
+  // Messages this dispatcher holds, waiting or being handled, that have gone `every` since they
+  // arrived (InboundMessage::received, else when submitted) or since their last in-progress ack
+  // (InboundMessage::kept_alive, then what this records as sent) are due another. `limit`
+  // bounds how long a message is kept alive: a waiting message older than that (not a probe) is
+  // taken out of the queue for the caller to give back; a handler running longer is reported
+  // once in `overran` and owed nothing more, so a hung handler's message expires. A waiting
+  // message not kept alive for `stale_after` (its owner was paused) is left alone: it has
+  // likely been handed on, and its handler thread sees so in InboundMessage::kept_alive, which
+  // is set when it starts. Messages without a reply subject are skipped.
+  KeepAlive keep_alive(Clock::time_point now, Clock::duration every, Clock::duration limit,
+                       Clock::duration stale_after = Clock::duration::max());
 
  private:
   struct Item {
     nats::InboundMessage msg;
     bool probe = false;
+    Clock::time_point arrived;
+    Clock::time_point touched;  // arrival or the last in-progress ack
+  };
+  // What a handler thread is running, for keep_alive().
+  struct Running {
+    bool active = false;
+    bool overran = false;
+    std::string reply;
+    Clock::time_point started;
+    Clock::time_point touched;
   };
   struct State {
     std::mutex mu;
     std::condition_variable work_ready;
     std::condition_variable idle;
     std::deque<Item> queue;
+    std::vector<Running> slots;  // one per handler thread
     int running = 0;
     int waiting = 0;  // idle workers: a submit wakes one only when someone waits
     bool stopping = false;
     Process process;
   };
-  static void worker(const std::shared_ptr<State>& state);
+  static void worker(const std::shared_ptr<State>& state, size_t slot);
 
   const Options options_;
   std::shared_ptr<State> state_;

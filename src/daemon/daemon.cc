@@ -185,9 +185,13 @@ bool ensure_streams(const std::string& url, const config::DaemonConfig& cfg, spd
 // Stored publishes wait for the stream's ack and carry the message id (a redelivery does not
 // publish twice); a subject the broker says no stream holds (a relay's status, say) goes out as
 // plain NATS. Any other failure means the publish may be lost: the caller retries the source.
+constexpr std::chrono::milliseconds kPublishTimeout = 5s;
+// What a handler's stored publishes may add to its sink's timeout.
+constexpr std::chrono::milliseconds kPublishMargin = 30s;
+
 Result<void> publish_all(Fleet& fleet, const std::vector<sinks::Publish>& messages) {
   for (const auto& p : messages) {
-    auto stored = fleet.publish_to_stream(p.subject, p.data, p.msg_id, 5s);
+    auto stored = fleet.publish_to_stream(p.subject, p.data, p.msg_id, kPublishTimeout);
     if (stored) continue;
     if (stored.error().code == Errc::no_stream_for_subject) {
       if (auto sent = fleet.publish(p.subject, p.data, p.msg_id); sent) continue;
@@ -300,7 +304,12 @@ int Daemon::run(StopRequest& stop) {
       sinks::Sink* sink = s.sinks.back().get();
       const std::string name = work.spec.name;
       s.sink_of[name] = sink;
-      auto added = fleet.add_work(work.spec, [&s, &fleet, sink, name](const Message& m) {
+      WorkSpec spec = work.spec;
+      // These sinks end a delivery themselves after their timeout (a wedged worker is killed):
+      // keep a message alive that long, plus time for the stored publishes it asks for.
+      if (work.sink.type == "worker" || work.sink.type == "http")
+        spec.keep_alive_limit = sink_options(work.sink).timeout + kPublishMargin;
+      auto added = fleet.add_work(spec, [&s, &fleet, sink, name](const Message& m) {
         auto result = deliver_and_publish(fleet, s.metrics, *sink, name, m);
         return std::move(result.disposition).because(std::move(result.error));
       });

@@ -108,6 +108,7 @@ SubscriptionHealth SubscriptionStatus::snapshot() const {
   h.counters.retried = counters.retried.load();
   h.counters.dead_lettered = counters.dead_lettered.load();
   h.counters.dropped = counters.dropped.load();
+  h.counters.kept_alive = counters.kept_alive.load();
   return h;
 }
 

@@ -118,6 +118,10 @@ std::string validate_work(const WorkSpec& spec) {
   if (auto bad = out_of_range("heartbeat", spec.heartbeat, L::kMinHeartbeat, L::kMaxHeartbeat);
       !bad.empty())
     return bad;
+  if (auto bad =
+          out_of_range("keep_alive_limit", spec.keep_alive_limit, milliseconds(0), L::kMaxBackoff);
+      !bad.empty())
+    return bad;
   if (spec.batch < 0) return "batch cannot be negative";
   if (auto bad = out_of_range("batch", spec.batch, 0, L::kMaxBatch); !bad.empty()) return bad;
   if (auto bad =

@@ -76,6 +76,9 @@ WorkSubscription::WorkSubscription(WorkSpec spec, WorkHandler handler, FleetCont
       tick_(std::clamp(std::min(spec_.heartbeat, spec_.ack_wait) / 4, milliseconds(25),
                        milliseconds(500))),
       in_progress_(std::make_shared<InProgress>(*context.connection)),
+      // A third: the supervisor's tick (at most a quarter) and a slow API call still fit before
+      // ack_wait runs out.
+      keep_alive_every_(spec_.ack_wait / 3),
       gate_(gate_options(spec_)) {
   consume::Dispatcher::Options options;
   options.concurrency = spec_.concurrency;
@@ -166,9 +169,50 @@ void WorkSubscription::join() {
 SubscriptionHealth WorkSubscription::health() const { return status_.snapshot(); }
 
 void WorkSubscription::wait_for(milliseconds d) {
-  std::unique_lock lock(wake_mu_);
-  wake_.wait_for(lock, d, [&] { return woken_ || stopping(); });
-  woken_ = false;
+  const auto until = Clock::now() + d;
+  for (;;) {
+    keep_alive();
+    std::unique_lock lock(wake_mu_);
+    const auto now = Clock::now();
+    const bool woken =
+        wake_.wait_until(lock, std::min(until, now + tick_), [&] { return woken_ || stopping(); });
+    if (woken || Clock::now() >= until) {
+      woken_ = false;
+      return;
+    }
+  }
+}
+
+void WorkSubscription::keep_alive() {
+  if (spec_.keep_alive_limit <= milliseconds(0)) return;
+  const auto now = Clock::now();
+  // Called on every wait: a scan per half tick is plenty for a third of ack_wait.
+  if (now - last_keep_alive_ < tick_ / 2) return;
+  last_keep_alive_ = now;
+  auto kept = dispatcher_->keep_alive(
+      now, keep_alive_every_, spec_.keep_alive_limit,
+      stale_after_ > milliseconds(0) ? Clock::duration(stale_after_) : Clock::duration::max());
+  for (const auto& reply : kept.due) send_ack(reply, consume::kInProgressBody);
+  status_.counters.kept_alive += kept.due.size();
+  const auto limit_ms = spec_.keep_alive_limit.count();
+  if (!kept.expired.empty())
+    status_.log().warn(
+        "work {}: {} message(s) waited over {} ms (keep_alive_limit) for a handler; gave them "
+        "back for another replica",
+        spec_.name, kept.expired.size(), limit_ms);
+  for (auto& m : kept.expired) {
+    give_back(std::move(m));
+    std::lock_guard lock(engine_mu_);
+    if (engine_) engine_->message_done();
+  }
+  for (const auto& reply : kept.overran) {
+    auto d = consume::parse_ack_subject(reply);
+    status_.log().warn(
+        "work {}: a handler has run over {} ms (keep_alive_limit) on {}; its message gets no "
+        "more in-progress acks, so the broker redelivers it after ack_wait",
+        spec_.name, limit_ms,
+        d ? fmt::format("{} sequence {}", d->stream, d->stream_seq) : std::string("a message"));
+  }
 }
 
 void WorkSubscription::run() {
@@ -388,7 +432,8 @@ void WorkSubscription::install_intake(const nlohmann::json& config) {
     consume::PullEngine::Options options{
         .stream = stream_,
         .consumer = consumer_,
-        .batch = initial_window(spec_),
+        // A new intake (a rebind) starts with what the handlers were measured to finish.
+        .batch = window_.load() > 0 ? window_.load() : initial_window(spec_),
         .expires = spec_.pull_expires,
         .heartbeat = spec_.heartbeat,
         .ack_wait = spec_.ack_wait,
@@ -486,14 +531,11 @@ void WorkSubscription::run_bound() {
 void WorkSubscription::tend_held() {
   if (gate_.quiet()) return;
   const auto now = Clock::now();
+  // Messages waiting in the dispatcher meanwhile are kept alive by keep_alive().
   for (const auto& reply : gate_.in_progress_due(now)) send_ack(reply, consume::kInProgressBody);
-  const auto every = std::max(spec_.ack_wait / 3, milliseconds(100));
-  if (gate_.down() && now - last_queue_progress_.load() >= every) {
-    last_queue_progress_ = now;
-    for (const auto& reply : dispatcher_->queued_replies())
-      send_ack(reply, consume::kInProgressBody);
-  }
   if (auto probe = gate_.next_probe(now)) {
+    // Kept alive by the gate until now; due again at the next keep_alive().
+    probe->kept_alive = now - keep_alive_every_;
     auto submitted = dispatcher_->submit(std::move(*probe), consume::Dispatcher::Placement::probe);
     if (submitted.refused) give_back(std::move(*submitted.refused));
   }
@@ -733,14 +775,20 @@ void WorkSubscription::adapt_window(Clock::duration handler_time) {
   const int64_t avg = handler_ns_avg_.load(std::memory_order_relaxed);
   const int64_t next = avg == 0 ? ns : avg + (ns - avg) / 8;
   handler_ns_avg_.store(next, std::memory_order_relaxed);
-  if (handled_since_adapt_.fetch_add(1, std::memory_order_relaxed) % 32 != 31) return;
-  // A buffered message must be started well within ack_wait: the window holds at most a quarter
-  // of ack_wait's worth of work for this replica's handlers.
-  const auto budget =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(spec_.ack_wait).count() / 4;
-  const int64_t fits = budget / std::max<int64_t>(next, 1) * spec_.concurrency;
+  const int64_t ack_wait_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(spec_.ack_wait).count();
+  // Slow handlers resize at once: the first few measured must shrink the first window before
+  // what it took waits long. Fast ones every 32nd message, which costs nothing.
+  const bool slow = next > ack_wait_ns / 64;
+  if (handled_since_adapt_.fetch_add(1, std::memory_order_relaxed) % 32 != 31 && !slow) return;
+  // The window holds what this replica's handlers finish in half of ack_wait (handler time
+  // includes any queue behind the handler, such as a worker's stdin, so this is throughput):
+  // the last message in it starts well within ack_wait. Never below concurrency: each handler
+  // may hold one, kept alive while it runs.
+  const int64_t fits = ack_wait_ns / 2 * spec_.concurrency / std::max<int64_t>(next, 1);
   const int window = static_cast<int>(
       std::clamp<int64_t>(fits, spec_.concurrency, std::min(kMaxWindow, spec_.max_ack_pending)));
+  if (window_.exchange(window, std::memory_order_relaxed) == window) return;
   std::lock_guard lock(engine_mu_);
   if (engine_) engine_->set_window(window);
 }
@@ -774,7 +822,7 @@ void WorkSubscription::process(nats::InboundMessage&& in, bool probe) {
   // Waited here since before a gap (see consume::PullEngine): the broker has likely handed it to
   // another replica meanwhile. Neither handled nor answered: its redelivery decides who has it.
   if (!probe && in.received != Clock::time_point{} &&
-      Clock::now() - std::max(in.received, last_queue_progress_.load()) >= stale_after_) {
+      Clock::now() - std::max(in.received, in.kept_alive) >= stale_after_) {
     stale_skipped_++;
     std::lock_guard lock(engine_mu_);
     if (engine_) engine_->message_done();
@@ -933,6 +981,7 @@ void WorkSubscription::apply(DownstreamGate::Outcome outcome) {
     status_.set_downstream(gate_.down(), gate_.last_error(), gate_.held());
   // Older than anything waiting: they go first, in their order.
   for (auto it = outcome.retry.rbegin(); it != outcome.retry.rend(); ++it) {
+    it->kept_alive = Clock::now() - keep_alive_every_;  // as a probe is (tend_held)
     auto submitted = dispatcher_->submit(std::move(*it), consume::Dispatcher::Placement::front);
     if (submitted.refused) give_back(std::move(*submitted.refused));
   }

@@ -103,15 +103,20 @@ class WorkSubscription final : public Supervised {
   void apply(DownstreamGate::Outcome outcome);
   // Supervisor-thread upkeep of held messages: in-progress acks, the next probe, health.
   void tend_held();
+  // In-progress acks for messages waiting for a handler or handled long, before ack_wait runs
+  // out; gives back what waited past keep_alive_limit (see WorkSpec::keep_alive_limit).
+  void keep_alive();
   void on_pull_signal(const consume::PullStatus& status);
   void send_ack(const std::string& reply, std::string_view body);
-  // Sizes the pull window from measured handler times: large for fast handlers (throughput),
-  // small for slow ones (nothing waits in the buffer past ack_wait).
+  // Sizes the pull window from measured handler times: what this replica's handlers finish in
+  // half of ack_wait. Large for fast handlers (throughput), small for slow ones (a message
+  // waits little before its handler starts).
   void adapt_window(Clock::duration handler_time);
   // Naks a message this replica will not handle, so another replica gets it at once.
   void give_back(nats::InboundMessage&& msg);
 
-  // Sleeps until `d` passes or something happens (a signal, a reconnect, shutdown).
+  // Sleeps until `d` passes or something happens (a signal, a reconnect, shutdown), keeping
+  // held messages alive meanwhile.
   void wait_for(std::chrono::milliseconds d);
   bool stopping() const { return stopping_.load(); }
 
@@ -137,6 +142,9 @@ class WorkSubscription final : public Supervised {
 
   std::atomic<int64_t> handler_ns_avg_{0};
   std::atomic<uint64_t> handled_since_adapt_{0};
+  std::atomic<int> window_{0};  // the last window adapt_window set (0: none yet)
+  const std::chrono::milliseconds keep_alive_every_;
+  Clock::time_point last_keep_alive_{};
 
   std::atomic<uint64_t> last_handled_seq_{0};
 
@@ -145,8 +153,6 @@ class WorkSubscription final : public Supervised {
   std::string deliver_subject_;  // of the intake; empty when pulling
   std::unique_ptr<consume::Dispatcher> dispatcher_;
   DownstreamGate gate_;
-  // In-progress acks of waiting messages while down; read by handler threads (stale check).
-  std::atomic<Clock::time_point> last_queue_progress_{};
   // A message that waited this long since it was received (or last kept alive) is stale: see
   // consume::PullEngine on gaps. 0: never.
   std::chrono::milliseconds stale_after_{0};

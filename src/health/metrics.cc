@@ -116,6 +116,9 @@ void render_subscriptions(Writer& w, const FleetHealth& health, const std::strin
       {"natsfleet_dead_lettered_total",
        "Terminated messages stored on the work's dead-letter subject.",
        &SubscriptionCounters::dead_lettered},
+      {"natsfleet_kept_alive_total",
+       "In-progress acks sent for messages held (waiting or handled) for a third of ack_wait.",
+       &SubscriptionCounters::kept_alive},
   };
   for (const auto& family : counters) {
     w.family(family.name, "counter", family.help);

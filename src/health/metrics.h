@@ -19,9 +19,10 @@ namespace natsfleet::health {
 inline constexpr std::string_view kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
 
 // Families (all prefixed natsfleet_): up, ready, connected, reconnects_total, messages_total
-// {outcome}, redeliveries_total, handler_errors_total, recoveries_total, subscription_state
-// {state} (all six states, 1 for the current one), consumer_pending, consumer_ack_pending,
-// consumer_ack_floor (work subscriptions, and broadcasts bound to a JetStream consumer),
+// {outcome}, redeliveries_total, handler_errors_total, recoveries_total, kept_alive_total,
+// subscription_state {state} (all six states, 1 for the current one), consumer_pending,
+// consumer_ack_pending, consumer_ack_floor (work subscriptions, and broadcasts bound to a
+// JetStream consumer),
 // handler_latency_seconds (histogram), sink_results_total{outcome}, published_total,
 // sink_errors_total (registered DaemonMetrics subscriptions); http_connections{server},
 // http_connections_cut_total{server,reason} (idle | slow | evicted | busy), websocket_sessions,

@@ -29,6 +29,7 @@ std::string render_status(const FleetHealth& health, const std::string& service)
              {"retried", s.counters.retried},
              {"dead_lettered", s.counters.dead_lettered},
              {"dropped", s.counters.dropped},
+             {"kept_alive", s.counters.kept_alive},
          }},
         {"downstream",
          {{"down", s.downstream_down}, {"error", s.downstream_error}, {"held", s.held}}},

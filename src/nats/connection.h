@@ -50,6 +50,9 @@ struct InboundMessage {
   std::string description;
   // When natsfleet took it from nats.c (unset for messages made by hand).
   std::chrono::steady_clock::time_point received{};
+  // The last in-progress ack natsfleet sent for it (unset: none); with `received`, how long the
+  // broker's ack_wait clock has been running.
+  std::chrono::steady_clock::time_point kept_alive{};
 };
 
 using MessageCallback = std::function<void(InboundMessage&&)>;

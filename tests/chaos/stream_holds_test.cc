@@ -17,8 +17,7 @@ TEST(StreamHolds, TellsThatMessageAnotherOneAndNothingApart) {
   const uint64_t second = admin.publish("held.x", "c-1");
   std::string error;
   EXPECT_EQ(stream_holds(admin.api(), "HELD", first, "c-0", &error), AtSequence::that_message);
-  EXPECT_EQ(stream_holds(admin.api(), "HELD", second, "c-0", &error),
-            AtSequence::another_message);
+  EXPECT_EQ(stream_holds(admin.api(), "HELD", second, "c-0", &error), AtSequence::another_message);
   EXPECT_EQ(stream_holds(admin.api(), "HELD", second + 5, "c-7", &error), AtSequence::nothing);
   EXPECT_EQ(stream_holds(admin.api(), "NOPE", 1, "c-0", &error), AtSequence::unknown);
   EXPECT_FALSE(error.empty());

@@ -163,5 +163,62 @@ TEST(Dispatcher, ThreadsTheSystemRefusesAreAnErrorNotAnAbort) {
   EXPECT_EQ(code, 0) << "1: the limit did not bite; 2: the wrong message; 134: it aborted";
 }
 
+// Waiting and running messages are owed an in-progress ack once `every` has passed since they
+// arrived or were last kept alive; past `limit` a waiting one is handed back and a running one
+// reported once and kept alive no more. A message not kept alive for `stale_after` (its owner
+// was paused) is left alone, and its handler sees when it was last kept alive.
+TEST(Dispatcher, KeepAliveCoversWaitingAndRunningMessagesUpToTheLimit) {
+  using namespace std::chrono_literals;
+  std::vector<Dispatcher::Clock::time_point> kept_alive;
+  Blocker b;
+  auto process = b.process();
+  Dispatcher d(Dispatcher::Options{}, [&](nats::InboundMessage&& m, bool probe) {
+    kept_alive.push_back(m.kept_alive);
+    process(std::move(m), probe);
+  });
+  (void)d.submit(msg("s", "first"));
+  b.wait_started();
+  (void)d.submit(msg("s", "waiting"));
+  // Handed back from a hold whose last in-progress ack went out 10 s ago.
+  auto probe = msg("s", "probe");
+  probe.kept_alive = Dispatcher::Clock::now() - 10s;
+  (void)d.submit(std::move(probe), Dispatcher::Placement::probe);
+  const auto base = Dispatcher::Clock::now();
+  const auto every = 10s;
+  const auto limit = 60s;
+  const auto stale_after = 30s;
+
+  auto k = d.keep_alive(base + 1s, every, limit, stale_after);
+  EXPECT_EQ(k.due, std::vector<std::string>{"reply.probe"});
+  EXPECT_TRUE(k.expired.empty());
+
+  k = d.keep_alive(base + 11s, every, limit, stale_after);
+  EXPECT_EQ(k.due, (std::vector<std::string>{"reply.probe", "reply.waiting", "reply.first"}));
+  EXPECT_TRUE(d.keep_alive(base + 15s, every, limit, stale_after).due.empty())
+      << "kept alive at 11 s";
+
+  k = d.keep_alive(base + 61s, every, limit);
+  ASSERT_EQ(k.expired.size(), 1u);
+  EXPECT_EQ(k.expired[0].data, "waiting") << "waited past the limit: handed back";
+  EXPECT_EQ(k.due, std::vector<std::string>{"reply.probe"}) << "a probe is never handed back";
+  EXPECT_EQ(k.overran, std::vector<std::string>{"reply.first"});
+
+  k = d.keep_alive(base + 75s, every, limit, stale_after);
+  EXPECT_TRUE(k.overran.empty()) << "reported once";
+  EXPECT_EQ(k.due, std::vector<std::string>{"reply.probe"})
+      << "and the hung handler's message is left to expire";
+
+  // 40 s without a keep-alive (a pause): stale, so neither kept alive nor handed back.
+  k = d.keep_alive(base + 115s, every, limit + 100s, stale_after);
+  EXPECT_TRUE(k.due.empty());
+  EXPECT_TRUE(k.expired.empty());
+  EXPECT_EQ(d.queued(), 1u);
+  b.release();
+  b.wait_seen(2);
+  EXPECT_EQ(b.seen, (std::vector<std::string>{"first", "probe"}));
+  ASSERT_EQ(kept_alive.size(), 2u);
+  EXPECT_EQ(kept_alive[1], base + 75s) << "the handler sees its last keep-alive";
+}
+
 }  // namespace
 }  // namespace natsfleet::consume
