@@ -45,21 +45,33 @@ std::string work_config(const std::string& name, const std::string& sink_path, i
          extra_work + "sink = { type = \"file\", path = \"" + sink_path + "\" }\n";
 }
 
-TEST(Daemon, TwoReplicasShareWorkAndASigkillLosesNothing) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
-  TempDir dir;
-  const int port_a = free_loopback_port(), port_b = free_loopback_port();
-  DaemonProcess a(dir.path(), "a", work_config("a", dir.path() + "/a.jsonl", port_a),
-                  {"--server", server.url()});
-  DaemonProcess b(dir.path(), "b", work_config("b", dir.path() + "/b.jsonl", port_b),
-                  {"--server", server.url()});
-  a.start();
-  b.start();
-  ASSERT_TRUE(wait_for([&] { return readyz(port_a) == 200 && readyz(port_b) == 200; }, 15s))
-      << a.log() << b.log();
+// A broker with stream JOBS and two ready replicas, a and b, each writing its own sink file.
+class TwoReplicas : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    admin.create_stream("JOBS", {"jobs.>"});
+    a.start();
+    b.start();
+    ASSERT_TRUE(wait_for([&] { return readyz(port_a) == 200 && readyz(port_b) == 200; }, 15s))
+        << a.log() << b.log();
+  }
 
+  NatsServer server;
+  BrokerClient admin{server.url()};
+  TempDir dir;
+  const int port_a = free_loopback_port();
+  const int port_b = free_loopback_port();
+  DaemonProcess a{dir.path(),
+                  "a",
+                  work_config("a", dir.path() + "/a.jsonl", port_a),
+                  {"--server", server.url()}};
+  DaemonProcess b{dir.path(),
+                  "b",
+                  work_config("b", dir.path() + "/b.jsonl", port_b),
+                  {"--server", server.url()}};
+};
+
+TEST_F(TwoReplicas, ShareWorkAndASigkillLosesNothing) {
   constexpr int kMessages = 20'000;
   std::thread publisher([&] { admin.publish_many("jobs.run", kMessages); });
   // At about a third, replica b dies without a chance to ack what it holds.
@@ -185,21 +197,7 @@ TEST(Daemon, SigtermMidStreamExitsZeroAndEveryWrittenRecordWasAcked) {
 // A replica paused (SIGSTOP) longer than ack_wait while messages flow: what reached it before
 // the pause (in its socket, or on the way) has meanwhile been handed to the other replica by
 // the broker. When it resumes it must not handle those again.
-TEST(Daemon, PausedReplicaDoesNotHandleWhatTheBrokerHandedOnMeanwhile) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
-  TempDir dir;
-  const int port_a = free_loopback_port(), port_b = free_loopback_port();
-  DaemonProcess a(dir.path(), "a", work_config("a", dir.path() + "/a.jsonl", port_a),
-                  {"--server", server.url()});
-  DaemonProcess b(dir.path(), "b", work_config("b", dir.path() + "/b.jsonl", port_b),
-                  {"--server", server.url()});
-  a.start();
-  b.start();
-  ASSERT_TRUE(wait_for([&] { return readyz(port_a) == 200 && readyz(port_b) == 200; }, 15s))
-      << a.log() << b.log();
-
+TEST_F(TwoReplicas, APausedOneDoesNotHandleWhatTheBrokerHandedOnMeanwhile) {
   constexpr int kMessages = 6'000;
   std::atomic<bool> stop{false};
   std::thread publisher([&] {

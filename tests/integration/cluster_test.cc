@@ -1,7 +1,9 @@
 // A 3-node JetStream cluster with a replicated stream: losing the stream's leader mid-consumption
-// costs nothing.
+// costs nothing, and losing the consumer's leader hands out nothing handled again.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <memory>
 #include <thread>
 
 #include "natsfleet/fleet.h"
@@ -13,27 +15,36 @@
 namespace natsfleet::testing {
 namespace {
 
-TEST(Cluster, StreamLeaderKilledMidConsumptionLosesNothing) {
-  NatsCluster cluster(3);
-  BrokerClient admin(cluster.urls());
-  admin.create_stream("JOBS", {"jobs.>"}, /*replicas=*/3);
-  constexpr int kMessages = 2000;
-  admin.publish_many("jobs.run", kMessages);
+// A 3-node cluster, an R3 stream holding `messages`, and one fleet sharing work "jobs-worker"
+// with ack_wait 3 s, each handler pausing `pace` so consumption is spread out.
+class ClusteredWork : public ::testing::Test {
+ protected:
+  void start(int messages, std::chrono::microseconds pace) {
+    admin.create_stream("JOBS", {"jobs.>"}, /*replicas=*/3);
+    admin.publish_many("jobs.run", messages);
+    fleet = std::make_unique<Fleet>(fast_options(cluster.urls(), "clustered"));
+    auto spec = fast_work("jobs-worker", "jobs.run");
+    spec.ack_wait = 3s;
+    ASSERT_TRUE(fleet->add_work(spec, [this, pace](const Message& m) {
+      std::this_thread::sleep_for(pace);
+      seen.record("fleet", m);
+      return Disposition::ack();
+    }));
+    fleet->on_fatal([this](const FatalReport&) { fatal = true; });
+    ASSERT_TRUE(fleet->start());
+    ASSERT_TRUE(seen.wait_distinct(static_cast<size_t>(messages / 3), 30s));
+  }
 
+  NatsCluster cluster{3};
+  BrokerClient admin{cluster.urls()};
   Recorder seen;
-  auto options = fast_options(cluster.urls(), "clustered");
-  Fleet fleet(options);
-  auto spec = fast_work("jobs-worker", "jobs.run");
-  spec.ack_wait = 3s;
-  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
-    std::this_thread::sleep_for(std::chrono::microseconds(500));  // spread consumption out
-    seen.record("fleet", m);
-    return Disposition::ack();
-  }));
-  bool fatal = false;
-  fleet.on_fatal([&](const FatalReport&) { fatal = true; });
-  ASSERT_TRUE(fleet.start());
-  ASSERT_TRUE(seen.wait_distinct(kMessages / 3, 30s));
+  std::atomic<bool> fatal{false};
+  std::unique_ptr<Fleet> fleet;
+};
+
+TEST_F(ClusteredWork, StreamLeaderKilledMidConsumptionLosesNothing) {
+  constexpr int kMessages = 2000;
+  ASSERT_NO_FATAL_FAILURE(start(kMessages, std::chrono::microseconds(500)));
 
   auto info = admin.api().stream_info("JOBS");
   ASSERT_TRUE(info) << info.error().describe();
@@ -43,32 +54,16 @@ TEST(Cluster, StreamLeaderKilledMidConsumptionLosesNothing) {
 
   ASSERT_TRUE(seen.wait_distinct(kMessages, 60s))
       << "handled " << seen.locked([](const Recorder& r) { return r.distinct(); }) << " of "
-      << kMessages << "; " << fleet.health().subscriptions.at(0).last_error;
+      << kMessages << "; " << fleet->health().subscriptions.at(0).last_error;
   EXPECT_FALSE(fatal);
-  EXPECT_TRUE(fleet.health().live);
+  EXPECT_TRUE(fleet->health().live);
 }
 
 // Killing the node that leads the shared consumer mid-stream: acks that node took with it are
 // sent again once the next leader answers, so it does not hand handled messages out again.
-TEST(Cluster, ConsumerLeaderKilledMidStreamHandlesFewTwice) {
-  NatsCluster cluster(3);
-  BrokerClient admin(cluster.urls());
-  admin.create_stream("JOBS", {"jobs.>"}, /*replicas=*/3);
+TEST_F(ClusteredWork, ConsumerLeaderKilledMidStreamHandlesFewTwice) {
   constexpr int kMessages = 5000;
-  admin.publish_many("jobs.run", kMessages);
-
-  Recorder seen;
-  auto options = fast_options(cluster.urls(), "clustered");
-  Fleet fleet(options);
-  auto spec = fast_work("jobs-worker", "jobs.run");
-  spec.ack_wait = 3s;
-  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
-    std::this_thread::sleep_for(std::chrono::microseconds(300));  // spread consumption out
-    seen.record("fleet", m);
-    return Disposition::ack();
-  }));
-  ASSERT_TRUE(fleet.start());
-  ASSERT_TRUE(seen.wait_distinct(kMessages / 3, 30s));
+  ASSERT_NO_FATAL_FAILURE(start(kMessages, std::chrono::microseconds(300)));
 
   const auto info = admin.consumer("JOBS", "jobs-worker");
   const std::string leader =
