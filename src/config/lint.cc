@@ -97,7 +97,9 @@ std::vector<LintFinding> lint(const DaemonConfig& config) {
                      "work '" + spec.name + "' has ack_wait " + format_duration(spec.ack_wait) +
                          " below its " + work.sink.type + " sink's timeout " +
                          format_duration(work.sink.timeout) +
-                         ": the broker redelivers a message while the sink is still on it"});
+                         ": a delivery that outlasts ack_wait lives on in-progress acks, and a "
+                         "replica stalled mid-delivery loses it to another while the sink is still "
+                         "on it"});
     if (work.sink.type == "stdout")
       out.push_back({file, work.sink.line, "stdout-sink-for-work",
                      "work '" + spec.name +
