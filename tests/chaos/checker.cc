@@ -78,6 +78,16 @@ Verdict check(History h, const CheckOptions& options) {
   for (int64_t id : h.dead_lettered) dead[id] = true;
   std::unordered_map<int64_t, bool> broker_lost;
   for (int64_t id : h.broker_lost) broker_lost[id] = true;
+  // The stream's own answer is not the last word: its replicas can disagree, and the consumer may
+  // deliver another message at the sequence the ack named than the stream leader reads back.
+  // Either way the acknowledged message was not there to be delivered.
+  std::unordered_map<uint64_t, std::vector<int64_t>> handled_at;
+  for (const auto& r : h.handlings) handled_at[r.seq].push_back(r.id);
+  auto delivered_as_another = [&](const PublishRecord& p) {
+    auto it = handled_at.find(p.seq);
+    if (it == handled_at.end()) return false;
+    return std::find(it->second.begin(), it->second.end(), p.id) == it->second.end();
+  };
   v.dead_lettered = dead.size();
   v.published = h.publishes.size();
 
@@ -128,7 +138,7 @@ Verdict check(History h, const CheckOptions& options) {
     ++v.acked;
     if (handled == first.end()) {
       if (dead.count(p.id)) continue;
-      if (broker_lost.count(p.id)) {
+      if (broker_lost.count(p.id) || delivered_as_another(p)) {
         ++v.broker_lost;
         if (v.broker_lost_ids.size() < 20) v.broker_lost_ids.push_back(p.id);
         continue;
@@ -164,7 +174,8 @@ std::string report(const Verdict& v) {
   out << "\n";
   if (v.broker_lost) {
     out << "lost by the broker " << v.broker_lost
-        << " (acknowledged, then gone from the stream: its ack's sequence holds another message;"
+        << " (acknowledged, then not in the stream: its ack's sequence holds, or was delivered as,"
+        << " another message;"
         << " ids";
     for (auto id : v.broker_lost_ids) out << ' ' << id;
     out << (v.broker_lost > v.broker_lost_ids.size() ? " ...)" : ")") << "\n";

@@ -135,6 +135,17 @@ TEST(Checker, WhatTheBrokerLostOrStoredTwiceIsReportedApart) {
   EXPECT_NE(report(v).find("lost by the broker 1"), std::string::npos) << report(v);
 }
 
+TEST(Checker, AnotherMessageDeliveredAtTheAckedSequenceIsLostByTheBroker) {
+  auto h = three_messages();
+  h.handlings.push_back({0, 0, 1, 1, 300});
+  h.handlings.push_back({2, 0, 1, 2, 300});  // the consumer gave message 2 at message 1's sequence
+  h.handlings.push_back({2, 0, 1, 3, 300});
+  const auto v = check(h, options());
+  EXPECT_EQ(v.lost, 0u);
+  EXPECT_EQ(v.broker_lost, 1u);
+  EXPECT_TRUE(v.pass);
+}
+
 TEST(Checker, RecordsOfUnpublishedIdsFail) {
   auto h = three_messages();
   for (int64_t id = 0; id < 3; ++id) h.handlings.push_back({id, 0, 1, uint64_t(id + 1), 300});
