@@ -113,9 +113,7 @@ bool ensure_stream(const std::string& url) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   natsfleet::nats::JetStreamApi api(*conn.value(), std::chrono::seconds(2));
   bool ok = api.find_stream("daemon.sync.complete").ok() ||
-            api.create_stream(
-                   {{"name", "DAEMON_SYNC"}, {"subjects", {"daemon.sync.>"}}, {"storage", "file"}})
-                .ok();
+            api.create_stream({.name = "DAEMON_SYNC", .subjects = {"daemon.sync.>"}}).ok();
   conn.value()->shutdown(std::chrono::seconds(1));
   return ok;
 }

@@ -23,20 +23,12 @@ Finding finding(const ConsumerInfo& c, const char* rule, std::string evidence, s
   return {c.stream, c.name, rule, std::move(evidence), std::move(action)};
 }
 
-bool is_durable(const ConsumerInfo& c) {
-  return !c.config.value("durable_name", std::string()).empty();
-}
+bool is_durable(const ConsumerInfo& c) { return !c.config.durable_name.empty(); }
 
 // Every delivery, redeliveries included (the consumer sequence).
-uint64_t deliveries(const ConsumerInfo& c) {
-  auto it = c.raw.find("delivered");
-  if (it == c.raw.end() || !it->is_object()) return 0;
-  return it->value("consumer_seq", uint64_t{0});
-}
+uint64_t deliveries(const ConsumerInfo& c) { return c.delivered_consumer_seq; }
 
-int64_t max_ack_pending(const ConsumerInfo& c) {
-  return c.config.value("max_ack_pending", int64_t{-1});
-}
+int64_t max_ack_pending(const ConsumerInfo& c) { return c.config.max_ack_pending; }
 
 bool at_ack_limit(const ConsumerInfo& c) {
   const int64_t limit = max_ack_pending(c);
@@ -59,7 +51,7 @@ bool storming(const ConsumerInfo& c, const StormThresholds& storm) {
 // natsfleet never creates.
 std::optional<WorkShape> successor_shape(const ConsumerInfo& c) {
   if (c.is_pull()) return WorkShape::pull;
-  if (!c.config.value("deliver_group", std::string()).empty()) return WorkShape::push_queue;
+  if (!c.config.deliver_group.empty()) return WorkShape::push_queue;
   return std::nullopt;
 }
 
@@ -68,8 +60,8 @@ const ConsumerInfo* successor_of(const ConsumerInfo& c, const BrokerSnapshot& sn
   for (const ConsumerInfo* d : snapshot.consumers_of(c.stream)) {
     const auto shape = successor_shape(*d);
     if (d == &c || !shape) continue;
-    const std::string filter = d->config.value("filter_subject", std::string());
-    if (d->name == fleet::successor_name(c.name, c.stream, filter, *shape)) return d;
+    if (d->name == fleet::successor_name(c.name, c.stream, d->config.filter_subject, *shape))
+      return d;
   }
   return nullptr;
 }
@@ -94,8 +86,7 @@ std::optional<Finding> unbound_push(const Sampled& c) {
     return std::nullopt;
   return finding(now, "unbound-push",
                  fmt::format("delivers to '{}' with no subscriber; {} pending, {} unacked",
-                             now.config.value("deliver_subject", std::string()), now.num_pending,
-                             now.num_ack_pending),
+                             now.config.deliver_subject, now.num_pending, now.num_ack_pending),
                  "bind a queue subscriber, move the work to natsfleet (pull or push-queue), or "
                  "delete it");
 }

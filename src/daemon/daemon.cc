@@ -155,8 +155,7 @@ bool ensure_streams(const std::string& url, const config::DaemonConfig& cfg, spd
   while (!conn.value()->connected() && Clock::now() < until) std::this_thread::sleep_for(20ms);
   nats::JetStreamApi api(*conn.value(), 2s);
   auto create = [&](const std::string& name, const std::string& subject) {
-    nlohmann::json config = {{"name", name}, {"subjects", {subject}}, {"storage", "file"}};
-    if (auto made = api.create_stream(config); !made) {
+    if (auto made = api.create_stream({.name = name, .subjects = {subject}}); !made) {
       log.error("embedded broker: cannot create stream {} for {}: {}", name, subject,
                 made.error().describe());
       return false;

@@ -196,7 +196,7 @@ int run_demo(const DemoOptions& options, std::ostream& out) {
   }
   nats::Connection& conn = *admin.value();
   nats::JetStreamApi api(conn, 2s);
-  nlohmann::json stream = {{"name", kStream}, {"subjects", {kSubject}}, {"storage", "file"}};
+  const nats::StreamConfig stream{.name = kStream, .subjects = {kSubject}};
   if (!wait_until([&] { return api.create_stream(stream).ok(); }, 10s)) {
     say("   cannot create stream DEMO");
     return 1;

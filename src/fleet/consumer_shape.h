@@ -4,9 +4,9 @@
 
 #include <chrono>
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 
+#include "nats/consumer_config.h"
 #include "natsfleet/spec.h"
 
 namespace natsfleet::fleet {
@@ -15,20 +15,22 @@ namespace natsfleet::fleet {
 // deliveries itself and terminates (dead-letters) a message on its last rejection; a broker limit
 // would drop a message silently when its last delivery is lost to a crash or a shutdown.
 inline constexpr int kBrokerMaxDeliver = -1;
+// Pull requests the broker queues per consumer: room for every replica's outstanding pulls.
+inline constexpr int kMaxWaiting = 512;
 
 // The config to create the shared durable with (deliver policy from spec.start), named `durable`
 // (spec.name when empty; a migration names a successor).
-nlohmann::json desired_consumer_config(const WorkSpec& spec, const std::string& durable = {});
+nats::ConsumerConfig desired_consumer_config(const WorkSpec& spec, const std::string& durable = {});
 // The same consumer, starting at stream sequence `seq` (a recreate or a successor that must
 // neither replay acknowledged work nor skip pending work).
-nlohmann::json config_starting_at(const WorkSpec& spec, uint64_t seq,
-                                  const std::string& durable = {});
+nats::ConsumerConfig config_starting_at(const WorkSpec& spec, uint64_t seq,
+                                        const std::string& durable = {});
 // A replica's own ephemeral pull consumer (a JetStream broadcast), named `name`: from stream
 // sequence `start_seq`, or when it is 0 new messages (with `last_per_subject`: first the last
 // message of each subject). The broker removes it once nobody has pulled for `inactive`.
-nlohmann::json replica_consumer_config(const WorkSpec& spec, const std::string& name,
-                                       uint64_t start_seq, std::chrono::milliseconds inactive,
-                                       bool last_per_subject = false);
+nats::ConsumerConfig replica_consumer_config(const WorkSpec& spec, const std::string& name,
+                                             uint64_t start_seq, std::chrono::milliseconds inactive,
+                                             bool last_per_subject = false);
 // Where a push-queue consumer delivers: the same for every replica of the fleet.
 std::string deliver_subject_for(const std::string& durable);
 
@@ -36,11 +38,11 @@ struct ShapeCheck {
   bool compatible = true;
   std::string problem;  // why not, in an operator's words
   bool needs_update = false;
-  nlohmann::json updated;  // existing config with the mutable fields set as the spec wants
-  std::string changes;     // "ack_wait 30s -> 10s, max_deliver 5 -> 3"
+  nats::ConsumerConfig updated;  // existing config with the mutable fields set as the spec wants
+  std::string changes;           // "ack_wait 30s -> 10s, max_deliver 5 -> 3"
 };
 
-ShapeCheck check_shape(const WorkSpec& spec, const nlohmann::json& existing);
+ShapeCheck check_shape(const WorkSpec& spec, const nats::ConsumerConfig& existing);
 
 // The successor that replaces a consumer of the wrong shape: "<name>-<shape>-<8 hex digits>",
 // the digits a hash of the stream, the filter subject and the shape. Every replica (and `natsfleet

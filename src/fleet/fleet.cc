@@ -6,7 +6,6 @@
 
 #include <condition_variable>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 

@@ -59,6 +59,22 @@ int initial_window(const WorkSpec& spec) {
   return std::min({spec.concurrency * 4, kMaxWindow, spec.max_ack_pending});
 }
 
+ConsumerLifecycle::Options lifecycle_options(const WorkSpec& spec, ConsumerLifecycle::Scope scope,
+                                             const ReplicaOptions& replica,
+                                             const FleetOptions& fleet) {
+  ConsumerLifecycle::Options options;
+  options.scope = scope;
+  // A replica's own consumer: a name no other replica (nor a restart of this one) picks.
+  if (scope == ConsumerLifecycle::Scope::per_replica)
+    options.replica_consumer = spec.name + "-" + random_suffix();
+  options.last_per_subject = replica.last_per_subject;
+  options.retire_grace = fleet.retire_grace;
+  options.broadcast_inactive = fleet.broadcast_inactive;
+  options.missing_lookups = fleet.missing_lookups;
+  options.missing_window = fleet.missing_window;
+  return options;
+}
+
 }  // namespace
 
 WorkSubscription::WorkSubscription(WorkSpec spec, WorkHandler handler, FleetContext& context,
@@ -71,6 +87,8 @@ WorkSubscription::WorkSubscription(WorkSpec spec, WorkHandler handler, FleetCont
       status_(spec_.name, scope == Scope::shared ? "work" : "broadcast", spec_.subject,
               context.log),
       api_(*context.connection, context.options.request_timeout),
+      lifecycle_(spec_, lifecycle_options(spec_, scope, replica_, context.options), api_,
+                 context.log),
       // Often enough to see a missed heartbeat, and to keep held messages' in-progress acks
       // (every ack_wait / 3) well inside ack_wait.
       tick_(std::clamp(std::min(spec_.heartbeat, spec_.ack_wait) / 4, milliseconds(25),
@@ -93,8 +111,6 @@ WorkSubscription::WorkSubscription(WorkSpec spec, WorkHandler handler, FleetCont
       [this](nats::InboundMessage&& m, bool probe) { process(std::move(m), probe); });
   // The pull engine's gap: half of ack_wait, at least three heartbeats.
   stale_after_ = std::max(spec_.ack_wait / 2, spec_.heartbeat * 3);
-  // A replica's own consumer: a name no other replica (nor a restart of this one) picks.
-  if (scope_ == Scope::per_replica) consumer_ = spec_.name + "-" + random_suffix();
 }
 
 WorkSubscription::~WorkSubscription() {
@@ -269,29 +285,25 @@ Result<void> WorkSubscription::bind() {
       return holder.error();
     }
   }
-  if (auto info = api_.stream_info(*stream)) stream_created_ = info->raw.value("created", "");
-  auto info = scope_ == Scope::shared ? reconcile(*stream) : ensure_replica_consumer(*stream);
+  auto info = lifecycle_.bind(*stream, last_handled_seq_.load());
   if (!info) return info.error();
 
-  stream_ = *stream;
-  consumer_ = info->name;
-  ack_floor_ = info->ack_floor_stream_seq;
-  last_floor_seen_ = ack_floor_;
+  last_floor_seen_ = lifecycle_.ack_floor();
   last_info_ = last_progress_ = Clock::now();
-  status_.set_location(stream_, consumer_);
-  status_.set_consumer_counts(info->num_pending, info->num_ack_pending, ack_floor_);
+  status_.set_location(lifecycle_.stream(), lifecycle_.consumer());
+  status_.set_consumer_counts(info->num_pending, info->num_ack_pending, lifecycle_.ack_floor());
   install_intake(info->config);
   return {};
 }
 
 Result<std::string> WorkSubscription::locate_stream() {
-  if (!replica_.stream_to_create.is_null()) {
+  if (replica_.stream_to_create) {
     auto existing = api_.stream_info(spec_.stream);
     if (existing) return spec_.stream;
     if (!existing.error().is_stream_not_found()) return existing.error();
     // Two replicas may create it at the same moment: the loser's create is refused ("subjects
     // overlap") and the stream is there.
-    auto created = api_.create_stream(replica_.stream_to_create);
+    auto created = api_.create_stream(*replica_.stream_to_create);
     if (!created) {
       if (api_.stream_info(spec_.stream)) return spec_.stream;
       return created.error();
@@ -306,111 +318,18 @@ Result<std::string> WorkSubscription::locate_stream() {
   return api_.find_stream(spec_.subject);
 }
 
-Result<nats::ConsumerInfo> WorkSubscription::create_or_read(const std::string& stream,
-                                                            const nlohmann::json& config,
-                                                            bool* created) {
-  const std::string name = config.value("durable_name", config.value("name", std::string()));
-  auto made = api_.create_consumer(stream, config);
-  *created = bool(made);
-  if (made) return made;
-  // Another replica created it a moment earlier (perhaps starting elsewhere): use theirs.
-  if (auto existing = api_.consumer_info(stream, name)) return existing;
-  return made.error();
-}
-
-Result<nats::ConsumerInfo> WorkSubscription::reconcile(const std::string& stream) {
-  auto existing = api_.consumer_info(stream, spec_.name);
-  if (!existing && !existing.error().is_consumer_not_found()) return existing.error();
-  if (!existing) {
-    // A finished migration retired the original: its successor carries the work.
-    const auto successor = successor_name(spec_.name, stream, spec_.subject, spec_.shape);
-    if (auto moved = api_.consumer_info(stream, successor)) return adopt(stream, std::move(*moved));
-    bool created = false;
-    auto info = create_or_read(stream, desired_consumer_config(spec_), &created);
-    if (!info) return info;
-    if (created)
-      log_once(fmt::format("work {}: created shared {} consumer {} on stream {} (subject {})",
-                           spec_.name, spec_.shape == WorkShape::pull ? "pull" : "push-queue",
-                           spec_.name, stream, spec_.subject));
-    return adopt(stream, std::move(*info));
-  }
-  ShapeCheck shape = check_shape(spec_, existing->config);
-  if (!shape.compatible) return migrate(stream, *existing, shape.problem);
-  return adopt(stream, std::move(*existing));
-}
-
-Result<nats::ConsumerInfo> WorkSubscription::adopt(const std::string& stream,
-                                                   nats::ConsumerInfo info) {
-  ShapeCheck shape = check_shape(spec_, info.config);
-  if (!shape.compatible)
-    return Result<nats::ConsumerInfo>(
-        Errc::invalid_argument, "consumer " + info.name + " on stream " + stream + " " +
-                                    shape.problem + "; delete it, and natsfleet creates it anew");
-  if (!shape.needs_update) return info;
-  auto updated = api_.create_consumer(stream, shape.updated);
-  if (!updated) return updated.error();
-  log_once(fmt::format("work {}: updated consumer {} on stream {} in place ({})", spec_.name,
-                       info.name, stream, shape.changes));
-  return updated;
-}
-
-Result<nats::ConsumerInfo> WorkSubscription::migrate(const std::string& stream,
-                                                     const nats::ConsumerInfo& old,
-                                                     const std::string& problem) {
-  const auto successor = successor_name(spec_.name, stream, spec_.subject, spec_.shape);
-  // Everything up to the old ack floor was handled; after it may be pending. Starting there
-  // loses nothing (messages acked out of order above the floor may be handled again).
-  const uint64_t start = old.ack_floor_stream_seq + 1;
-  bool created = false;
-  auto info = create_or_read(stream, config_starting_at(spec_, start, successor), &created);
-  if (!info) return info;
-  predecessor_ = old.name;
-  predecessor_unbound_since_ = {};
-  if (created)
-    log_once(fmt::format(
-        "consumer {} on stream {} {}; work moves to successor {}, starting at stream sequence "
-        "{}; {} is deleted once nobody has been bound to it for {}s",
-        old.name, stream, problem, successor, start, old.name,
-        std::chrono::duration_cast<std::chrono::seconds>(ctx_.options.retire_grace).count()));
-  else
-    log_once(fmt::format(
-        "consumer {} on stream {} {}; work continues on its successor {} (already created), "
-        "starting at stream sequence {}",
-        old.name, stream, problem, successor, info->config.value("opt_start_seq", uint64_t{0})));
-  return adopt(stream, std::move(*info));
-}
-
-Result<nats::ConsumerInfo> WorkSubscription::ensure_replica_consumer(const std::string& stream) {
-  if (auto mine = api_.consumer_info(stream, consumer_)) return mine;
-  const uint64_t floor = resume_floor();
-  bool created = false;
-  auto info = create_or_read(
-      stream,
-      replica_consumer_config(spec_, consumer_, floor == 0 ? 0 : floor + 1,
-                              ctx_.options.broadcast_inactive, replica_.last_per_subject),
-      &created);
-  if (info && created)
-    log_once(fmt::format("broadcast {}: this replica's consumer {} on stream {} delivers {}",
-                         spec_.name, consumer_, stream,
-                         floor > 0 ? "after stream sequence " + std::to_string(floor)
-                         : replica_.last_per_subject
-                             ? std::string("the last message of each subject, then new ones")
-                             : std::string("new messages")));
-  return info;
-}
-
 void WorkSubscription::log_once(const std::string& text) {
   if (logged_.insert(text).second) status_.log().info("{}", text);
 }
 
-void WorkSubscription::install_intake(const nlohmann::json& config) {
+void WorkSubscription::install_intake(const nats::ConsumerConfig& config) {
   std::lock_guard lock(engine_mu_);
   if (stopping()) return;
   if (engine_) {
     engine_->stop();
     engine_.reset();
   }
-  deliver_subject_ = config.value("deliver_subject", std::string());
+  deliver_subject_ = config.deliver_subject;
   const bool pushed = !deliver_subject_.empty();
   auto deliver = [this, pushed](nats::InboundMessage&& m) {
     auto placement = consume::Dispatcher::Placement::back;
@@ -426,12 +345,11 @@ void WorkSubscription::install_intake(const nlohmann::json& config) {
   };
   if (pushed) {
     engine_ = std::make_unique<consume::QueueIntake>(*ctx_.connection, deliver_subject_,
-                                                     config.value("deliver_group", std::string()),
-                                                     std::move(deliver));
+                                                     config.deliver_group, std::move(deliver));
   } else {
     consume::PullEngine::Options options{
-        .stream = stream_,
-        .consumer = consumer_,
+        .stream = lifecycle_.stream(),
+        .consumer = lifecycle_.consumer(),
         // A new intake (a rebind) starts with what the handlers were measured to finish.
         .batch = window_.load() > 0 ? window_.load() : initial_window(spec_),
         .expires = spec_.pull_expires,
@@ -544,8 +462,9 @@ void WorkSubscription::tend_held() {
 
 void WorkSubscription::poll_info() {
   last_info_ = Clock::now();
-  if (!predecessor_.empty()) watch_predecessor();
-  auto info = api_.consumer_info(stream_, consumer_);
+  if (auto retired = lifecycle_.tend_predecessor(last_info_); !retired)
+    status_.warn(retired.error().describe());
+  auto info = api_.consumer_info(lifecycle_.stream(), lifecycle_.consumer());
   if (!info) {
     if (info.error().is_consumer_not_found() || info.error().is_stream_not_found())
       enter_recovering("consumer info: " + info.error().describe());
@@ -553,8 +472,8 @@ void WorkSubscription::poll_info() {
       status_.warn("consumer info failed: " + info.error().describe());
     return;
   }
-  ack_floor_ = std::max(ack_floor_, info->ack_floor_stream_seq);
-  status_.set_consumer_counts(info->num_pending, info->num_ack_pending, ack_floor_);
+  lifecycle_.saw_ack_floor(info->ack_floor_stream_seq);
+  status_.set_consumer_counts(info->num_pending, info->num_ack_pending, lifecycle_.ack_floor());
   const uint64_t acked = status_.counters.acked.load() + status_.counters.termed.load();
   const auto now = Clock::now();
   if (info->ack_floor_stream_seq != last_floor_seen_ || acked != last_acked_seen_ ||
@@ -577,120 +496,6 @@ void WorkSubscription::enter_recovering(const std::string& why) {
   status_.set_state(SubscriptionState::recovering, why);
 }
 
-void WorkSubscription::watch_predecessor() {
-  auto info = api_.consumer_info(stream_, predecessor_);
-  if (!info) {
-    if (info.error().is_consumer_not_found()) predecessor_.clear();  // retired (by any replica)
-    return;
-  }
-  const auto now = Clock::now();
-  const bool bound = info->is_pull() ? info->num_waiting > 0 : info->push_bound;
-  if (bound) {
-    // An older replica still consumes it: its messages are handled twice meanwhile, never lost.
-    if (predecessor_unbound_since_ != Clock::time_point{} || logged_.count(predecessor_) == 0) {
-      logged_.insert(predecessor_);
-      status_.log().info(
-          "work {}: consumer {} on stream {} is still bound (an older replica consumes it); "
-          "it stays until nobody is bound to it",
-          spec_.name, predecessor_, stream_);
-    }
-    predecessor_unbound_since_ = {};
-    return;
-  }
-  if (predecessor_unbound_since_ == Clock::time_point{}) {
-    predecessor_unbound_since_ = now;
-    return;
-  }
-  if (now - predecessor_unbound_since_ < ctx_.options.retire_grace) return;
-  auto deleted = api_.delete_consumer(stream_, predecessor_);
-  if (!deleted && !deleted.error().is_consumer_not_found()) {
-    status_.warn("cannot retire consumer " + predecessor_ + ": " + deleted.error().describe());
-    return;
-  }
-  if (deleted)
-    status_.log().info(
-        "work {}: retired consumer {} on stream {}: nobody was bound to it for {} ms; its work "
-        "continues on {}",
-        spec_.name, predecessor_, stream_,
-        std::chrono::duration_cast<milliseconds>(now - predecessor_unbound_since_).count(),
-        consumer_);
-  predecessor_.clear();
-}
-
-WorkSubscription::Lookup WorkSubscription::lookup_once(Error* error) {
-  auto info = api_.consumer_info(stream_, consumer_);
-  if (info) {
-    ack_floor_ = std::max(ack_floor_, info->ack_floor_stream_seq);
-    return Lookup::present;
-  }
-  *error = info.error();
-  if (info.error().is_consumer_not_found()) return Lookup::consumer_missing;
-  if (info.error().is_stream_not_found()) return Lookup::stream_missing;
-  return Lookup::unreachable;
-}
-
-WorkSubscription::Lookup WorkSubscription::confirm_lookup(Error* error) {
-  Lookup first = lookup_once(error);
-  if (first == Lookup::present || first == Lookup::unreachable) return first;
-  // A new leader may briefly not know the consumer; a recovering cluster may not know the
-  // stream for a while. Only a verdict that holds across the whole window counts.
-  const int lookups = std::max(ctx_.options.missing_lookups, 1);
-  const auto spacing = ctx_.options.missing_window / std::max(lookups - 1, 1);
-  Lookup verdict = first;
-  for (int i = 1; i < lookups && !stopping(); ++i) {
-    wait_for(spacing);
-    Lookup next = lookup_once(error);
-    if (next == Lookup::present || next == Lookup::unreachable) return next;
-    if (next == Lookup::consumer_missing) verdict = Lookup::consumer_missing;
-  }
-  return verdict;
-}
-
-uint64_t WorkSubscription::resume_floor() const {
-  // A replica's own consumer resumes after what this replica handled; a shared one after the
-  // last ack floor read from the broker (other replicas' work in between is not known here).
-  if (scope_ == Scope::per_replica) return std::max(ack_floor_, last_handled_seq_.load());
-  return ack_floor_;
-}
-
-Result<nats::ConsumerInfo> WorkSubscription::recreate_consumer() {
-  auto stream = api_.stream_info(stream_);
-  if (!stream) return stream.error();
-  const uint64_t floor = resume_floor();
-  std::string from;
-  uint64_t start = 0;  // 0: as the spec says (start of the stream, or new messages)
-  // A stream created anew (a wiped store, or deleted and made again) holds none of what the
-  // floor counted: all of it is new, however far it has been refilled since.
-  const std::string born = stream->raw.value("created", "");
-  const bool recreated = !stream_created_.empty() && !born.empty() && born != stream_created_;
-  if (!born.empty()) stream_created_ = born;
-  if (floor > 0 && !recreated && stream->last_seq >= floor) {
-    start = floor + 1;
-    from = "stream sequence " + std::to_string(start);
-  } else if (floor > 0) {
-    start = 1;
-    from = "the stream's start (the stream was created anew since ack floor " +
-           std::to_string(floor) + ")";
-  } else {
-    from = spec_.start == StartAt::all && scope_ == Scope::shared ? "the stream's start"
-                                                                  : "new messages";
-  }
-  nlohmann::json config;
-  if (scope_ == Scope::per_replica)
-    config = replica_consumer_config(spec_, consumer_, start, ctx_.options.broadcast_inactive,
-                                     replica_.last_per_subject);
-  else
-    config = start > 0 ? config_starting_at(spec_, start, consumer_)
-                       : desired_consumer_config(spec_, consumer_);
-  bool created = false;
-  auto info = create_or_read(stream_, config, &created);
-  if (info && created)
-    status_.log().warn("{} {}: consumer {} was missing on stream {}; recreated it from {}",
-                       scope_ == Scope::shared ? "work" : "broadcast", spec_.name, consumer_,
-                       stream_, from);
-  return info;
-}
-
 void WorkSubscription::run_recovering() {
   Backoff backoff(ctx_.options.bind_backoff_min, ctx_.options.bind_backoff_max);
   while (!stopping()) {
@@ -701,7 +506,12 @@ void WorkSubscription::run_recovering() {
     }
     reconnected_ = false;
     Error error;
-    switch (confirm_lookup(&error)) {
+    using Lookup = ConsumerLifecycle::Lookup;
+    const auto found = lifecycle_.confirm(&error, [this](milliseconds d) {
+      wait_for(d);
+      return !stopping();
+    });
+    switch (found) {
       case Lookup::present: {
         // Acks first: a new consumer leader that lags the old one delivers from where its state
         // ends, and an ack that reaches it before the pull moves it past what was handled.
@@ -720,18 +530,19 @@ void WorkSubscription::run_recovering() {
         wait_for(backoff.next());
         continue;
       case Lookup::stream_missing:
-        go_fatal("stream " + stream_ + " no longer exists");
+        go_fatal("stream " + lifecycle_.stream() + " no longer exists");
         return;
       case Lookup::consumer_missing:
         if (spec_.on_missing == OnMissing::exit) {
-          go_fatal("consumer " + consumer_ + " on stream " + stream_ +
+          go_fatal("consumer " + lifecycle_.consumer() + " on stream " + lifecycle_.stream() +
                    " is missing on the broker (deleted, or lost with its store)");
           return;
         }
         {
-          auto made = recreate_consumer();
+          auto made = lifecycle_.recreate(last_handled_seq_.load());
           if (!made) {
-            status_.warn("cannot recreate consumer " + consumer_ + ": " + made.error().describe());
+            status_.warn("cannot recreate consumer " + lifecycle_.consumer() + ": " +
+                         made.error().describe());
             wait_for(backoff.next());
             continue;
           }
@@ -739,8 +550,7 @@ void WorkSubscription::run_recovering() {
           bool same_intake;
           {
             std::lock_guard lock(engine_mu_);
-            same_intake =
-                engine_ && made->config.value("deliver_subject", std::string()) == deliver_subject_;
+            same_intake = engine_ && made->config.deliver_subject == deliver_subject_;
             if (same_intake) engine_->restart_pulls();
           }
           if (!same_intake) install_intake(made->config);
@@ -1019,17 +829,15 @@ ReplicaOptions replica_options(const BroadcastSpec& spec) {
   ReplicaOptions options;
   options.last_per_subject = spec.start_with_last_per_subject;
   if (spec.source != BroadcastSource::jetstream || !spec.create_stream) return options;
-  auto ns = [](std::chrono::milliseconds d) {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
-  };
-  options.stream_to_create = {
-      {"name", spec.stream},
-      {"subjects", {spec.subject}},
-      {"storage", "file"},
-      {"retention", "limits"},
-      {"max_age", ns(spec.stream_max_age)},
-      {"duplicate_window", ns(std::min(spec.stream_max_age, milliseconds(120'000)))},
-      {"num_replicas", 1}};
+  nats::StreamConfig stream;
+  stream.name = spec.stream;
+  stream.subjects = {spec.subject};
+  stream.storage = nats::StorageType::file;
+  stream.retention = nats::RetentionPolicy::limits;
+  stream.max_age = spec.stream_max_age;
+  stream.duplicate_window = std::min(spec.stream_max_age, milliseconds(120'000));
+  stream.num_replicas = 1;
+  options.stream_to_create = std::move(stream);
   return options;
 }
 

@@ -31,10 +31,12 @@
 #include "consume/dispatcher.h"
 #include "consume/intake.h"
 #include "consume/pull_status.h"
+#include "fleet/consumer_lifecycle.h"
 #include "fleet/downstream_gate.h"
 #include "fleet/subscription_status.h"
 #include "fleet/supervised.h"
 #include "nats/jetstream_api.h"
+#include "nats/stream_config.h"
 
 namespace natsfleet::fleet {
 
@@ -42,13 +44,13 @@ namespace natsfleet::fleet {
 // spec.stream does not exist (null: none); `last_per_subject`, start with the last message of
 // each subject.
 struct ReplicaOptions {
-  nlohmann::json stream_to_create = nullptr;
+  std::optional<nats::StreamConfig> stream_to_create;
   bool last_per_subject = false;
 };
 
 class WorkSubscription final : public Supervised {
  public:
-  enum class Scope { shared, per_replica };
+  using Scope = ConsumerLifecycle::Scope;
 
   WorkSubscription(WorkSpec spec, WorkHandler handler, FleetContext& context,
                    Scope scope = Scope::shared, ReplicaOptions replica = {});
@@ -63,32 +65,14 @@ class WorkSubscription final : public Supervised {
   SubscriptionHealth health() const override;
 
  private:
-  enum class Lookup { present, consumer_missing, stream_missing, unreachable };
-
   void run();
   void run_binding();
   void run_bound();
   void run_recovering();
   Result<void> bind();
   Result<std::string> locate_stream();
-  // The consumer this replica should consume on `stream`, made right on the broker first.
-  Result<nats::ConsumerInfo> reconcile(const std::string& stream);
-  Result<nats::ConsumerInfo> adopt(const std::string& stream, nats::ConsumerInfo info);
-  Result<nats::ConsumerInfo> migrate(const std::string& stream, const nats::ConsumerInfo& old,
-                                     const std::string& problem);
-  Result<nats::ConsumerInfo> ensure_replica_consumer(const std::string& stream);
-  // Creates `config`; when a peer replica won the race, reads theirs instead.
-  Result<nats::ConsumerInfo> create_or_read(const std::string& stream, const nlohmann::json& config,
-                                            bool* created);
-  void install_intake(const nlohmann::json& config);
-  Lookup lookup_once(Error* error);
-  Lookup confirm_lookup(Error* error);
-  Result<nats::ConsumerInfo> recreate_consumer();
-  // The stream sequence a lost consumer resumes after.
-  uint64_t resume_floor() const;
+  void install_intake(const nats::ConsumerConfig& config);
   void poll_info();
-  // Deletes the predecessor of a migration once nobody has been bound to it for the grace.
-  void watch_predecessor();
   void log_once(const std::string& text);
   void enter_recovering(const std::string& why);
   void go_fatal(const std::string& reason);
@@ -127,6 +111,8 @@ class WorkSubscription final : public Supervised {
   FleetContext& ctx_;
   SubscriptionStatus status_;
   nats::JetStreamApi api_;
+  // Which consumer on which stream, made right on the broker (supervisor thread only).
+  ConsumerLifecycle lifecycle_;
   std::chrono::milliseconds tick_;
   std::shared_ptr<detail::DeliveryControl> in_progress_;
 
@@ -168,15 +154,8 @@ class WorkSubscription final : public Supervised {
   Clock::time_point down_since_{};
 
   // Supervisor-thread state.
-  std::string stream_;
-  std::string consumer_;     // the bound consumer: spec.name, its successor, or this replica's
-  std::string predecessor_;  // a wrong-shape consumer awaiting retirement
-  Clock::time_point predecessor_unbound_since_{};
-  Clock::time_point last_predecessor_check_{};
   std::set<std::string> logged_;
   std::string recovering_reason_;
-  uint64_t ack_floor_ = 0;
-  std::string stream_created_;  // the stream's creation time: a recreated stream differs
   uint64_t last_floor_seen_ = 0;
   uint64_t last_acked_seen_ = 0;
   Clock::time_point last_info_{};

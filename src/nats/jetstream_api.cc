@@ -1,5 +1,6 @@
 #include "nats/jetstream_api.h"
 
+#include <algorithm>
 #include <array>
 
 #include "nats/connection.h"
@@ -95,17 +96,156 @@ Result<StoredMessage> parse_stored_message(const nlohmann::json& message) {
   return m;
 }
 
+const char* to_string(DeliverPolicy policy) {
+  switch (policy) {
+    case DeliverPolicy::all:
+      return "all";
+    case DeliverPolicy::last:
+      return "last";
+    case DeliverPolicy::new_messages:
+      return "new";
+    case DeliverPolicy::by_start_sequence:
+      return "by_start_sequence";
+    case DeliverPolicy::by_start_time:
+      return "by_start_time";
+    case DeliverPolicy::last_per_subject:
+      return "last_per_subject";
+  }
+  return "all";
+}
+
+const char* to_string(AckPolicy policy) {
+  switch (policy) {
+    case AckPolicy::none:
+      return "none";
+    case AckPolicy::all:
+      return "all";
+    case AckPolicy::explicit_ack:
+      return "explicit";
+  }
+  return "explicit";
+}
+
+const char* to_string(ReplayPolicy policy) {
+  return policy == ReplayPolicy::original ? "original" : "instant";
+}
+
+namespace {
+
+template <typename Enum, size_t N>
+Enum enum_from(const std::string& text, const std::array<Enum, N>& values, Enum fallback) {
+  for (Enum v : values)
+    if (text == to_string(v)) return v;
+  return fallback;
+}
+
+// The keys ConsumerConfig models; every other key rides in other_fields.
+constexpr std::array<std::string_view, 17> kConsumerKeys = {
+    "durable_name",      "name",          "description",    "deliver_policy",
+    "opt_start_seq",     "ack_policy",    "ack_wait",       "max_deliver",
+    "filter_subject",    "replay_policy", "max_waiting",    "max_ack_pending",
+    "deliver_subject",   "deliver_group", "idle_heartbeat", "flow_control",
+    "inactive_threshold"};
+
+std::chrono::nanoseconds ns_of(const nlohmann::json& j, const char* key) {
+  return std::chrono::nanoseconds(get_or<int64_t>(j, key, 0));
+}
+
+}  // namespace
+
+ConsumerConfig parse_consumer_config(const nlohmann::json& j) {
+  ConsumerConfig c;
+  if (!j.is_object()) return c;
+  c.durable_name = get_or<std::string>(j, "durable_name", "");
+  c.name = get_or<std::string>(j, "name", "");
+  c.description = get_or<std::string>(j, "description", "");
+  c.deliver_policy =
+      enum_from(get_or<std::string>(j, "deliver_policy", "all"),
+                std::array{DeliverPolicy::all, DeliverPolicy::last, DeliverPolicy::new_messages,
+                           DeliverPolicy::by_start_sequence, DeliverPolicy::by_start_time,
+                           DeliverPolicy::last_per_subject},
+                DeliverPolicy::all);
+  c.opt_start_seq = get_or<uint64_t>(j, "opt_start_seq", 0);
+  c.ack_policy = enum_from(get_or<std::string>(j, "ack_policy", "explicit"),
+                           std::array{AckPolicy::none, AckPolicy::all, AckPolicy::explicit_ack},
+                           AckPolicy::explicit_ack);
+  c.ack_wait = ns_of(j, "ack_wait");
+  c.max_deliver = get_or<int64_t>(j, "max_deliver", 0);
+  c.filter_subject = get_or<std::string>(j, "filter_subject", "");
+  c.replay_policy =
+      enum_from(get_or<std::string>(j, "replay_policy", "instant"),
+                std::array{ReplayPolicy::instant, ReplayPolicy::original}, ReplayPolicy::instant);
+  c.max_waiting = get_or<int64_t>(j, "max_waiting", 0);
+  c.max_ack_pending = get_or<int64_t>(j, "max_ack_pending", 0);
+  c.deliver_subject = get_or<std::string>(j, "deliver_subject", "");
+  c.deliver_group = get_or<std::string>(j, "deliver_group", "");
+  c.idle_heartbeat = ns_of(j, "idle_heartbeat");
+  c.flow_control = get_or<bool>(j, "flow_control", false);
+  c.inactive_threshold = ns_of(j, "inactive_threshold");
+  for (const auto& [key, value] : j.items())
+    if (std::find(kConsumerKeys.begin(), kConsumerKeys.end(), key) == kConsumerKeys.end())
+      c.other_fields[key] = value.dump();
+  return c;
+}
+
+nlohmann::json to_json(const ConsumerConfig& c) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [key, text] : c.other_fields)
+    j[key] = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto text = [&](const char* key, const std::string& value) {
+    if (!value.empty()) j[key] = value;
+  };
+  auto number = [&](const char* key, auto value) {
+    if (value != 0) j[key] = value;
+  };
+  auto duration = [&](const char* key, std::chrono::nanoseconds value) {
+    if (value.count() != 0) j[key] = value.count();
+  };
+  text("durable_name", c.durable_name);
+  text("name", c.name);
+  text("description", c.description);
+  j["deliver_policy"] = to_string(c.deliver_policy);
+  number("opt_start_seq", c.opt_start_seq);
+  j["ack_policy"] = to_string(c.ack_policy);
+  duration("ack_wait", c.ack_wait);
+  number("max_deliver", c.max_deliver);
+  text("filter_subject", c.filter_subject);
+  j["replay_policy"] = to_string(c.replay_policy);
+  number("max_waiting", c.max_waiting);
+  number("max_ack_pending", c.max_ack_pending);
+  text("deliver_subject", c.deliver_subject);
+  text("deliver_group", c.deliver_group);
+  duration("idle_heartbeat", c.idle_heartbeat);
+  if (c.flow_control) j["flow_control"] = true;
+  duration("inactive_threshold", c.inactive_threshold);
+  return j;
+}
+
+nlohmann::json to_json(const StreamConfig& c) {
+  nlohmann::json j = {{"name", c.name},
+                      {"subjects", c.subjects},
+                      {"storage", c.storage == StorageType::memory ? "memory" : "file"},
+                      {"retention", c.retention == RetentionPolicy::interest     ? "interest"
+                                    : c.retention == RetentionPolicy::work_queue ? "workqueue"
+                                                                                 : "limits"}};
+  if (c.max_age.count() != 0) j["max_age"] = c.max_age.count();
+  if (c.duplicate_window.count() != 0) j["duplicate_window"] = c.duplicate_window.count();
+  if (c.num_replicas != 0) j["num_replicas"] = c.num_replicas;
+  return j;
+}
+
 StreamInfo parse_stream_info(const nlohmann::json& j) {
   StreamInfo info;
   const auto& config = j.value("config", nlohmann::json::object());
   info.name = get_or<std::string>(config, "name", "");
   info.subjects = get_or<std::vector<std::string>>(config, "subjects", {});
+  info.num_replicas = std::max(get_or<int>(config, "num_replicas", 1), 1);
   const auto& state = j.value("state", nlohmann::json::object());
   info.messages = get_or<uint64_t>(state, "messages", 0);
   info.first_seq = get_or<uint64_t>(state, "first_seq", 0);
   info.last_seq = get_or<uint64_t>(state, "last_seq", 0);
   if (j.contains("cluster")) info.leader = get_or<std::string>(j["cluster"], "leader", "");
-  info.raw = j;
+  info.created = get_or<std::string>(j, "created", "");
   return info;
 }
 
@@ -113,17 +253,21 @@ ConsumerInfo parse_consumer_info(const nlohmann::json& j) {
   ConsumerInfo info;
   info.stream = get_or<std::string>(j, "stream_name", "");
   info.name = get_or<std::string>(j, "name", "");
-  info.config = j.value("config", nlohmann::json::object());
+  info.config = parse_consumer_config(j.value("config", nlohmann::json::object()));
   info.num_pending = get_or<uint64_t>(j, "num_pending", 0);
   info.num_ack_pending = get_or<uint64_t>(j, "num_ack_pending", 0);
   info.num_redelivered = get_or<uint64_t>(j, "num_redelivered", 0);
   info.num_waiting = get_or<uint64_t>(j, "num_waiting", 0);
   info.push_bound = get_or<bool>(j, "push_bound", false);
-  if (j.contains("delivered"))
-    info.delivered_stream_seq = get_or<uint64_t>(j["delivered"], "stream_seq", 0);
-  if (j.contains("ack_floor"))
-    info.ack_floor_stream_seq = get_or<uint64_t>(j["ack_floor"], "stream_seq", 0);
-  info.raw = j;
+  if (auto it = j.find("delivered"); it != j.end() && it->is_object()) {
+    info.delivered_stream_seq = get_or<uint64_t>(*it, "stream_seq", 0);
+    info.delivered_consumer_seq = get_or<uint64_t>(*it, "consumer_seq", 0);
+  }
+  if (auto it = j.find("ack_floor"); it != j.end() && it->is_object())
+    info.ack_floor_stream_seq = get_or<uint64_t>(*it, "stream_seq", 0);
+  if (auto it = j.find("cluster"); it != j.end() && it->is_object())
+    info.leader = get_or<std::string>(*it, "leader", "");
+  info.created = get_or<std::string>(j, "created", "");
   return info;
 }
 
@@ -176,8 +320,8 @@ Result<StreamInfo> JetStreamApi::stream_info(const std::string& stream) {
   return parse_stream_info(*answer);
 }
 
-Result<StreamInfo> JetStreamApi::create_stream(const nlohmann::json& config) {
-  auto answer = call("STREAM.CREATE." + config.at("name").get<std::string>(), config);
+Result<StreamInfo> JetStreamApi::create_stream(const StreamConfig& config) {
+  auto answer = call("STREAM.CREATE." + config.name, to_json(config));
   if (!answer) return answer.error();
   return parse_stream_info(*answer);
 }
@@ -207,14 +351,13 @@ Result<ConsumerInfo> JetStreamApi::consumer_info(const std::string& stream,
 }
 
 Result<ConsumerInfo> JetStreamApi::create_consumer(const std::string& stream,
-                                                   const nlohmann::json& config) {
+                                                   const ConsumerConfig& config) {
   // A durable by its durable_name; an ephemeral by its name (server 2.9 and later), which lets a
   // replica recreate its own ephemeral under the same name.
-  const bool durable = config.contains("durable_name");
-  const std::string name = config.at(durable ? "durable_name" : "name").get<std::string>();
-  auto answer = call(
-      std::string(durable ? "CONSUMER.DURABLE.CREATE." : "CONSUMER.CREATE.") + stream + "." + name,
-      {{"stream_name", stream}, {"config", config}});
+  const bool durable = !config.durable_name.empty();
+  auto answer = call(std::string(durable ? "CONSUMER.DURABLE.CREATE." : "CONSUMER.CREATE.") +
+                         stream + "." + config.consumer_name(),
+                     {{"stream_name", stream}, {"config", to_json(config)}});
   if (!answer) return answer.error();
   return parse_consumer_info(*answer);
 }

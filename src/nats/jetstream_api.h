@@ -13,38 +13,15 @@
 #include <string_view>
 #include <vector>
 
+#include "nats/consumer_api.h"
+#include "nats/consumer_config.h"
+#include "nats/stream_config.h"
 #include "natsfleet/error.h"
 #include "natsfleet/message.h"
 
 namespace natsfleet::nats {
 
 class Connection;
-
-struct StreamInfo {
-  std::string name;
-  std::vector<std::string> subjects;
-  uint64_t messages = 0;
-  uint64_t first_seq = 0;
-  uint64_t last_seq = 0;
-  std::string leader;  // cluster leader's server name; empty on a single server
-  nlohmann::json raw;
-};
-
-struct ConsumerInfo {
-  std::string stream;
-  std::string name;
-  nlohmann::json config;
-  uint64_t num_pending = 0;      // not yet delivered
-  uint64_t num_ack_pending = 0;  // delivered, not yet acked
-  uint64_t num_redelivered = 0;
-  uint64_t num_waiting = 0;  // pull requests waiting
-  uint64_t delivered_stream_seq = 0;
-  uint64_t ack_floor_stream_seq = 0;
-  bool push_bound = false;
-  nlohmann::json raw;
-
-  bool is_pull() const { return !config.contains("deliver_subject"); }
-};
 
 // STREAM.MSG.GET's answer when the stream holds no such message.
 inline constexpr int kJsNoMessageFound = 10037;
@@ -65,7 +42,7 @@ struct PublishAck {
   bool duplicate = false;  // the Nats-Msg-Id was seen within the duplicate window: not stored again
 };
 
-class JetStreamApi {
+class JetStreamApi final : public ConsumerApi {
  public:
   JetStreamApi(Connection& connection, std::chrono::milliseconds timeout);
 
@@ -78,15 +55,15 @@ class JetStreamApi {
   // that no stream holds it.
   Result<std::string> find_stream(const std::string& subject);
   Result<std::vector<std::string>> stream_names();
-  Result<StreamInfo> stream_info(const std::string& stream);
-  Result<StreamInfo> create_stream(const nlohmann::json& config);
+  Result<StreamInfo> stream_info(const std::string& stream) override;
+  Result<StreamInfo> create_stream(const StreamConfig& config);
   Result<void> delete_stream(const std::string& stream);
   Result<std::vector<std::string>> consumer_names(const std::string& stream);
-  Result<ConsumerInfo> consumer_info(const std::string& stream, const std::string& consumer);
-  // Create, or on server 2.9 update in place when only mutable fields differ (an upsert). A
-  // config with durable_name makes a durable; one with only a name, a named ephemeral.
-  Result<ConsumerInfo> create_consumer(const std::string& stream, const nlohmann::json& config);
-  Result<void> delete_consumer(const std::string& stream, const std::string& consumer);
+  Result<ConsumerInfo> consumer_info(const std::string& stream,
+                                     const std::string& consumer) override;
+  Result<ConsumerInfo> create_consumer(const std::string& stream,
+                                       const ConsumerConfig& config) override;
+  Result<void> delete_consumer(const std::string& stream, const std::string& consumer) override;
 
   // The message at `seq`; with `subject`, the first message on that subject at or after `seq`
   // (next_by_subj, server 2.9 and later). None: an error with code kJsNoMessageFound.
@@ -110,8 +87,13 @@ class JetStreamApi {
   std::chrono::milliseconds timeout_;
 };
 
+// The broker's JSON and the typed values, both ways. A consumer config read and written back is
+// the config the broker sent (fields natsfleet does not model ride in other_fields).
 StreamInfo parse_stream_info(const nlohmann::json& j);
 ConsumerInfo parse_consumer_info(const nlohmann::json& j);
+ConsumerConfig parse_consumer_config(const nlohmann::json& j);
+nlohmann::json to_json(const ConsumerConfig& config);
+nlohmann::json to_json(const StreamConfig& config);
 // STREAM.MSG.GET's "message" object: base64 data and a base64 "NATS/1.0" header block decoded.
 Result<StoredMessage> parse_stored_message(const nlohmann::json& message);
 // The stream's answer to a stored publish on `subject`: the ack, the broker's error (a

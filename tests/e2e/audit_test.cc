@@ -37,7 +37,7 @@ std::string explain(const Outcome& o) {
 // another client or an older release would have made it.
 void create_consumer(BrokerClient& admin, const std::string& stream, nlohmann::json config) {
   config["ack_policy"] = "explicit";
-  auto created = admin.api().create_consumer(stream, config);
+  auto created = admin.api().create_consumer(stream, nats::parse_consumer_config(config));
   ASSERT_TRUE(created) << created.error().describe();
 }
 
@@ -89,13 +89,15 @@ std::map<std::string, nlohmann::json> broker_state(BrokerClient& admin) {
   for (const auto& stream : *streams) {
     auto names = admin.api().consumer_names(stream);
     EXPECT_TRUE(names);
-    state[stream] = admin.api().stream_info(stream)->raw["config"];
+    state[stream] = admin.api().call("STREAM.INFO." + stream, nullptr)->at("config");
     for (const auto& name : *names) {
-      auto info = admin.consumer(stream, name);
-      state[stream + "/" + name] = {{"config", info.config},
-                                    {"delivered", info.raw["delivered"]},
-                                    {"ack_floor", info.raw["ack_floor"]},
-                                    {"num_pending", info.num_pending}};
+      auto info = admin.api().call("CONSUMER.INFO." + stream + "." + name, nullptr);
+      EXPECT_TRUE(info) << stream << "/" << name;
+      if (!info) continue;
+      state[stream + "/" + name] = {{"config", info->at("config")},
+                                    {"delivered", info->at("delivered")},
+                                    {"ack_floor", info->at("ack_floor")},
+                                    {"num_pending", info->at("num_pending")}};
     }
   }
   return state;
@@ -225,15 +227,17 @@ TEST(Audit, ConfigWorkIsCheckedAgainstTheBroker) {
     return s;
   };
   // As natsfleet run creates them: "misplaced" (its config names the wrong stream) and "fine".
-  create_consumer(admin, "WORK", fleet::desired_consumer_config(spec("misplaced", "work.c")));
-  create_consumer(admin, "WORK", fleet::desired_consumer_config(spec("fine", "work.e")));
+  create_consumer(admin, "WORK",
+                  nats::to_json(fleet::desired_consumer_config(spec("misplaced", "work.c"))));
+  create_consumer(admin, "WORK",
+                  nats::to_json(fleet::desired_consumer_config(spec("fine", "work.e"))));
   // "legacy": a plain push durable where the config wants a pull consumer.
   create_consumer(admin, "WORK", push_config("legacy", "work.b"));
   // "done": migrated to its successor; the old push durable is left over, unbound.
   create_consumer(admin, "WORK", push_config("done", "work.d"));
   auto successor = fleet::desired_consumer_config(spec("done", "work.d"));
-  successor["durable_name"] = fleet::successor_name("done", "WORK", "work.d", WorkShape::pull);
-  create_consumer(admin, "WORK", successor);
+  successor.durable_name = fleet::successor_name("done", "WORK", "work.d", WorkShape::pull);
+  create_consumer(admin, "WORK", nats::to_json(successor));
 
   TempDir dir;
   const std::string path = dir.path() + "/svc.toml";

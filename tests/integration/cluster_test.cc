@@ -66,8 +66,7 @@ TEST_F(ClusteredWork, ConsumerLeaderKilledMidStreamHandlesFewTwice) {
   ASSERT_NO_FATAL_FAILURE(start(kMessages, std::chrono::microseconds(300)));
 
   const auto info = admin.consumer("JOBS", "jobs-worker");
-  const std::string leader =
-      info.raw.value("cluster", nlohmann::json::object()).value("leader", "");
+  const std::string leader = info.leader;
   NatsServer* node = cluster.find(leader);
   ASSERT_NE(node, nullptr) << "consumer leader '" << leader << "'";
   node->kill();

@@ -29,12 +29,16 @@ namespace {
 constexpr int64_t kSecond = 1'000'000'000;
 
 // A plain durable push consumer, the shape an older release created: one subscriber only.
-nlohmann::json plain_push(const std::string& name, const std::string& subject,
-                          const std::string& deliver_subject) {
-  return {{"durable_name", name},      {"deliver_subject", deliver_subject},
-          {"ack_policy", "explicit"},  {"ack_wait", 30 * kSecond},
-          {"filter_subject", subject}, {"deliver_policy", "all"},
-          {"max_ack_pending", 1000},   {"replay_policy", "instant"}};
+nats::ConsumerConfig plain_push(const std::string& name, const std::string& subject,
+                                const std::string& deliver_subject) {
+  return nats::parse_consumer_config({{"durable_name", name},
+                                      {"deliver_subject", deliver_subject},
+                                      {"ack_policy", "explicit"},
+                                      {"ack_wait", 30 * kSecond},
+                                      {"filter_subject", subject},
+                                      {"deliver_policy", "all"},
+                                      {"max_ack_pending", 1000},
+                                      {"replay_policy", "instant"}});
 }
 
 bool consumer_exists(BrokerClient& admin, const std::string& stream, const std::string& name) {
@@ -113,7 +117,7 @@ TEST(Migration, FailureAReplayedTwoReplicasConvergeOnOneSuccessorAndLoseNothing)
     return 0;
   });
   auto info = admin.consumer("DAEMON_SYNC", successor);
-  EXPECT_EQ(info.config.value("opt_start_seq", 0), 201);
+  EXPECT_EQ(info.config.opt_start_seq, 201u);
   EXPECT_TRUE(info.is_pull());
 
   // The old consumer, bound by nobody, is retired; one successor remains; the service's own
@@ -176,8 +180,8 @@ TEST(Migration, MutableDriftIsUpdatedInPlaceNotMigrated) {
   admin.create_stream("DAEMON_SYNC", {"daemon.sync.complete"});
   auto spec = fast_work("sync-listener", "daemon.sync.complete");
   auto drifted = fleet::desired_consumer_config(spec);
-  drifted["ack_wait"] = 10 * kSecond;
-  drifted["max_deliver"] = 9;
+  drifted.ack_wait = std::chrono::seconds(10);
+  drifted.max_deliver = 9;
   auto created = admin.api().create_consumer("DAEMON_SYNC", drifted);
   ASSERT_TRUE(created);
   admin.publish_many("daemon.sync.complete", 20);
@@ -191,10 +195,10 @@ TEST(Migration, MutableDriftIsUpdatedInPlaceNotMigrated) {
   ASSERT_TRUE(fleet.start());
   ASSERT_TRUE(seen.wait_distinct(20, 10s));
   auto info = admin.consumer("DAEMON_SYNC", "sync-listener");
-  EXPECT_EQ(info.config["ack_wait"], std::chrono::nanoseconds(spec.ack_wait).count());
-  EXPECT_EQ(info.config["max_deliver"], fleet::kBrokerMaxDeliver);
+  EXPECT_EQ(info.config.ack_wait, spec.ack_wait);
+  EXPECT_EQ(info.config.max_deliver, fleet::kBrokerMaxDeliver);
   // The same consumer, not a new one: its creation time is unchanged and no successor exists.
-  EXPECT_EQ(info.raw["created"], created->raw["created"]);
+  EXPECT_EQ(info.created, created->created);
   EXPECT_EQ(consumers_of(admin, "DAEMON_SYNC"), std::set<std::string>{"sync-listener"});
   EXPECT_EQ(bound_consumer(fleet), "sync-listener");
 }
@@ -265,7 +269,7 @@ TEST_P(PushQueue, ReplicasShareADeliverGroupSurvivorTakesOverMissingRuleApplies)
       },
       10s));
   auto info = admin.consumer("JOBS", "jobs-queue");
-  EXPECT_EQ(info.config.value("deliver_group", ""), "jobs-queue");
+  EXPECT_EQ(info.config.deliver_group, "jobs-queue");
   // Give the other process's queue subscription time to register too.
   std::this_thread::sleep_for(500ms);
 

@@ -29,9 +29,10 @@ BrokerClient::BrokerClient(const std::vector<std::string>& servers) {
 
 void BrokerClient::create_stream(const std::string& name, const std::vector<std::string>& subjects,
                                  int replicas) {
-  nlohmann::json config = {{"name", name},          {"subjects", subjects},
-                           {"storage", "file"},     {"num_replicas", replicas},
-                           {"retention", "limits"}, {"duplicate_window", 120'000'000'000LL}};
+  const nats::StreamConfig config{.name = name,
+                                  .subjects = subjects,
+                                  .duplicate_window = std::chrono::minutes(2),
+                                  .num_replicas = replicas};
   std::string last;
   bool created = wait_for(
       [&] {

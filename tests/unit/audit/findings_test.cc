@@ -265,7 +265,7 @@ std::string work_entry(const std::string& name, const std::string& subject,
 // A consumer exactly as natsfleet run creates it for a [[work]].
 Consumer created_for(const config::DaemonConfig& cfg, const std::string& stream, size_t i = 0) {
   Consumer c(stream, cfg.work[i].spec.name);
-  const nlohmann::json desired = fleet::desired_consumer_config(cfg.work[i].spec);
+  const nlohmann::json desired = nats::to_json(fleet::desired_consumer_config(cfg.work[i].spec));
   for (const auto& [key, value] : desired.items()) c.config(key, value);
   return c;
 }

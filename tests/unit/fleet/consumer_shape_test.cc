@@ -21,20 +21,20 @@ WorkSpec spec() {
 
 TEST(ConsumerShape, DesiredConfigIsASharedPullDurable) {
   auto c = desired_consumer_config(spec());
-  EXPECT_EQ(c["durable_name"], "sync-listener");
-  EXPECT_EQ(c["ack_policy"], "explicit");
-  EXPECT_EQ(c["filter_subject"], "daemon.sync.complete");
-  EXPECT_EQ(c["ack_wait"], 30'000'000'000LL);
-  EXPECT_EQ(c["deliver_policy"], "all");
-  EXPECT_FALSE(c.contains("deliver_subject"));
+  EXPECT_EQ(c.durable_name, "sync-listener");
+  EXPECT_EQ(c.ack_policy, nats::AckPolicy::explicit_ack);
+  EXPECT_EQ(c.filter_subject, "daemon.sync.complete");
+  EXPECT_EQ(c.ack_wait, std::chrono::seconds(30));
+  EXPECT_EQ(c.deliver_policy, nats::DeliverPolicy::all);
+  EXPECT_TRUE(c.is_pull());
   // natsfleet enforces max_deliver: the broker's limit would drop a lost last delivery silently.
-  EXPECT_EQ(c["max_deliver"], -1);
+  EXPECT_EQ(c.max_deliver, -1);
 }
 
 TEST(ConsumerShape, StartingAtSetsStartSequence) {
   auto c = config_starting_at(spec(), 201);
-  EXPECT_EQ(c["deliver_policy"], "by_start_sequence");
-  EXPECT_EQ(c["opt_start_seq"], 201);
+  EXPECT_EQ(c.deliver_policy, nats::DeliverPolicy::by_start_sequence);
+  EXPECT_EQ(c.opt_start_seq, 201u);
 }
 
 TEST(ConsumerShape, MatchingConsumerNeedsNothing) {
@@ -45,18 +45,21 @@ TEST(ConsumerShape, MatchingConsumerNeedsNothing) {
 
 TEST(ConsumerShape, MutableDriftIsAnInPlaceUpdateKeepingImmutableFields) {
   auto existing = config_starting_at(spec(), 50);
-  existing["ack_wait"] = 10'000'000'000LL;
+  existing.ack_wait = std::chrono::seconds(10);
+  existing.other_fields["sample_freq"] = "\"50%\"";
   auto check = check_shape(spec(), existing);
   EXPECT_TRUE(check.compatible);
   EXPECT_TRUE(check.needs_update);
-  EXPECT_EQ(check.updated["ack_wait"], 30'000'000'000LL);
-  EXPECT_EQ(check.updated["deliver_policy"], "by_start_sequence");
+  EXPECT_EQ(check.updated.ack_wait, std::chrono::seconds(30));
+  EXPECT_EQ(check.updated.deliver_policy, nats::DeliverPolicy::by_start_sequence);
+  EXPECT_EQ(check.updated.opt_start_seq, 50u);
+  EXPECT_EQ(check.updated.other_fields, existing.other_fields);
   EXPECT_EQ(check.changes, "ack_wait 10s -> 30s");
 }
 
 TEST(ConsumerShape, PlainPushDurableIsTheWrongShape) {
   auto existing = desired_consumer_config(spec());
-  existing["deliver_subject"] = "deliver.sync";
+  existing.deliver_subject = "deliver.sync";
   auto check = check_shape(spec(), existing);
   EXPECT_FALSE(check.compatible);
   EXPECT_NE(check.problem.find("plain push durable"), std::string::npos);
@@ -64,7 +67,7 @@ TEST(ConsumerShape, PlainPushDurableIsTheWrongShape) {
 
 TEST(ConsumerShape, OtherFilterIsTheWrongShape) {
   auto existing = desired_consumer_config(spec());
-  existing["filter_subject"] = "daemon.>";
+  existing.filter_subject = "daemon.>";
   EXPECT_FALSE(check_shape(spec(), existing).compatible);
 }
 
@@ -76,9 +79,9 @@ WorkSpec queue_spec() {
 
 TEST(ConsumerShape, PushQueueIsADurableWithADeliverGroup) {
   auto c = desired_consumer_config(queue_spec());
-  EXPECT_EQ(c["deliver_group"], "sync-listener");
-  EXPECT_EQ(c["deliver_subject"], deliver_subject_for("sync-listener"));
-  EXPECT_FALSE(c.contains("max_waiting"));  // a pull-only field the server refuses on push
+  EXPECT_EQ(c.deliver_group, "sync-listener");
+  EXPECT_EQ(c.deliver_subject, deliver_subject_for("sync-listener"));
+  EXPECT_EQ(c.max_waiting, 0);  // a pull-only field the server refuses on push
   EXPECT_TRUE(check_shape(queue_spec(), c).compatible);
 }
 
@@ -86,12 +89,12 @@ TEST(ConsumerShape, PushQueueFleetRefusesPullAndPlainPush) {
   auto pull = desired_consumer_config(spec());
   EXPECT_NE(check_shape(queue_spec(), pull).problem.find("is a pull consumer"), std::string::npos);
   auto plain = desired_consumer_config(spec());
-  plain["deliver_subject"] = "deliver.sync";
+  plain.deliver_subject = "deliver.sync";
   EXPECT_NE(check_shape(queue_spec(), plain).problem.find("plain push durable"), std::string::npos);
   // Another language's replicas may have created the group under any deliver subject.
   auto theirs = desired_consumer_config(queue_spec());
-  theirs["deliver_subject"] = "their.inbox";
-  theirs["deliver_group"] = "workers";
+  theirs.deliver_subject = "their.inbox";
+  theirs.deliver_group = "workers";
   EXPECT_TRUE(check_shape(queue_spec(), theirs).compatible);
 }
 
@@ -103,23 +106,25 @@ TEST(ConsumerShape, PullFleetRefusesADeliverGroup) {
 }
 
 TEST(ConsumerShape, AckAndDeliverPoliciesThatLoseOrSlowWorkAreTheWrongShape) {
-  for (const char* ack : {"none", "all"}) {
+  using nats::DeliverPolicy;
+  for (auto ack : {nats::AckPolicy::none, nats::AckPolicy::all}) {
     auto c = desired_consumer_config(spec());
-    c["ack_policy"] = ack;
-    EXPECT_FALSE(check_shape(spec(), c).compatible) << ack;
+    c.ack_policy = ack;
+    EXPECT_FALSE(check_shape(spec(), c).compatible) << nats::to_string(ack);
   }
-  for (const char* deliver : {"last", "last_per_subject"}) {
+  for (auto deliver : {DeliverPolicy::last, DeliverPolicy::last_per_subject}) {
     auto c = desired_consumer_config(spec());
-    c["deliver_policy"] = deliver;
-    EXPECT_FALSE(check_shape(spec(), c).compatible) << deliver;
+    c.deliver_policy = deliver;
+    EXPECT_FALSE(check_shape(spec(), c).compatible) << nats::to_string(deliver);
   }
-  for (const char* deliver : {"all", "new", "by_start_sequence", "by_start_time"}) {
+  for (auto deliver : {DeliverPolicy::all, DeliverPolicy::new_messages,
+                       DeliverPolicy::by_start_sequence, DeliverPolicy::by_start_time}) {
     auto c = desired_consumer_config(spec());
-    c["deliver_policy"] = deliver;
-    EXPECT_TRUE(check_shape(spec(), c).compatible) << deliver;
+    c.deliver_policy = deliver;
+    EXPECT_TRUE(check_shape(spec(), c).compatible) << nats::to_string(deliver);
   }
   auto paced = desired_consumer_config(spec());
-  paced["replay_policy"] = "original";
+  paced.replay_policy = nats::ReplayPolicy::original;
   EXPECT_FALSE(check_shape(spec(), paced).compatible);
 }
 
@@ -127,8 +132,8 @@ TEST(ConsumerShape, SuccessorStartsAfterTheOldFloorUnderItsOwnName) {
   const auto name =
       successor_name("sync-listener", "DAEMON_SYNC", "daemon.sync.complete", WorkShape::pull);
   auto c = config_starting_at(spec(), 201, name);
-  EXPECT_EQ(c["durable_name"], name);
-  EXPECT_EQ(c["opt_start_seq"], 201);
+  EXPECT_EQ(c.durable_name, name);
+  EXPECT_EQ(c.opt_start_seq, 201u);
   EXPECT_TRUE(check_shape(spec(), c).compatible) << "a successor must satisfy its own fleet";
 }
 
@@ -151,13 +156,13 @@ TEST(ConsumerShape, SuccessorNameIsTheSameForEveryReplicaAndDiffersByShapeAndPla
 
 TEST(ConsumerShape, ReplicaConsumerIsANamedEphemeralThatExpires) {
   auto c = replica_consumer_config(spec(), "status-0a1b2c3d", 0, std::chrono::seconds(60));
-  EXPECT_FALSE(c.contains("durable_name"));
-  EXPECT_EQ(c["name"], "status-0a1b2c3d");
-  EXPECT_EQ(c["deliver_policy"], "new");
-  EXPECT_EQ(c["inactive_threshold"], 60'000'000'000LL);
+  EXPECT_TRUE(c.durable_name.empty());
+  EXPECT_EQ(c.name, "status-0a1b2c3d");
+  EXPECT_EQ(c.deliver_policy, nats::DeliverPolicy::new_messages);
+  EXPECT_EQ(c.inactive_threshold, std::chrono::seconds(60));
   auto resumed = replica_consumer_config(spec(), "status-0a1b2c3d", 42, std::chrono::seconds(60));
-  EXPECT_EQ(resumed["deliver_policy"], "by_start_sequence");
-  EXPECT_EQ(resumed["opt_start_seq"], 42);
+  EXPECT_EQ(resumed.deliver_policy, nats::DeliverPolicy::by_start_sequence);
+  EXPECT_EQ(resumed.opt_start_seq, 42u);
 }
 
 // The ratchet of CONTEXT.md failure A: no work shape natsfleet can be asked for reaches the
@@ -186,20 +191,18 @@ TEST(ShapeRatchet, EveryWorkConsumerNatsfleetCreatesIsPullOrHasADeliverGroup) {
       for (const auto& c :
            {desired_consumer_config(s), config_starting_at(s, 7),
             desired_consumer_config(s, successor), config_starting_at(s, 7, successor)}) {
-        const bool push = c.contains("deliver_subject");
-        EXPECT_TRUE(!push || !c.value("deliver_group", std::string()).empty()) << c.dump();
+        EXPECT_TRUE(c.is_pull() || !c.deliver_group.empty()) << c.consumer_name();
         ++checked;
       }
     }
   }
-  EXPECT_FALSE(
-      replica_consumer_config(spec(), "r", 0, std::chrono::seconds(1)).contains("deliver_subject"));
+  EXPECT_TRUE(replica_consumer_config(spec(), "r", 0, std::chrono::seconds(1)).is_pull());
   EXPECT_EQ(checked, 16);
 }
 
 TEST(ShapeRatchet, OnlyTheFleetCreatesConsumersAndOnlyFromConsumerShape) {
   // Every consumer config that reaches the broker is built in fleet/consumer_shape.cc (checked
-  // above); the only caller of the create call is the work subscription (`natsfleet audit`,
+  // above); the only caller of the create call is the consumer lifecycle (`natsfleet audit`,
   // for one, only reads).
   namespace fs = std::filesystem;
   const fs::path src = fs::path(NATSFLEET_SOURCE_DIR) / "src";
@@ -212,7 +215,7 @@ TEST(ShapeRatchet, OnlyTheFleetCreatesConsumersAndOnlyFromConsumerShape) {
       callers.push_back(fs::relative(entry.path(), src).generic_string());
   }
   std::sort(callers.begin(), callers.end());
-  EXPECT_EQ(callers, std::vector<std::string>{"fleet/work_subscription.cc"});
+  EXPECT_EQ(callers, std::vector<std::string>{"fleet/consumer_lifecycle.cc"});
 }
 
 }  // namespace
