@@ -9,6 +9,7 @@ namespace natsfleet::consume {
 Dispatcher::Dispatcher(Options options, Process process)
     : options_(std::move(options)), state_(std::make_shared<State>()) {
   state_->process = std::move(process);
+  state_->clock = options_.clock;
   const int wanted = std::max(options_.concurrency, 1);
   state_->slots.resize(static_cast<size_t>(wanted));
   try {
@@ -32,7 +33,7 @@ Dispatcher::~Dispatcher() {
 Dispatcher::Submitted Dispatcher::submit(nats::InboundMessage&& msg, Placement placement) {
   Submitted result;
   bool wake;
-  const auto now = Clock::now();
+  const auto now = options_.clock();
   // The broker's ack_wait clock for it started when it arrived, or at its last in-progress ack.
   auto touched = std::max(msg.received, msg.kept_alive);
   if (touched == Clock::time_point{}) touched = now;
@@ -144,7 +145,7 @@ void Dispatcher::worker(const std::shared_ptr<State>& state, size_t slot_index) 
     slot.active = true;
     slot.overran = false;
     slot.reply = item.msg.reply;
-    slot.started = Clock::now();
+    slot.started = state->clock();
     slot.touched = item.touched;
     item.msg.kept_alive = item.touched;
     lock.unlock();

@@ -39,6 +39,8 @@ class Dispatcher {
     // one's key is dropped, or the oldest of all when none has it.
     size_t max_queued = 0;
     Key key;
+    // The time source for arrival and start stamps (tests may pass their own).
+    Clock::time_point (*clock)() = &Clock::now;
   };
 
   enum class Placement {
@@ -110,6 +112,7 @@ class Dispatcher {
     int waiting = 0;  // idle workers: a submit wakes one only when someone waits
     bool stopping = false;
     Process process;
+    Clock::time_point (*clock)() = &Clock::now;
   };
   static void worker(const std::shared_ptr<State>& state, size_t slot);
 

@@ -17,10 +17,13 @@ PullEngine::PullEngine(nats::Connection& connection, Options options, Deliver de
       deliver_(std::move(deliver)),
       signal_(std::move(signal)),
       pull_subject_("$JS.API.CONSUMER.MSG.NEXT." + options_.stream + "." + options_.consumer),
-      window_(options_.batch),
       gap_after_(options_.ack_wait.count() > 0
                      ? std::max(options_.ack_wait / 2, options_.heartbeat * 3)
-                     : std::chrono::milliseconds(0)) {}
+                     : std::chrono::milliseconds(0)),
+      flow_({.window = options_.batch,
+             .expires = options_.expires,
+             .heartbeat = options_.heartbeat,
+             .gap_after = gap_after_}) {}
 
 PullEngine::~PullEngine() { stop(); }
 
@@ -28,8 +31,7 @@ Result<void> PullEngine::start() {
   {
     std::lock_guard lock(mu_);
     running_ = true;
-    requested_ = 0;
-    buffered_ = 0;
+    flow_.forget_requests(now());
   }
   if (auto subscribed = subscribe_inbox(); !subscribed) {
     std::lock_guard lock(mu_);
@@ -60,8 +62,7 @@ Result<void> PullEngine::subscribe_inbox() {
     old = std::move(subscription_);
     subscription_ = std::move(sub.value());
     new_inbox_due_ = false;
-    requested_ = 0;
-    last_activity_ = Clock::now();
+    flow_.forget_requests(now());
   }
   old.reset();  // outside the lock: it waits for a running delivery, which takes the lock
   return {};
@@ -84,7 +85,7 @@ void PullEngine::stop_pulling() {
 
 int64_t PullEngine::outstanding() const {
   std::lock_guard lock(mu_);
-  return requested_;
+  return flow_.requested();
 }
 
 void PullEngine::on_message(nats::InboundMessage&& msg, uint64_t generation) {
@@ -95,18 +96,13 @@ void PullEngine::on_message(nats::InboundMessage&& msg, uint64_t generation) {
       if (msg.status == 0) ++stale_dropped_;
       return;
     }
-    if (gap_locked(Clock::now())) {
+    if (gap_locked(now())) {
       if (msg.status == 0) ++stale_dropped_;
       return;
     }
+    if (msg.status == 0) flow_.delivered(now());
   }
   if (msg.status == 0) {
-    {
-      std::lock_guard lock(mu_);
-      last_activity_ = Clock::now();
-      if (requested_ > 0) --requested_;
-      ++buffered_;
-    }
     deliver_(std::move(msg));
     return;
   }
@@ -114,7 +110,7 @@ void PullEngine::on_message(nats::InboundMessage&& msg, uint64_t generation) {
   {
     std::lock_guard lock(mu_);
     if (!running_) return;
-    last_activity_ = Clock::now();
+    flow_.heard(now());
     switch (status.signal) {
       case PullSignal::heartbeat:
       case PullSignal::no_messages:
@@ -122,7 +118,7 @@ void PullEngine::on_message(nats::InboundMessage&& msg, uint64_t generation) {
         return;
       case PullSignal::request_expired:
       case PullSignal::request_done:
-        requested_ -= std::min<int64_t>(requested_, static_cast<int64_t>(status.pending_messages));
+        flow_.released(status.pending_messages);
         break;
       default:
         break;
@@ -138,16 +134,14 @@ void PullEngine::on_message(nats::InboundMessage&& msg, uint64_t generation) {
 void PullEngine::message_done() {
   {
     std::lock_guard lock(mu_);
-    if (buffered_ > 0) --buffered_;
+    flow_.done();
   }
   refill();
 }
 
-bool PullEngine::gap_locked(Clock::time_point now) {
-  if (gap_after_.count() <= 0 || requested_ == 0 || now - last_activity_ < gap_after_) return false;
-  ++gaps_;
+bool PullEngine::gap_locked(Clock::time_point at) {
+  if (!flow_.gap(at)) return false;
   new_inbox_due_ = true;
-  requested_ = 0;
   return true;
 }
 
@@ -157,9 +151,8 @@ void PullEngine::restart_pulls() {
     std::lock_guard lock(mu_);
     // Restarting after a silence long enough to be a gap: what the old requests still bring
     // may be stale, so they get no listener.
-    resubscribe = gap_locked(Clock::now()) || new_inbox_due_;
-    requested_ = 0;
-    last_activity_ = Clock::now();
+    resubscribe = gap_locked(now()) || new_inbox_due_;
+    flow_.forget_requests(now());
   }
   if (resubscribe) (void)subscribe_inbox();
   refill();
@@ -169,60 +162,54 @@ void PullEngine::tick() {
   bool resubscribe = false;
   {
     std::lock_guard lock(mu_);
-    resubscribe = running_ && (gap_locked(Clock::now()) || new_inbox_due_);
+    resubscribe = running_ && (gap_locked(now()) || new_inbox_due_);
   }
   // A failure leaves new_inbox_due_ set: the next tick tries again.
   if (resubscribe) (void)subscribe_inbox();
   {
     std::lock_guard lock(mu_);
-    // Every request was sent at or before last_pull_, so all have expired by now: any that did
-    // not report back (a restarted broker forgets them) must not hold the pipeline.
-    if (requested_ > 0 && Clock::now() - last_pull_ > options_.expires + options_.heartbeat)
-      requested_ = 0;
+    // Requests a restarted broker forgot never report back: they must not hold the pipeline.
+    flow_.expire(now());
   }
   refill();
 }
 
 bool PullEngine::heartbeat_missed() const {
   std::lock_guard lock(mu_);
-  return running_ && requested_ > 0 && Clock::now() - last_activity_ > options_.heartbeat * 2;
+  return running_ && flow_.heartbeat_missed(now());
 }
 
 void PullEngine::set_window(int messages) {
   std::lock_guard lock(mu_);
-  normal_window_ = std::max(messages, 1);
-  if (!held_back_) window_ = normal_window_;
+  flow_.set_window(messages);
 }
 
 void PullEngine::hold_back(bool on) {
   {
     std::lock_guard lock(mu_);
-    if (held_back_ == on) return;
-    held_back_ = on;
-    if (on) normal_window_ = window_;
-    window_ = on ? std::min<int64_t>(window_, 2) : normal_window_;
+    flow_.hold_back(on);
   }
   refill();
 }
 
 int PullEngine::window() const {
   std::lock_guard lock(mu_);
-  return static_cast<int>(window_);
+  return static_cast<int>(flow_.window());
 }
 
 int64_t PullEngine::buffered() const {
   std::lock_guard lock(mu_);
-  return buffered_;
+  return flow_.in_hand();
 }
 
 uint64_t PullEngine::pulls_sent() const {
   std::lock_guard lock(mu_);
-  return pulls_sent_;
+  return flow_.pulls();
 }
 
 uint64_t PullEngine::gaps() const {
   std::lock_guard lock(mu_);
-  return gaps_;
+  return flow_.gaps();
 }
 
 uint64_t PullEngine::stale_dropped() const {
@@ -246,16 +233,8 @@ void PullEngine::refill() {
   {
     std::lock_guard lock(mu_);
     if (!running_ || !pulling_ || new_inbox_due_) return;
-    const int64_t in_hand = requested_ + buffered_;
-    // Pipelining: ask again once half the window is free, so the next batch is in flight while
-    // the current one is handled.
-    if (in_hand > window_ / 2) return;
-    want = window_ - in_hand;
-    if (want <= 0) return;
-    if (requested_ == 0) last_activity_ = Clock::now();  // heartbeats are owed from now on
-    requested_ += want;
-    last_pull_ = Clock::now();
-    ++pulls_sent_;
+    want = flow_.next_pull(now());
+    if (want == 0) return;
     reply = inbox_;
   }
   // A failed publish (connection closing) is recovered by tick()/restart_pulls().

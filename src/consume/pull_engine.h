@@ -21,6 +21,7 @@
 
 #include "consume/intake.h"
 #include "consume/pull_status.h"
+#include "consume/pull_window.h"
 #include "nats/connection.h"
 
 namespace natsfleet::consume {
@@ -36,6 +37,8 @@ class PullEngine final : public Intake {
     std::chrono::milliseconds heartbeat{5000};
     // The consumer's ack_wait, for the gap rule above; 0: no gap is ever called.
     std::chrono::milliseconds ack_wait{0};
+    // The time source (tests may pass their own).
+    Clock::time_point (*clock)() = &Clock::now;
   };
   // An ordinary message (to hand to a handler; call message_done() when it is finished).
   using Deliver = std::function<void(nats::InboundMessage&&)>;
@@ -79,8 +82,9 @@ class PullEngine final : public Intake {
 
  private:
   void on_message(nats::InboundMessage&& msg, uint64_t generation);
-  // A gap (see above) as of `now`: marks the inbox for replacement and forgets the requests.
-  bool gap_locked(Clock::time_point now);
+  // A gap (see above) as of `at`: marks the inbox for replacement and forgets the requests.
+  bool gap_locked(Clock::time_point at);
+  Clock::time_point now() const { return options_.clock(); }
   // Subscribes a fresh inbox (the generation after a gap) and drops the old subscription.
   Result<void> subscribe_inbox();
   // Computes under the lock how much to ask for; sends outside it.
@@ -95,21 +99,14 @@ class PullEngine final : public Intake {
   std::string inbox_;
   std::unique_ptr<nats::Subscription> subscription_;
 
+  const std::chrono::milliseconds gap_after_;
+
   mutable std::mutex mu_;
+  PullWindow flow_;  // what is asked for and in hand, and when to ask again
   bool running_ = false;
   bool pulling_ = true;
-  int64_t window_ = 1;
-  int64_t normal_window_ = 1;  // while held back: the window to return to
-  bool held_back_ = false;
-  int64_t requested_ = 0;  // asked for and not yet delivered nor released by a status
-  int64_t buffered_ = 0;   // delivered and not yet finished
-  Clock::time_point last_activity_{};
-  Clock::time_point last_pull_{};
-  uint64_t pulls_sent_ = 0;
-  const std::chrono::milliseconds gap_after_;
   uint64_t generation_ = 0;     // of the current inbox; older ones deliver nothing
   bool new_inbox_due_ = false;  // a gap was seen: tick() subscribes a fresh inbox
-  uint64_t gaps_ = 0;
   uint64_t stale_dropped_ = 0;
 };
 

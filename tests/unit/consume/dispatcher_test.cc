@@ -220,5 +220,31 @@ TEST(Dispatcher, KeepAliveCoversWaitingAndRunningMessagesUpToTheLimit) {
   EXPECT_EQ(kept_alive[1], base + 75s) << "the handler sees its last keep-alive";
 }
 
+Dispatcher::Clock::time_point fake_now;
+Dispatcher::Clock::time_point fake_clock() { return fake_now; }
+
+TEST(Dispatcher, ArrivalAndStartAreStampedOnTheInjectedClock) {
+  using namespace std::chrono_literals;
+  fake_now = Dispatcher::Clock::time_point{} + 1h;
+  const auto t0 = fake_now;
+  Dispatcher::Options options;
+  options.clock = &fake_clock;
+  Blocker b;
+  Dispatcher d(options, b.process());
+  (void)d.submit(msg("s", "first"));
+  b.wait_started();
+  (void)d.submit(msg("s", "waiting"));
+  // Both stamped at t0 on the test's clock, whatever the real time.
+  EXPECT_TRUE(d.keep_alive(t0 + 9s, 10s, 60s).due.empty());
+  EXPECT_EQ(d.keep_alive(t0 + 10s, 10s, 60s).due,
+            (std::vector<std::string>{"reply.waiting", "reply.first"}));
+  auto late = d.keep_alive(t0 + 60s, 10s, 60s);
+  EXPECT_EQ(late.overran, std::vector<std::string>{"reply.first"});
+  ASSERT_EQ(late.expired.size(), 1u);
+  EXPECT_EQ(late.expired[0].data, "waiting");
+  b.release();
+  b.wait_seen(1);
+}
+
 }  // namespace
 }  // namespace natsfleet::consume
