@@ -634,7 +634,7 @@ class ConfigParser {
     sink.reject_unknown(kWebSocketSinkKeys, "a websocket sink");
     if (auto listen = sink.string("listen")) {
       auto address = parse_url("tcp://" + *listen);
-      if (!address || !address->port || !address->rest.empty())
+      if (!address || !address->port || !address->userinfo.empty() || !address->rest.empty())
         sink.fail("listen", in_quotes(*listen) + " is not host:port (like \"127.0.0.1:8090\")");
       options.host = address->host;
       options.port = static_cast<std::uint16_t>(*address->port);
