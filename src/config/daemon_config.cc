@@ -16,6 +16,7 @@
 #include <span>
 #include <sstream>
 #include <utility>
+#include <variant>
 
 #include "config/duration.h"
 #include "config/url.h"
@@ -49,8 +50,6 @@ constexpr std::string_view kWebSocketSinkKeys[] = {
 
 // The shortest member-token secret accepted (the gateway's kMinTokenSecretBytes).
 constexpr std::size_t kMinTokenSecretBytes = 32;
-constexpr milliseconds kWorkerTimeout{30000};
-constexpr milliseconds kHttpTimeout{10000};
 
 // The ranges of the keys only the daemon has (the README's config reference lists every range);
 // the rest are the library's Limits.
@@ -92,6 +91,16 @@ std::string join(Names names) {
   for (std::string_view name : names) {
     if (!out.empty()) out += ", ";
     out += name;
+  }
+  return out;
+}
+
+// "a, b or c", for a hint.
+std::string join_or(Names names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
+    out += names[i];
   }
   return out;
 }
@@ -477,8 +486,8 @@ class ConfigParser {
                                                                           : "concurrency",
                 bad);
 
-    config.sink = read_sink(work);
-    if (config.sink.type == "websocket")
+    config.sink = read_sink(work, config.sink_line);
+    if (std::holds_alternative<sinks::WebSocketSinkOptions>(config.sink))
       work.fail("sink",
                 "a websocket sink reaches only the sessions on this replica, and work goes to one "
                 "replica: relay statuses with a [[broadcast]] that has the websocket sink");
@@ -538,109 +547,121 @@ class ConfigParser {
       spec.key_token = static_cast<int>(*key_token);
     }
     if (auto bad = validate_broadcast(spec); !bad.empty()) broadcast.fail_table(bad);
-    config.sink = read_sink(broadcast);
-    if (config.sink.type == "websocket") {
-      if (config.sink.key_token == 0) {
+    config.sink = read_sink(broadcast, config.sink_line);
+    if (auto* websocket = std::get_if<sinks::WebSocketSinkOptions>(&config.sink)) {
+      if (websocket->key_token == 0) {
         // By default the session key is the subject's first '*': member.*.status -> token 2.
         auto star = std::find(tokens.begin(), tokens.end(), "*");
         if (star == tokens.end())
           broadcast.fail("sink", "key_token is missing and subject " + in_quotes(spec.subject) +
                                      " has no '*' token to name the session key");
-        config.sink.key_token = static_cast<int>(star - tokens.begin()) + 1;
-      } else if (config.sink.key_token > static_cast<int>(tokens.size())) {
-        broadcast.fail("sink", "key_token " + std::to_string(config.sink.key_token) +
+        websocket->key_token = static_cast<int>(star - tokens.begin()) + 1;
+      } else if (websocket->key_token > static_cast<int>(tokens.size())) {
+        broadcast.fail("sink", "key_token " + std::to_string(websocket->key_token) +
                                    " is beyond the " + std::to_string(tokens.size()) +
                                    " tokens of subject " + in_quotes(spec.subject));
       }
       // Statuses for a session key: when the queue is full, a key's older status gives way.
       if (spec.key_token == 0 && spec.source == BroadcastSource::core)
-        spec.key_token = config.sink.key_token;
+        spec.key_token = websocket->key_token;
     }
     return config;
   }
 
-  SinkConfig read_sink(const TableReader& owner) const {
+  // Each sink type's options start from that type's defaults (sink_options.h), and only the keys
+  // present are read over them: no default is written here.
+  sinks::SinkConfig read_sink(const TableReader& owner, int& line) const {
     const toml::table* table = owner.table("sink");
     if (!table) owner.fail("sink", "missing (like sink = { type = \"stdout\" })");
     TableReader sink(file_, *table, owner.path("sink"));
-    SinkConfig config;
-    config.line = sink.line();
+    line = sink.line();
     // Which keys a sink knows depends on its type, so the type is read first.
-    config.type = sink.required_string("type", "file, stdout, worker, http or websocket");
-    if (config.type == "file") {
-      sink.reject_unknown(kFileSinkKeys, "a file sink");
-      auto path = sink.non_empty_string("path");
-      if (!path) sink.fail("path", "missing (a file sink needs a path)");
-      config.path = resolve(*path);
-      if (auto fsync = sink.choice("fsync", {"never", "batch"})) config.fsync = *fsync;
-    } else if (config.type == "stdout") {
-      sink.reject_unknown(kStdoutSinkKeys, "a stdout sink");
-    } else if (config.type == "worker") {
-      sink.reject_unknown(kWorkerSinkKeys, "a worker sink");
-      auto command = sink.strings("command");
-      if (!command)
-        sink.fail("command",
-                  "missing (the worker's argv, like [\"/usr/bin/python3\", \"worker.py\"])");
-      if (command->empty()) sink.fail("command", "is empty: give the program and its arguments");
-      if (command->front().empty()) sink.fail("command", "the program (first element) is empty");
-      config.command = std::move(*command);
-      config.timeout = read_sink_timeout(sink, kWorkerTimeout);
-    } else if (config.type == "http") {
-      sink.reject_unknown(kHttpSinkKeys, "an http sink");
-      config.url = sink.required_string("url");
-      auto url = parse_url(config.url);
-      if (!url || (url->scheme != "http" && url->scheme != "https"))
-        sink.fail("url", in_quotes(config.url) + " is not an http:// or https:// URL with a host");
-      config.timeout = read_sink_timeout(sink, kHttpTimeout);
-      if (const toml::table* headers_table = sink.table("headers")) {
-        TableReader headers(file_, *headers_table, sink.path("headers"));
-        for (auto&& [name, value] : *headers_table) {
-          if (!is_header_name(name.str())) headers.fail(name.str(), "is not a valid header name");
-          auto text = headers.string(name.str());
-          // A line break in a value would smuggle another header into the request.
-          if (text->find_first_of("\r\n") != std::string::npos)
-            headers.fail(name.str(), "a header value cannot contain a line break");
-          config.headers.emplace(std::string(name.str()), *text);
-        }
+    const std::string type = sink.required_string("type", join_or(sinks::kSinkTypes));
+    auto config = sinks::default_sink_options(type);
+    if (!config)
+      sink.fail("type", "unknown sink type " + in_quotes(type) +
+                            " (known: " + join(sinks::kSinkTypes) + ")");
+    std::visit([&](auto& options) { read_sink_options(sink, options); }, *config);
+    return std::move(*config);
+  }
+
+  void read_sink_options(const TableReader& sink, sinks::FileSinkOptions& options) const {
+    sink.reject_unknown(kFileSinkKeys, "a file sink");
+    auto path = sink.non_empty_string("path");
+    if (!path) sink.fail("path", "missing (a file sink needs a path)");
+    options.path = resolve(*path);
+    if (auto fsync = sink.choice("fsync", {"never", "batch"}))
+      options.fsync = *fsync == "batch" ? sinks::FsyncPolicy::batch : sinks::FsyncPolicy::never;
+  }
+
+  void read_sink_options(const TableReader& sink, sinks::StdoutSinkOptions&) const {
+    sink.reject_unknown(kStdoutSinkKeys, "a stdout sink");
+  }
+
+  void read_sink_options(const TableReader& sink, sinks::WorkerSinkOptions& options) const {
+    sink.reject_unknown(kWorkerSinkKeys, "a worker sink");
+    auto command = sink.strings("command");
+    if (!command)
+      sink.fail("command",
+                "missing (the worker's argv, like [\"/usr/bin/python3\", \"worker.py\"])");
+    if (command->empty()) sink.fail("command", "is empty: give the program and its arguments");
+    if (command->front().empty()) sink.fail("command", "the program (first element) is empty");
+    options.command = std::move(*command);
+    if (auto timeout = read_sink_timeout(sink)) options.timeout = *timeout;
+  }
+
+  void read_sink_options(const TableReader& sink, sinks::HttpSinkOptions& options) const {
+    sink.reject_unknown(kHttpSinkKeys, "an http sink");
+    options.url = sink.required_string("url");
+    auto url = parse_url(options.url);
+    if (!url || (url->scheme != "http" && url->scheme != "https"))
+      sink.fail("url", in_quotes(options.url) + " is not an http:// or https:// URL with a host");
+    if (auto timeout = read_sink_timeout(sink)) options.timeout = *timeout;
+    if (const toml::table* headers_table = sink.table("headers")) {
+      TableReader headers(file_, *headers_table, sink.path("headers"));
+      for (auto&& [name, value] : *headers_table) {
+        if (!is_header_name(name.str())) headers.fail(name.str(), "is not a valid header name");
+        auto text = headers.string(name.str());
+        // A line break in a value would smuggle another header into the request.
+        if (text->find_first_of("\r\n") != std::string::npos)
+          headers.fail(name.str(), "a header value cannot contain a line break");
+        options.headers.emplace(std::string(name.str()), *text);
       }
-    } else if (config.type == "websocket") {
-      sink.reject_unknown(kWebSocketSinkKeys, "a websocket sink");
-      if (auto listen = sink.string("listen")) config.listen = *listen;
-      auto address = parse_url("tcp://" + config.listen);
-      if (!address || !address->port || !address->rest.empty())
-        sink.fail("listen",
-                  in_quotes(config.listen) + " is not host:port (like \"127.0.0.1:8090\")");
-      if (auto token = sink.integer("key_token", 1, Limits::kMaxKeyToken)) {
-        config.key_token = static_cast<int>(*token);
-      }
-      if (auto root = sink.non_empty_string("web_root")) config.web_root = resolve(*root);
-      if (auto max = sink.integer("max_sessions", 1, kMaxSessions)) {
-        config.max_sessions = static_cast<int>(*max);
-      }
-      if (auto origins = sink.strings("allowed_origins")) {
-        for (const auto& origin : *origins) {
-          if (origin != "*" && !is_origin(origin))
-            sink.fail("allowed_origins",
-                      in_quotes(origin) +
-                          " is not an origin: scheme://host[:port] with nothing after, like "
-                          "\"https://app.example.com\", or \"*\" for any");
-        }
-        config.allowed_origins = std::move(*origins);
-      }
-      if (auto file = sink.non_empty_string("token_secret_file")) {
-        config.token_secret_file = resolve(*file);
-        check_token_secret(sink, config.token_secret_file);
-      }
-      if (auto header = sink.non_empty_string("member_header")) {
-        if (!is_header_name(*header))
-          sink.fail("member_header", in_quotes(*header) + " is not a valid header name");
-        config.member_header = *header;
-      }
-    } else {
-      sink.fail("type", "unknown sink type " + in_quotes(config.type) +
-                            " (known: file, stdout, worker, http, websocket)");
     }
-    return config;
+  }
+
+  void read_sink_options(const TableReader& sink, sinks::WebSocketSinkOptions& options) const {
+    sink.reject_unknown(kWebSocketSinkKeys, "a websocket sink");
+    if (auto listen = sink.string("listen")) {
+      auto address = parse_url("tcp://" + *listen);
+      if (!address || !address->port || !address->userinfo.empty() || !address->rest.empty())
+        sink.fail("listen", in_quotes(*listen) + " is not host:port (like \"127.0.0.1:8090\")");
+      options.host = address->host;
+      options.port = static_cast<std::uint16_t>(*address->port);
+    }
+    if (auto token = sink.integer("key_token", 1, Limits::kMaxKeyToken)) options.key_token = *token;
+    if (auto root = sink.non_empty_string("web_root")) options.web_root = resolve(*root);
+    if (auto max = sink.integer("max_sessions", 1, kMaxSessions))
+      options.max_sessions = static_cast<std::size_t>(*max);
+    if (auto origins = sink.strings("allowed_origins")) {
+      for (const auto& origin : *origins) {
+        if (origin != "*" && !is_origin(origin))
+          sink.fail("allowed_origins",
+                    in_quotes(origin) +
+                        " is not an origin: scheme://host[:port] with nothing after, like "
+                        "\"https://app.example.com\", or \"*\" for any");
+      }
+      options.allowed_origins = std::move(*origins);
+    }
+    if (auto file = sink.non_empty_string("token_secret_file")) {
+      options.token_secret_file = resolve(*file);
+      check_token_secret(sink, options.token_secret_file);
+    }
+    if (auto header = sink.non_empty_string("member_header")) {
+      if (!is_header_name(*header))
+        sink.fail("member_header", in_quotes(*header) + " is not a valid header name");
+      options.member_header = *header;
+    }
   }
 
   // The secret is read here only to check it and is not kept: the daemon reads it again when it
@@ -659,11 +680,10 @@ class ConfigParser {
                     " or more (make one with: openssl rand -hex 32 > " + path + ")");
   }
 
-  static milliseconds read_sink_timeout(const TableReader& sink, milliseconds fallback) {
+  static std::optional<milliseconds> read_sink_timeout(const TableReader& sink) {
     auto timeout = sink.duration("timeout", milliseconds(0), kSinkTimeoutMax);
-    if (!timeout) return fallback;
-    if (timeout->count() <= 0) sink.fail("timeout", "must be more than 0s");
-    return *timeout;
+    if (timeout && timeout->count() <= 0) sink.fail("timeout", "must be more than 0s");
+    return timeout;
   }
 
   const std::string& file_;

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <chrono>
-#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,39 +13,24 @@
 #include "config/config_error.h"
 #include "natsfleet/fleet.h"
 #include "natsfleet/spec.h"
+// Header-only: the config does not link the sinks.
+#include "sinks/sink_options.h"
 
 namespace natsfleet::config {
-
-// Where a subscription's messages go. Which fields mean something depends on `type`.
-struct SinkConfig {
-  std::string type;                            // file | stdout | worker | http | websocket
-  std::string path;                            // file: resolved against the config file's directory
-  std::string fsync = "never";                 // file: never | batch
-  std::vector<std::string> command;            // worker: argv, run without a shell
-  std::chrono::milliseconds timeout{};         // worker (default 30s) and http (default 10s)
-  std::string url;                             // http: http:// or https://
-  std::map<std::string, std::string> headers;  // http
-  std::string listen = "127.0.0.1:8090";       // websocket: host:port of the gateway
-  int key_token = 0;     // websocket: 1-based subject token naming the session key
-  std::string web_root;  // websocket: static files served beside /ws (resolved), optional
-  int max_sessions = 0;  // websocket; 0: what the file-descriptor limit allows (see the daemon)
-  std::vector<std::string> allowed_origins;  // websocket: page origins that may attach
-  std::string token_secret_file;  // websocket: the member tokens' HMAC secret (resolved), optional
-  std::string member_header;      // websocket: header an authenticating proxy names the member in
-  int line = 0;                   // of the sink table
-};
 
 struct WorkConfig {
   WorkSpec spec;
   std::string shape = "pull";  // as written: pull | push-queue (spec.shape holds the enum)
-  SinkConfig sink;
-  int line = 0;  // of the [[work]] header
+  sinks::SinkConfig sink;      // where its messages go
+  int sink_line = 0;           // of the sink table
+  int line = 0;                // of the [[work]] header
 };
 
 struct BroadcastConfig {
   BroadcastSpec spec;
-  SinkConfig sink;
-  int line = 0;  // of the [[broadcast]] header
+  sinks::SinkConfig sink;  // a websocket sink's key_token is set (the subject's first '*')
+  int sink_line = 0;       // of the sink table
+  int line = 0;            // of the [[broadcast]] header
 };
 
 struct DaemonConfig {

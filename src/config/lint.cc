@@ -1,6 +1,7 @@
 #include "config/lint.h"
 
 #include <algorithm>
+#include <variant>
 
 #include "config/duration.h"
 #include "config/url.h"
@@ -19,26 +20,29 @@ bool same_messages(const WorkConfig& a, const WorkConfig& b) {
   return a.spec.stream.empty() || b.spec.stream.empty() || a.spec.stream == b.spec.stream;
 }
 
-void lint_sink(const std::string& file, const SinkConfig& sink, std::vector<LintFinding>& out) {
-  if (sink.type == "websocket") {
-    if (sink.token_secret_file.empty() && sink.member_header.empty())
-      out.push_back({file, sink.line, "websocket-no-auth",
-                     "websocket sink on " + sink.listen +
+void lint_sink(const std::string& file, const sinks::SinkConfig& sink, int line,
+               std::vector<LintFinding>& out) {
+  if (const auto* websocket = std::get_if<sinks::WebSocketSinkOptions>(&sink)) {
+    const std::string listen = sinks::listen_address(*websocket);
+    if (websocket->token_secret_file.empty() && websocket->member_header.empty())
+      out.push_back({file, line, "websocket-no-auth",
+                     "websocket sink on " + listen +
                          " has no member authentication: any caller that reaches it reads any "
                          "member's statuses by naming the member; set token_secret_file (signed "
                          "member tokens) or member_header (an authenticating proxy)"});
-    if (std::find(sink.allowed_origins.begin(), sink.allowed_origins.end(), "*") !=
-        sink.allowed_origins.end())
-      out.push_back({file, sink.line, "websocket-any-origin",
-                     "websocket sink on " + sink.listen +
+    const auto& origins = websocket->allowed_origins;
+    if (std::find(origins.begin(), origins.end(), "*") != origins.end())
+      out.push_back({file, line, "websocket-any-origin",
+                     "websocket sink on " + listen +
                          " lets pages from any origin attach (allowed_origins = [\"*\"]): any "
                          "web site a member visits can open their session; list your origins"});
     return;
   }
-  if (sink.type != "http") return;
-  auto url = parse_url(sink.url);
+  const auto* http = std::get_if<sinks::HttpSinkOptions>(&sink);
+  if (!http) return;
+  auto url = parse_url(http->url);
   if (url && url->scheme == "http" && !is_loopback_host(url->host))
-    out.push_back({file, sink.line, "plain-http-remote",
+    out.push_back({file, line, "plain-http-remote",
                    "http sink posts to " + url->host +
                        " over plain http://: messages and headers cross the network unencrypted; "
                        "use https://"});
@@ -91,21 +95,21 @@ std::vector<LintFinding> lint(const DaemonConfig& config) {
                      "work '" + spec.name + "' has max_ack_pending " +
                          std::to_string(spec.max_ack_pending) + " below concurrency " +
                          std::to_string(spec.concurrency) + ": some handlers can never get work"});
-    if ((work.sink.type == "http" || work.sink.type == "worker") &&
-        spec.ack_wait < work.sink.timeout)
+    const auto sink_timeout = sinks::delivery_timeout(work.sink);
+    if (sink_timeout && spec.ack_wait < *sink_timeout)
       out.push_back({file, work.line, "ack-wait-below-sink-timeout",
                      "work '" + spec.name + "' has ack_wait " + format_duration(spec.ack_wait) +
-                         " below its " + work.sink.type + " sink's timeout " +
-                         format_duration(work.sink.timeout) +
+                         " below its " + std::string(sinks::sink_type(work.sink)) +
+                         " sink's timeout " + format_duration(*sink_timeout) +
                          ": a delivery that outlasts ack_wait lives on in-progress acks, and a "
                          "replica stalled mid-delivery loses it to another while the sink is still "
                          "on it"});
-    if (work.sink.type == "stdout")
-      out.push_back({file, work.sink.line, "stdout-sink-for-work",
+    if (std::holds_alternative<sinks::StdoutSinkOptions>(work.sink))
+      out.push_back({file, work.sink_line, "stdout-sink-for-work",
                      "work '" + spec.name +
                          "' is acknowledged once written to stdout, which nothing keeps: use a "
                          "file, worker or http sink"});
-    lint_sink(file, work.sink, out);
+    lint_sink(file, work.sink, work.sink_line, out);
   }
 
   for (const BroadcastConfig& broadcast : config.broadcast) {
@@ -116,7 +120,7 @@ std::vector<LintFinding> lint(const DaemonConfig& config) {
                          std::to_string(work.line) + ": logs, metrics and status mix them up"});
       break;
     }
-    lint_sink(file, broadcast.sink, out);
+    lint_sink(file, broadcast.sink, broadcast.sink_line, out);
   }
   sort_by_line(out);
   return out;

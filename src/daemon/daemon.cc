@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <system_error>
 #include <thread>
+#include <variant>
 
 #include "broker/embedded_broker.h"
 #include "config/url.h"
@@ -42,25 +43,6 @@ struct Daemon::State {
 };
 
 namespace {
-
-sinks::SinkOptions sink_options(const config::SinkConfig& c) {
-  sinks::SinkOptions o;
-  o.type = c.type;
-  o.path = c.path;
-  o.fsync = c.fsync;
-  o.command = c.command;
-  if (c.timeout.count() > 0) o.timeout = c.timeout;
-  o.url = c.url;
-  o.headers = c.headers;
-  o.listen = c.listen;
-  o.key_token = c.key_token;
-  o.web_root = c.web_root;
-  if (c.max_sessions > 0) o.max_sessions = static_cast<size_t>(c.max_sessions);
-  o.allowed_origins = c.allowed_origins;
-  o.token_secret_file = c.token_secret_file;
-  o.member_header = c.member_header;
-  return o;
-}
 
 // Every gateway's counters, for /metrics.
 health::ServerMetrics gateway_metrics(const std::map<std::string, const sinks::Sink*>& sink_of) {
@@ -95,17 +77,16 @@ health::ServerMetrics gateway_metrics(const std::map<std::string, const sinks::S
 // Loud, because the default is open: without a token secret or a proxy's header, the member a
 // caller names is believed.
 void warn_unauthenticated(const config::BroadcastConfig& bc, spdlog::logger& log) {
-  if (bc.sink.type != "websocket" || !bc.sink.token_secret_file.empty() ||
-      !bc.sink.member_header.empty())
+  const auto* websocket = std::get_if<sinks::WebSocketSinkOptions>(&bc.sink);
+  if (!websocket || !websocket->token_secret_file.empty() || !websocket->member_header.empty())
     return;
-  const auto url = config::parse_url("tcp://" + bc.sink.listen);
-  const bool loopback = url && config::is_loopback_host(url->host);
+  const bool loopback = config::is_loopback_host(websocket->host);
   log.warn(
       "broadcast {}: the websocket gateway on {} has NO MEMBER AUTHENTICATION: any caller that "
       "can reach it reads any member's statuses by naming the member (/ws?member=<id>){}. Set "
       "token_secret_file (signed member tokens) or member_header (an authenticating proxy) in "
       "its sink",
-      bc.spec.name, bc.sink.listen,
+      bc.spec.name, sinks::listen_address(*websocket),
       loopback ? "; it listens on loopback only, so only this machine can reach it"
                : "; it listens beyond loopback");
 }
@@ -297,64 +278,72 @@ int Daemon::run(StopRequest& stop) {
       log.info("{}", budget.explanation);
   }
 
-  try {
-    for (const auto& work : s.config.work) {
-      s.sinks.push_back(sinks::make_sink(sink_options(work.sink)));
-      sinks::Sink* sink = s.sinks.back().get();
-      const std::string name = work.spec.name;
-      s.sink_of[name] = sink;
-      WorkSpec spec = work.spec;
-      // These sinks end a delivery themselves after their timeout (a wedged worker is killed):
-      // keep a message alive that long, plus time for the stored publishes it asks for.
-      if (work.sink.type == "worker" || work.sink.type == "http")
-        spec.keep_alive_limit = sink_options(work.sink).timeout + kPublishMargin;
-      auto added = fleet.add_work(spec, [&s, &fleet, sink, name](const Message& m) {
-        auto result = deliver_and_publish(fleet, s.metrics, *sink, name, m);
-        return std::move(result.disposition).because(std::move(result.error));
-      });
-      if (!added) {
-        log.error("{}", added.error().describe());
-        return kExitUsage;
-      }
-      log.info("work {}: {} -> {}", name, work.spec.subject, sink->describe());
+  // A sink that cannot be built is the config's fault (exit 2), unless the system refused it a
+  // thread (exit 70).
+  auto cannot_build = [&](const Error& error) {
+    if (error.code == Errc::no_resources) {
+      log.error("cannot start a sink: {} (raise the process's thread or memory limit)",
+                error.describe());
+      return kExitFatal;
     }
-    for (const auto& bc : s.config.broadcast) {
-      sinks::SinkOptions sink_opts = sink_options(bc.sink);
-      if (auto g = gateway_budget.find(bc.spec.name); g != gateway_budget.end()) {
-        sink_opts.max_sessions = g->second.max_sessions;
-        sink_opts.max_http_connections = g->second.http_connections;
-      }
-      warn_unauthenticated(bc, log);
-      s.sinks.push_back(sinks::make_sink(sink_opts));
-      sinks::Sink* sink = s.sinks.back().get();
-      const std::string name = bc.spec.name;
-      s.sink_of[name] = sink;
-      const bool redeliverable = bc.spec.source == BroadcastSource::jetstream;
-      auto added =
-          fleet.add_broadcast(bc.spec, [&s, &fleet, sink, name, redeliverable](const Message& m) {
-            auto result = deliver_and_publish(fleet, s.metrics, *sink, name, m);
-            if (result.error.empty()) return;
-            SPDLOG_LOGGER_DEBUG(s.log, "broadcast {}: sink: {}", name, result.error);
-            // The downstream is away: the fleet retries this message (a core one in place, while
-            // its bounded queue keeps the newest). A rejection is counted; a JetStream broadcast
-            // message comes back for another try, up to max_deliver.
-            if (result.disposition.kind() == Disposition::Kind::retry)
-              throw DownstreamUnavailable(result.error, result.disposition.delay());
-            if (redeliverable) throw std::runtime_error(result.error);
-          });
-      if (!added) {
-        log.error("{}", added.error().describe());
-        return kExitUsage;
-      }
-      log.info("broadcast {}: {} -> {}", name, bc.spec.subject, sink->describe());
-    }
-  } catch (const std::invalid_argument& e) {
-    log.error("{}: {}", s.config.file, e.what());
+    log.error("{}: {}", s.config.file, error.describe());
     return kExitUsage;
-  } catch (const std::system_error& e) {
-    // A sink's own thread (a worker's supervisor, a websocket gateway) the system refused.
-    log.error("cannot start a sink: {} (raise the process's thread or memory limit)", e.what());
-    return kExitFatal;
+  };
+  for (const auto& work : s.config.work) {
+    auto made = sinks::make_sink(work.sink);
+    if (!made) return cannot_build(made.error());
+    s.sinks.push_back(std::move(made).value());
+    sinks::Sink* sink = s.sinks.back().get();
+    const std::string name = work.spec.name;
+    s.sink_of[name] = sink;
+    WorkSpec spec = work.spec;
+    // These sinks end a delivery themselves after their timeout (a wedged worker is killed):
+    // keep a message alive that long, plus time for the stored publishes it asks for.
+    if (auto timeout = sinks::delivery_timeout(work.sink))
+      spec.keep_alive_limit = *timeout + kPublishMargin;
+    auto added = fleet.add_work(spec, [&s, &fleet, sink, name](const Message& m) {
+      auto result = deliver_and_publish(fleet, s.metrics, *sink, name, m);
+      return std::move(result.disposition).because(std::move(result.error));
+    });
+    if (!added) {
+      log.error("{}", added.error().describe());
+      return kExitUsage;
+    }
+    log.info("work {}: {} -> {}", name, work.spec.subject, sink->describe());
+  }
+  for (const auto& bc : s.config.broadcast) {
+    sinks::SinkConfig sink_config = bc.sink;
+    if (auto* websocket = std::get_if<sinks::WebSocketSinkOptions>(&sink_config)) {
+      if (auto g = gateway_budget.find(bc.spec.name); g != gateway_budget.end()) {
+        websocket->max_sessions = g->second.max_sessions;
+        websocket->max_http_connections = g->second.http_connections;
+      }
+    }
+    warn_unauthenticated(bc, log);
+    auto made = sinks::make_sink(sink_config);
+    if (!made) return cannot_build(made.error());
+    s.sinks.push_back(std::move(made).value());
+    sinks::Sink* sink = s.sinks.back().get();
+    const std::string name = bc.spec.name;
+    s.sink_of[name] = sink;
+    const bool redeliverable = bc.spec.source == BroadcastSource::jetstream;
+    auto added =
+        fleet.add_broadcast(bc.spec, [&s, &fleet, sink, name, redeliverable](const Message& m) {
+          auto result = deliver_and_publish(fleet, s.metrics, *sink, name, m);
+          if (result.error.empty()) return;
+          SPDLOG_LOGGER_DEBUG(s.log, "broadcast {}: sink: {}", name, result.error);
+          // The downstream is away: the fleet retries this message (a core one in place, while
+          // its bounded queue keeps the newest). A rejection is counted; a JetStream broadcast
+          // message comes back for another try, up to max_deliver.
+          if (result.disposition.kind() == Disposition::Kind::retry)
+            throw DownstreamUnavailable(result.error, result.disposition.delay());
+          if (redeliverable) throw std::runtime_error(result.error);
+        });
+    if (!added) {
+      log.error("{}", added.error().describe());
+      return kExitUsage;
+    }
+    log.info("broadcast {}: {} -> {}", name, bc.spec.subject, sink->describe());
   }
 
   fleet.on_fatal([&s, &stop](const FatalReport& report) {

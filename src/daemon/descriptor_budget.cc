@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <variant>
 
 namespace natsfleet::daemon {
 
@@ -17,11 +18,12 @@ constexpr std::uint64_t kGatewayOwn = 3;      // listener, its io_context's epol
 constexpr std::size_t kMinHttpConnections = 16;
 constexpr std::size_t kMaxHttpConnections = 1024;
 
-std::uint64_t sink_needs(const config::SinkConfig& sink, int concurrency) {
-  if (sink.type == "file") return kFileSink;
-  if (sink.type == "worker") return kWorkerSink;
+std::uint64_t sink_needs(const sinks::SinkConfig& sink, int concurrency) {
+  if (std::holds_alternative<sinks::FileSinkOptions>(sink)) return kFileSink;
+  if (std::holds_alternative<sinks::WorkerSinkOptions>(sink)) return kWorkerSink;
   // One connection per delivery in flight, and one being replaced.
-  if (sink.type == "http") return 2 * static_cast<std::uint64_t>(std::max(concurrency, 1)) + 2;
+  if (std::holds_alternative<sinks::HttpSinkOptions>(sink))
+    return 2 * static_cast<std::uint64_t>(std::max(concurrency, 1)) + 2;
   return 0;
 }
 
@@ -49,14 +51,15 @@ DescriptorBudget plan_descriptors(std::uint64_t limit, const config::DaemonConfi
   std::size_t computed = 0;
   std::uint64_t explicit_sessions = 0;
   for (const auto& bc : config.broadcast) {
-    if (bc.sink.type != "websocket") continue;
+    const auto* websocket = std::get_if<sinks::WebSocketSinkOptions>(&bc.sink);
+    if (!websocket) continue;
     DescriptorBudget::Gateway g;
     g.subscription = bc.spec.name;
-    g.computed = bc.sink.max_sessions <= 0;
+    g.computed = websocket->max_sessions == 0;
     if (g.computed) {
       ++computed;
     } else {
-      g.max_sessions = static_cast<std::size_t>(bc.sink.max_sessions);
+      g.max_sessions = websocket->max_sessions;
       explicit_sessions += g.max_sessions;
     }
     budget.gateways.push_back(g);

@@ -21,7 +21,7 @@ std::string errno_text(const std::string& what, const std::string& path, int err
 
 }  // namespace
 
-FileSink::FileSink(std::string path, FsyncPolicy fsync) : path_(std::move(path)), fsync_(fsync) {
+FileSink::FileSink(const FileSinkOptions& options) : path_(options.path), fsync_(options.fsync) {
   std::lock_guard lock(mu_);
   if (auto error = open_locked(); !error.empty()) healthy_ = false;
 }

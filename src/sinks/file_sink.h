@@ -15,14 +15,12 @@
 
 namespace natsfleet::sinks {
 
-enum class FsyncPolicy { never, batch };
-
 class FileSink : public Sink {
  public:
   // Creates the parent directories and opens the file (O_APPEND|O_CREAT). A file that cannot be
   // opened is not an error here: deliver() retries the open and answers retry while it fails, so a
   // disk that comes back does not need a restart.
-  FileSink(std::string path, FsyncPolicy fsync);
+  explicit FileSink(const FileSinkOptions& options);
   ~FileSink() override;
   FileSink(const FileSink&) = delete;
   FileSink& operator=(const FileSink&) = delete;

@@ -263,7 +263,7 @@ class HttpSink::Connection {
   beast::flat_buffer buffer_;
 };
 
-HttpSink::HttpSink(HttpOptions options) : options_(std::move(options)) {
+HttpSink::HttpSink(HttpSinkOptions options) : options_(std::move(options)) {
   std::string why;
   auto url = parse_http_url(options_.url, why);
   if (!url) throw std::invalid_argument("http sink: " + why + ": " + redact_url(options_.url));

@@ -20,14 +20,6 @@
 
 namespace natsfleet::sinks {
 
-struct HttpOptions {
-  std::string url;                             // http://host[:port][/path] or https://...
-  std::chrono::milliseconds timeout{30000};    // the whole exchange: connect, TLS, request, reply
-  std::map<std::string, std::string> headers;  // sent with every request, after the Nats-* ones
-  std::string ca_file;  // PEM trusted in addition to the system CAs (a private CA, tests)
-  size_t max_idle_connections = 16;
-};
-
 struct HttpUrl {
   bool tls = false;
   std::string host;    // without brackets for IPv6
@@ -46,7 +38,7 @@ std::chrono::milliseconds http_retry_delay(std::string_view retry_after, uint64_
 class HttpSink : public Sink {
  public:
   // Throws std::invalid_argument for an unusable url or a ca_file that cannot be loaded.
-  explicit HttpSink(HttpOptions options);
+  explicit HttpSink(HttpSinkOptions options);
   ~HttpSink() override;
   HttpSink(const HttpSink&) = delete;
   HttpSink& operator=(const HttpSink&) = delete;
@@ -67,7 +59,7 @@ class HttpSink : public Sink {
   bool begin_exchange(Connection* connection);
   void end_exchange(Connection* connection);
 
-  const HttpOptions options_;
+  const HttpSinkOptions options_;
   HttpUrl url_;
   std::string host_header_;
   std::unique_ptr<Tls> tls_;  // null for http

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <stdexcept>
+#include <system_error>
+#include <variant>
 
 #include "sinks/file_sink.h"
 #include "sinks/http_sink.h"
@@ -32,64 +34,46 @@ bool executable_in_path(const std::string& program) {
   }
 }
 
+std::unique_ptr<Sink> build(const FileSinkOptions& options) {
+  return std::make_unique<FileSink>(options);
+}
+
+std::unique_ptr<Sink> build(const StdoutSinkOptions&) { return std::make_unique<StdoutSink>(); }
+
+std::unique_ptr<Sink> build(const WorkerSinkOptions& options) {
+  // An empty command is the WorkerSink's own error.
+  if (!options.command.empty() && !executable_in_path(options.command.front()))
+    throw std::invalid_argument("worker sink: " + options.command.front() +
+                                " is not an executable program (no shell is used)");
+  return std::make_unique<WorkerSink>(options);
+}
+
+std::unique_ptr<Sink> build(const HttpSinkOptions& options) {
+  return std::make_unique<HttpSink>(options);
+}
+
+std::unique_ptr<Sink> build(const WebSocketSinkOptions& options) {
+  // Left at 0, every status would go to no session and be acked all the same.
+  if (options.key_token < 1)
+    throw std::invalid_argument("websocket sink: key_token " + std::to_string(options.key_token) +
+                                " names no subject token (they count from 1)");
+  return std::make_unique<WebSocketSink>(options);
+}
+
 }  // namespace
 
-std::unique_ptr<Sink> make_sink(const SinkOptions& options) {
-  if (options.type == "stdout") return std::make_unique<StdoutSink>();
-  if (options.type == "file") {
-    if (options.path.empty()) throw std::invalid_argument("file sink: path is empty");
-    FsyncPolicy fsync;
-    if (options.fsync == "never") {
-      fsync = FsyncPolicy::never;
-    } else if (options.fsync == "batch") {
-      fsync = FsyncPolicy::batch;
-    } else {
-      throw std::invalid_argument("file sink: fsync must be \"never\" or \"batch\", not \"" +
-                                  options.fsync + "\"");
-    }
-    return std::make_unique<FileSink>(options.path, fsync);
+// The sinks' constructors throw (they are also used alone, by tests); this is where that becomes
+// a Result.
+Result<std::unique_ptr<Sink>> make_sink(const SinkConfig& config) {
+  try {
+    return std::visit([](const auto& options) { return build(options); }, config);
+  } catch (const std::invalid_argument& e) {
+    return Error{make_error_code(Errc::invalid_argument), e.what()};
+  } catch (const std::system_error& e) {
+    // A sink's own thread (a worker's supervisor, a websocket gateway) the system refused.
+    return Error{make_error_code(Errc::no_resources),
+                 std::string(sink_type(config)) + " sink: cannot start: " + e.what()};
   }
-  if (options.type == "websocket") {
-    const size_t colon = options.listen.rfind(':');
-    if (colon == std::string::npos)
-      throw std::invalid_argument("websocket sink: listen must be host:port, not \"" +
-                                  options.listen + "\"");
-    WebSocketSinkOptions ws;
-    ws.host = options.listen.substr(0, colon);
-    if (ws.host.size() >= 2 && ws.host.front() == '[')
-      ws.host = ws.host.substr(1, ws.host.size() - 2);
-    ws.port = std::stoi(options.listen.substr(colon + 1));
-    ws.key_token = options.key_token;
-    ws.web_root = options.web_root;
-    ws.max_sessions = options.max_sessions;
-    ws.max_http_connections = options.max_http_connections;
-    ws.allowed_origins = options.allowed_origins;
-    ws.token_secret_file = options.token_secret_file;
-    ws.member_header = options.member_header;
-    return std::make_unique<WebSocketSink>(ws);
-  }
-  if (options.timeout <= std::chrono::milliseconds::zero())
-    throw std::invalid_argument(options.type + " sink: timeout must be positive");
-  if (options.type == "worker") {
-    if (options.command.empty() || options.command.front().empty())
-      throw std::invalid_argument("worker sink: command is empty");
-    if (!executable_in_path(options.command.front()))
-      throw std::invalid_argument("worker sink: " + options.command.front() +
-                                  " is not an executable program (no shell is used)");
-    WorkerOptions worker;
-    worker.argv = options.command;
-    worker.timeout = options.timeout;
-    return std::make_unique<WorkerSink>(std::move(worker));
-  }
-  if (options.type == "http") {
-    HttpOptions http;
-    http.url = options.url;
-    http.timeout = options.timeout;
-    http.headers = options.headers;
-    return std::make_unique<HttpSink>(std::move(http));
-  }
-  throw std::invalid_argument("unknown sink type \"" + options.type +
-                              "\" (file, stdout, worker or http)");
 }
 
 }  // namespace natsfleet::sinks

@@ -2,17 +2,18 @@
 // endpoint, or (for a broadcast) the WebSocket sessions this replica holds. A Sink turns "the
 // message was taken" into the Disposition the fleet sends the broker.
 //
-//   auto sink = natsfleet::sinks::make_sink({.type = "file", .path = "out/mail.jsonl"});
-//   SinkResult r = sink->deliver(message, "mail-relay");  // publish r.publish, then settle
+//   auto sink = natsfleet::sinks::make_sink(FileSinkOptions{.path = "out/mail.jsonl"});
+//   if (!sink) return sink.error();
+//   SinkResult r = sink.value()->deliver(message, "mail-relay");  // publish r.publish, then settle
 #pragma once
 
-#include <chrono>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "natsfleet/error.h"
 #include "natsfleet/message.h"
+#include "sinks/sink_options.h"
 
 namespace natsfleet::sinks {
 
@@ -56,27 +57,12 @@ class Sink {
   virtual void stop() {}
 };
 
-// The sink section of the config, one field a line.
-struct SinkOptions {
-  std::string type;                            // file | stdout | worker | http | websocket
-  std::string path;                            // file
-  std::string fsync = "never";                 // file: never | batch
-  std::vector<std::string> command;            // worker: argv, no shell
-  std::chrono::milliseconds timeout{30000};    // worker: answer; http: whole exchange
-  std::string url;                             // http: http://host[:port]/path or https://...
-  std::map<std::string, std::string> headers;  // http: sent with every request
-  std::string listen;                          // websocket: host:port
-  int key_token = 1;                           // websocket: subject token naming the session key
-  std::string web_root;                        // websocket: optional static files
-  size_t max_sessions = 10000;                 // websocket
-  size_t max_http_connections = 1024;          // websocket: connections not (yet) upgraded
-  std::vector<std::string> allowed_origins;    // websocket: page origins that may attach
-  std::string token_secret_file;               // websocket: member tokens' secret, read at start
-  std::string member_header;                   // websocket: set by an authenticating proxy
-};
-
-// Throws std::invalid_argument naming the bad option (unknown type, missing path, empty command,
-// a program that is not executable, an unusable url, fsync not never|batch, timeout <= 0).
-std::unique_ptr<Sink> make_sink(const SinkOptions& options);
+// Builds the sink `config` holds, which starts what it needs (a worker process, a gateway's
+// listener). Each error names the sink's type: Errc::invalid_argument when the options or the
+// machine make the sink unusable (a program that is not executable, an unusable url, an address
+// in use, an unreadable token secret), Errc::no_resources when the system refused a thread.
+// The config parser has checked every field already (with file, line and key); what is left here
+// can only be known by trying.
+Result<std::unique_ptr<Sink>> make_sink(const SinkConfig& config);
 
 }  // namespace natsfleet::sinks

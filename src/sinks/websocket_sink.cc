@@ -13,7 +13,7 @@ namespace natsfleet::sinks {
 WebSocketSink::WebSocketSink(WebSocketSinkOptions options) : options_(std::move(options)) {
   relay::GatewayOptions gateway;
   gateway.host = options_.host;
-  gateway.port = static_cast<uint16_t>(options_.port);
+  gateway.port = options_.port;
   gateway.web_root = options_.web_root;
   gateway.max_sessions = options_.max_sessions;
   gateway.max_http_connections = options_.max_http_connections;

@@ -15,20 +15,6 @@
 
 namespace natsfleet::sinks {
 
-struct WebSocketSinkOptions {
-  std::string host = "127.0.0.1";
-  int port = 0;
-  int key_token = 1;  // 1-based
-  std::string web_root;
-  size_t max_sessions = 10000;
-  size_t max_http_connections = 1024;
-  std::vector<std::string> allowed_origins;  // see relay::GatewayOptions
-  // The member tokens' secret is read from this file when the sink starts (trailing line breaks
-  // removed); it is never logged. Empty: no tokens.
-  std::string token_secret_file;
-  std::string member_header;
-};
-
 class WebSocketSink final : public Sink {
  public:
   // Listens at once: throws std::invalid_argument naming the address when it cannot.

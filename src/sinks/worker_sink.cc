@@ -105,9 +105,9 @@ struct WorkerSink::InFlight {
   std::condition_variable done;
 };
 
-WorkerSink::WorkerSink(WorkerOptions options) : options_(std::move(options)) {
-  if (options_.argv.empty() || options_.argv.front().empty())
-    throw std::invalid_argument("worker command is empty");
+WorkerSink::WorkerSink(WorkerSinkOptions options) : options_(std::move(options)) {
+  if (options_.command.empty() || options_.command.front().empty())
+    throw std::invalid_argument("worker sink: command is empty");
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
   supervisor_ = std::thread([this] { supervise(); });
@@ -120,7 +120,7 @@ WorkerSink::~WorkerSink() {
 
 std::string WorkerSink::describe() const {
   std::string text = "worker";
-  for (const auto& arg : options_.argv) text += " " + arg;
+  for (const auto& arg : options_.command) text += " " + arg;
   return text;
 }
 
@@ -276,12 +276,12 @@ void WorkerSink::spawn_locked(Clock::time_point now) {
     posix_spawnattr_setflags(
         &attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
     std::vector<char*> argv;
-    for (const auto& arg : options_.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+    for (const auto& arg : options_.command) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
     const int rc = ::posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
-    if (rc != 0) error = "spawn " + options_.argv.front() + ": " + std::strerror(rc);
+    if (rc != 0) error = "spawn " + options_.command.front() + ": " + std::strerror(rc);
   }
   if (in_pair[1] >= 0) ::close(in_pair[1]);
   if (out_pipe[1] >= 0) ::close(out_pipe[1]);
@@ -300,7 +300,7 @@ void WorkerSink::spawn_locked(Clock::time_point now) {
   worker->generation = ++starts_;
   worker->started = now;
   worker_ = std::move(worker);
-  spdlog::info("worker sink: started {} (pid {})", options_.argv.front(), pid);
+  spdlog::info("worker sink: started {} (pid {})", options_.command.front(), pid);
   worker_up_.notify_all();
 }
 
@@ -315,7 +315,7 @@ void WorkerSink::note_death_locked(Clock::time_point started, Clock::time_point 
   if (static_cast<int>(deaths_.size()) > options_.crash_limit && !crash_looping_) {
     crash_looping_ = true;
     spdlog::error("worker sink: {} died {} times within {}s; unhealthy until one stays up {}s",
-                  options_.argv.front(), deaths_.size(),
+                  options_.command.front(), deaths_.size(),
                   std::chrono::duration<double>(options_.crash_window).count(),
                   std::chrono::duration<double>(options_.stable_after).count());
   }
@@ -362,7 +362,7 @@ void WorkerSink::retire_worker(std::unique_lock<std::mutex>& lock, const std::st
     worker->reaped = true;
   }
   spdlog::log(stopping ? spdlog::level::info : spdlog::level::warn,
-              "worker sink: {} (pid {}) {}: {}", options_.argv.front(), worker->pid,
+              "worker sink: {} (pid {}) {}: {}", options_.command.front(), worker->pid,
               describe_status(worker->status), reason);
   lock.lock();
   if (!stopping_) note_death_locked(worker->started, Clock::now());
@@ -382,7 +382,7 @@ void WorkerSink::expire_deliveries(std::unique_lock<std::mutex>& lock, Clock::ti
   }
   if (wedged) {
     spdlog::warn("worker sink: {} (pid {}) did not answer within {}ms; killing it",
-                 options_.argv.front(), worker_->pid, options_.timeout.count());
+                 options_.command.front(), worker_->pid, options_.timeout.count());
     ::kill(-worker_->pid, SIGKILL);
     retire_worker(lock, "worker exited (killed: no answer in time)", Clock::now(), {});
   }
@@ -394,7 +394,7 @@ void WorkerSink::handle_line(std::string_view line) {
   std::string why;
   auto answer = parse_worker_answer(line, why);
   if (!answer) {
-    spdlog::warn("worker sink: ignoring a line from {}: {}: {}", options_.argv.front(), why,
+    spdlog::warn("worker sink: ignoring a line from {}: {}: {}", options_.command.front(), why,
                  line.substr(0, 200));
     return;
   }
@@ -476,7 +476,8 @@ void WorkerSink::supervise() {
       }
       if (worker_ && now - worker_->started >= options_.stable_after) {
         quick_deaths_ = 0;
-        if (crash_looping_) spdlog::info("worker sink: {} is stable again", options_.argv.front());
+        if (crash_looping_)
+          spdlog::info("worker sink: {} is stable again", options_.command.front());
         crash_looping_ = false;
         deaths_.clear();
       }

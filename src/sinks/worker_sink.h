@@ -22,29 +22,11 @@
 
 namespace natsfleet::sinks {
 
-struct WorkerOptions {
-  std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
-  // An answer must come within this; otherwise the delivery is retried and the worker, considered
-  // wedged, is killed (SIGKILL) and restarted.
-  std::chrono::milliseconds timeout{30000};
-  // Restart waits double from min to max while the worker keeps dying young.
-  std::chrono::milliseconds restart_min{100};
-  std::chrono::milliseconds restart_max{10000};
-  // More than crash_limit deaths within crash_window make the sink unhealthy until a worker has
-  // stayed up for stable_after (which also resets the restart backoff).
-  int crash_limit = 5;
-  std::chrono::milliseconds crash_window{60000};
-  std::chrono::milliseconds stable_after{30000};
-  // stop(): after closing its stdin, how long the worker may take to finish and exit before
-  // SIGTERM, and how long after SIGTERM before SIGKILL.
-  std::chrono::milliseconds stop_grace{2000};
-  std::chrono::milliseconds term_grace{1000};
-};
-
 class WorkerSink : public Sink {
  public:
-  // Starts the worker in the background; deliveries wait (up to timeout) for it to be up.
-  explicit WorkerSink(WorkerOptions options);
+  // Starts the worker in the background; deliveries wait (up to timeout) for it to be up. Throws
+  // std::invalid_argument for an empty command, std::system_error when no thread can be started.
+  explicit WorkerSink(WorkerSinkOptions options);
   // Calls stop().
   ~WorkerSink() override;
   WorkerSink(const WorkerSink&) = delete;
@@ -86,7 +68,7 @@ class WorkerSink : public Sink {
   void complete_locked(InFlight& entry, SinkResult result);
   void wake();
 
-  const WorkerOptions options_;
+  const WorkerSinkOptions options_;
   mutable std::mutex mu_;
   std::condition_variable worker_up_;
   std::shared_ptr<Worker> worker_;  // null while none runs

@@ -583,6 +583,13 @@ subject = "member.*.status"
 sink = { type = "websocket", listen = "8090" }
 )",
      5, "broadcast[0].sink.listen", "not host:port"},
+    {"WebSocketSinkListenWithUserinfo", R"(name = "svc"
+[[broadcast]]
+name = "b"
+subject = "member.*.status"
+sink = { type = "websocket", listen = "user@127.0.0.1:8090" }
+)",
+     5, "broadcast[0].sink.listen", "not host:port"},
     {"LogFormatInvalid", R"(name = "svc"
 log_format = "xml"
 [[work]]

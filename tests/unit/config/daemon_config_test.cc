@@ -13,6 +13,10 @@
 namespace natsfleet::config {
 namespace {
 
+using sinks::HttpSinkOptions;
+using sinks::SinkConfig;
+using sinks::WebSocketSinkOptions;
+using sinks::WorkerSinkOptions;
 using std::chrono::milliseconds;
 
 // The contract's example, verbatim.
@@ -47,6 +51,10 @@ sink = { type = "stdout" }
 
 std::string source_dir() { return NATSFLEET_SOURCE_DIR; }
 
+std::string file_path(const WorkConfig& work) {
+  return std::get<sinks::FileSinkOptions>(work.sink).path;
+}
+
 TEST(DaemonConfig, ContractExampleParsesIntoExactValues) {
   const DaemonConfig config = parse_config(kContractExample, "/etc/natsfleet/mailer.toml");
   EXPECT_EQ(config.file, "/etc/natsfleet/mailer.toml");
@@ -75,10 +83,9 @@ TEST(DaemonConfig, ContractExampleParsesIntoExactValues) {
   EXPECT_EQ(work.spec.on_missing, OnMissing::recreate);
   EXPECT_EQ(work.spec.heartbeat, milliseconds(5000));
   EXPECT_EQ(work.spec.concurrency, 1);
-  EXPECT_EQ(work.sink.type, "file");
-  EXPECT_EQ(work.sink.path, "/etc/natsfleet/out/mail.jsonl");
-  EXPECT_EQ(work.sink.fsync, "never");
-  EXPECT_EQ(work.sink.line, 21);
+  EXPECT_EQ(work.sink, SinkConfig(sinks::FileSinkOptions{.path = "/etc/natsfleet/out/mail.jsonl",
+                                                         .fsync = sinks::FsyncPolicy::never}));
+  EXPECT_EQ(work.sink_line, 21);
 
   ASSERT_EQ(config.broadcast.size(), 1u);
   const BroadcastConfig& broadcast = config.broadcast[0];
@@ -86,8 +93,8 @@ TEST(DaemonConfig, ContractExampleParsesIntoExactValues) {
   EXPECT_EQ(broadcast.spec.name, "status");
   EXPECT_EQ(broadcast.spec.subject, "member.*.status");
   EXPECT_EQ(broadcast.spec.concurrency, 1);
-  EXPECT_EQ(broadcast.sink.type, "stdout");
-  EXPECT_EQ(broadcast.sink.line, 26);
+  EXPECT_EQ(broadcast.sink, SinkConfig(sinks::StdoutSinkOptions{}));
+  EXPECT_EQ(broadcast.sink_line, 26);
 }
 
 TEST(DaemonConfig, WebSocketSinkKeysSessionsByTheSubjectsWildcardToken) {
@@ -98,12 +105,12 @@ subject = "member.*.status"
 sink = { type = "websocket", listen = "127.0.0.1:8090", web_root = "web", max_sessions = 50 }
 )",
                              "/etc/natsfleet/relay.toml");
-  const SinkConfig& sink = config.broadcast.at(0).sink;
-  EXPECT_EQ(sink.type, "websocket");
-  EXPECT_EQ(sink.listen, "127.0.0.1:8090");
+  const auto& sink = std::get<WebSocketSinkOptions>(config.broadcast.at(0).sink);
+  EXPECT_EQ(sink.host, "127.0.0.1");
+  EXPECT_EQ(sink.port, 8090);
   EXPECT_EQ(sink.key_token, 2);
   EXPECT_EQ(sink.web_root, "/etc/natsfleet/web");
-  EXPECT_EQ(sink.max_sessions, 50);
+  EXPECT_EQ(sink.max_sessions, 50u);
 }
 
 TEST(DaemonConfig, WebSocketSinkDefaultsToLoopbackAndSessionsTheDescriptorsAllow) {
@@ -114,9 +121,9 @@ subject = "member.*.status"
 sink = { type = "websocket" }
 )",
                              "relay.toml");
-  const SinkConfig& sink = config.broadcast.at(0).sink;
-  EXPECT_EQ(sink.listen, "127.0.0.1:8090");
-  EXPECT_EQ(sink.max_sessions, 0) << "0: computed from the file-descriptor limit";
+  const auto& sink = std::get<WebSocketSinkOptions>(config.broadcast.at(0).sink);
+  EXPECT_EQ(sinks::listen_address(sink), "127.0.0.1:8090");
+  EXPECT_EQ(sink.max_sessions, 0u) << "0: computed from the file-descriptor limit";
   EXPECT_TRUE(sink.allowed_origins.empty());
   EXPECT_EQ(sink.token_secret_file, "");
   EXPECT_EQ(sink.member_header, "");
@@ -138,7 +145,7 @@ token_secret_file = "token.secret"
 member_header = "X-Auth-Member"
 )",
                              (dir / "relay.toml").string());
-  const SinkConfig& sink = config.broadcast.at(0).sink;
+  const auto& sink = std::get<WebSocketSinkOptions>(config.broadcast.at(0).sink);
   EXPECT_EQ(sink.allowed_origins,
             (std::vector<std::string>{"https://app.example.com", "http://localhost:3000"}));
   EXPECT_EQ(sink.token_secret_file, (dir / "token.secret").string());
@@ -259,8 +266,8 @@ sink = { type = "file", path = "/var/lib/svc/jobs.jsonl", fsync = "batch" }
   EXPECT_EQ(work.spec.dead_letter, "dead.jobs");
   EXPECT_EQ(work.spec.retry_min, milliseconds(1000));
   EXPECT_EQ(work.spec.retry_max, milliseconds(120000));
-  EXPECT_EQ(work.sink.path, "/var/lib/svc/jobs.jsonl");
-  EXPECT_EQ(work.sink.fsync, "batch");
+  EXPECT_EQ(work.sink, SinkConfig(sinks::FileSinkOptions{.path = "/var/lib/svc/jobs.jsonl",
+                                                         .fsync = sinks::FsyncPolicy::batch}));
 }
 
 TEST(DaemonConfig, WorkerAndHttpSinksReadWithTheirDefaultTimeouts) {
@@ -287,19 +294,108 @@ timeout = "2s"
 headers = { "Authorization" = "Bearer x", X-Source = "natsfleet" }
 )",
                                            "svc.toml");
-  EXPECT_EQ(config.work.at(0).sink.command,
-            (std::vector<std::string>{"/usr/bin/python3", "worker.py"}));
-  EXPECT_EQ(config.work.at(0).sink.timeout, milliseconds(30000));
-  EXPECT_EQ(config.work.at(1).sink.timeout, milliseconds(5000));
-  EXPECT_EQ(config.work.at(2).sink.url, "http://127.0.0.1:8080/hook");
-  EXPECT_EQ(config.work.at(2).sink.timeout, milliseconds(10000));
-  EXPECT_TRUE(config.work.at(2).sink.headers.empty());
-  const SinkConfig& hook = config.broadcast.at(0).sink;
-  EXPECT_EQ(hook.line, 17);
+  const auto& worker = std::get<WorkerSinkOptions>(config.work.at(0).sink);
+  EXPECT_EQ(worker.command, (std::vector<std::string>{"/usr/bin/python3", "worker.py"}));
+  EXPECT_EQ(worker.timeout, milliseconds(30000));
+  EXPECT_EQ(std::get<WorkerSinkOptions>(config.work.at(1).sink).timeout, milliseconds(5000));
+  const auto& http = std::get<HttpSinkOptions>(config.work.at(2).sink);
+  EXPECT_EQ(http.url, "http://127.0.0.1:8080/hook");
+  EXPECT_EQ(http.timeout, milliseconds(10000));
+  EXPECT_TRUE(http.headers.empty());
+  const auto& hook = std::get<HttpSinkOptions>(config.broadcast.at(0).sink);
+  EXPECT_EQ(config.broadcast.at(0).sink_line, 17);
   EXPECT_EQ(hook.url, "https://hooks.example.com/x");
   EXPECT_EQ(hook.timeout, milliseconds(2000));
   EXPECT_EQ(hook.headers, (std::map<std::string, std::string>{{"Authorization", "Bearer x"},
                                                               {"X-Source", "natsfleet"}}));
+}
+
+// Each sink type's defaults live in its options struct only: a sink table with no more than its
+// required keys reads as that struct default-constructed, and those are the README's defaults.
+TEST(DaemonConfig, ASinkTableWithOnlyItsRequiredKeysGetsTheDocumentedDefaults) {
+  const DaemonConfig config = parse_config(R"(name = "svc"
+[[work]]
+name = "f"
+subject = "a.f"
+sink = { type = "file", path = "/out/f.jsonl" }
+[[work]]
+name = "s"
+subject = "a.s"
+sink = { type = "stdout" }
+[[work]]
+name = "w"
+subject = "a.w"
+sink = { type = "worker", command = ["/usr/bin/worker"] }
+[[work]]
+name = "h"
+subject = "a.h"
+sink = { type = "http", url = "https://hooks.example.com/x" }
+[[broadcast]]
+name = "g"
+subject = "member.*.status"
+sink = { type = "websocket" }
+)",
+                                           "/etc/svc.toml");
+  const auto& file = std::get<sinks::FileSinkOptions>(config.work.at(0).sink);
+  EXPECT_EQ(file, (sinks::FileSinkOptions{.path = "/out/f.jsonl"}));
+  EXPECT_EQ(file.fsync, sinks::FsyncPolicy::never);
+
+  EXPECT_EQ(config.work.at(1).sink, SinkConfig(sinks::StdoutSinkOptions{}));
+
+  const auto& worker = std::get<WorkerSinkOptions>(config.work.at(2).sink);
+  EXPECT_EQ(worker, (WorkerSinkOptions{.command = {"/usr/bin/worker"}}));
+  EXPECT_EQ(worker.timeout, milliseconds(30000));
+
+  const auto& http = std::get<HttpSinkOptions>(config.work.at(3).sink);
+  EXPECT_EQ(http, (HttpSinkOptions{.url = "https://hooks.example.com/x"}));
+  EXPECT_EQ(http.timeout, milliseconds(10000));
+  EXPECT_TRUE(http.headers.empty());
+
+  // key_token is the one value the config derives: the subject's first '*'.
+  const auto& websocket = std::get<WebSocketSinkOptions>(config.broadcast.at(0).sink);
+  EXPECT_EQ(websocket, (WebSocketSinkOptions{.key_token = 2}));
+  EXPECT_EQ(sinks::listen_address(websocket), "127.0.0.1:8090");
+  EXPECT_EQ(websocket.max_sessions, 0u) << "0: the daemon sizes it from the descriptor limit";
+  EXPECT_EQ(websocket.web_root, "");
+  EXPECT_TRUE(websocket.allowed_origins.empty());
+  EXPECT_EQ(websocket.token_secret_file, "");
+  EXPECT_EQ(websocket.member_header, "");
+}
+
+TEST(DaemonConfig, AnUnknownSinkTypeIsNamedWithEveryKnownOne) {
+  try {
+    (void)parse_config(R"(name = "svc"
+[[broadcast]]
+name = "g"
+subject = "a.b"
+sink = { type = "kafka" }
+)",
+                       "svc.toml");
+    FAIL() << "a kafka sink was accepted";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(error.line(), 5);
+    EXPECT_EQ(error.key(), "broadcast[0].sink.type");
+    EXPECT_EQ(error.problem(),
+              "unknown sink type 'kafka' (known: file, stdout, worker, http, websocket)");
+  }
+}
+
+TEST(DaemonConfig, AWebSocketListenAddressIsReadIntoHostAndPort) {
+  auto listen = [](const std::string& address) {
+    const DaemonConfig config = parse_config(R"(name = "relay"
+[[broadcast]]
+name = "status"
+subject = "member.*.status"
+sink = { type = "websocket", listen = ")" + address +
+                                                 R"(" }
+)",
+                                             "relay.toml");
+    const auto& sink = std::get<WebSocketSinkOptions>(config.broadcast.at(0).sink);
+    return sink.host + " " + std::to_string(sink.port);
+  };
+  EXPECT_EQ(listen("0.0.0.0:8091"), "0.0.0.0 8091");
+  EXPECT_EQ(listen("[::1]:0"), "::1 0");
+  EXPECT_EQ(listen("localhost:9000"), "localhost 9000");
 }
 
 TEST(DaemonConfig, RelativeFileSinkPathIsResolvedAgainstTheConfigDirectory) {
@@ -314,11 +410,11 @@ subject = "a.c"
 sink = { type = "file", path = "/abs/v.jsonl" }
 )";
   const DaemonConfig nested = parse_config(kText, "deploy/prod/svc.toml");
-  EXPECT_EQ(nested.work.at(0).sink.path, "deploy/prod/out/w.jsonl");
-  EXPECT_EQ(nested.work.at(1).sink.path, "/abs/v.jsonl");
+  EXPECT_EQ(file_path(nested.work.at(0)), "deploy/prod/out/w.jsonl");
+  EXPECT_EQ(file_path(nested.work.at(1)), "/abs/v.jsonl");
   // No directory part: the config is in the working directory, and so are its files.
   const DaemonConfig here = parse_config(kText, "svc.toml");
-  EXPECT_EQ(here.work.at(0).sink.path, "out/w.jsonl");
+  EXPECT_EQ(file_path(here.work.at(0)), "out/w.jsonl");
 }
 
 TEST(DaemonConfig, LoadConfigReadsTheFileAndResolvesItsPaths) {
@@ -326,7 +422,7 @@ TEST(DaemonConfig, LoadConfigReadsTheFileAndResolvesItsPaths) {
   const DaemonConfig config = load_config(dir + "/mailer.toml");
   EXPECT_EQ(config.file, dir + "/mailer.toml");
   EXPECT_EQ(config.fleet.name, "mailer");
-  EXPECT_EQ(config.work.at(0).sink.path, dir + "/out/mail.jsonl");
+  EXPECT_EQ(file_path(config.work.at(0)), dir + "/out/mail.jsonl");
   EXPECT_EQ(config.fleet.credentials_file, dir + "/svc.creds");
   EXPECT_EQ(config.broadcast.at(0).spec.subject, "member.*.status");
 }

@@ -167,10 +167,11 @@ TEST(Lint, BroadcastShadowsWorkInOneConfigBuiltInCode) {
   config.file = "built";
   config.fleet.servers = {"nats://10.0.0.1:4222"};
   config.work.push_back({.spec = {.name = "status", .subject = "a.b"},
-                         .sink = {.type = "file", .path = "x"},
+                         .sink = sinks::FileSinkOptions{.path = "x"},
                          .line = 3});
-  config.broadcast.push_back(
-      {.spec = {.name = "status", .subject = "c.d"}, .sink = {.type = "stdout"}, .line = 8});
+  config.broadcast.push_back({.spec = {.name = "status", .subject = "c.d"},
+                              .sink = sinks::StdoutSinkOptions{},
+                              .line = 8});
   const auto findings = lint_others(config);
   ASSERT_EQ(rules(findings), std::vector<std::string>{"broadcast-shadows-work"});
   EXPECT_EQ(findings[0].line, 8);
@@ -204,7 +205,8 @@ TEST(Lint, AckPendingBelowConcurrencyInAConfigBuiltInCode) {
   DaemonConfig config;
   config.file = "built";
   config.fleet.servers = {"nats://10.0.0.1:4222"};
-  WorkConfig work{.spec = {.name = "w", .subject = "a.b"}, .sink = {.type = "file", .path = "x"}};
+  WorkConfig work{.spec = {.name = "w", .subject = "a.b"},
+                  .sink = sinks::FileSinkOptions{.path = "x"}};
   work.spec.concurrency = 8;
   work.spec.max_ack_pending = 4;
   work.line = 5;

@@ -20,7 +20,7 @@ TEST(FileSink, AppendsOneParseableRecordPerLineAndCreatesParentDirectories) {
   TempDir dir;
   const auto path = dir.path() / "out" / "nested" / "mail.jsonl";
   {
-    FileSink sink(path, FsyncPolicy::never);
+    FileSink sink({.path = path, .fsync = FsyncPolicy::never});
     for (uint64_t seq = 1; seq <= 3; ++seq) {
       auto r = sink.deliver(js_message("m" + std::to_string(seq), seq), "mail-relay");
       EXPECT_EQ(r.disposition.kind(), Disposition::Kind::ack) << r.error;
@@ -29,7 +29,7 @@ TEST(FileSink, AppendsOneParseableRecordPerLineAndCreatesParentDirectories) {
     EXPECT_EQ(sink.describe(), "file " + path.string());
   }
   // A second sink on the same file appends rather than truncating.
-  FileSink again(path, FsyncPolicy::never);
+  FileSink again({.path = path, .fsync = FsyncPolicy::never});
   EXPECT_EQ(again.deliver(js_message("m4", 4), "mail-relay").disposition.kind(),
             Disposition::Kind::ack);
 
@@ -46,7 +46,7 @@ TEST(FileSink, AppendsOneParseableRecordPerLineAndCreatesParentDirectories) {
 TEST(FileSink, ConcurrentDeliveriesWriteWholeLines) {
   TempDir dir;
   const auto path = dir.path() / "mail.jsonl";
-  FileSink sink(path, FsyncPolicy::never);
+  FileSink sink({.path = path, .fsync = FsyncPolicy::never});
   constexpr int kThreads = 8;
   constexpr int kPerThread = 1000;
   // Big enough payloads that interleaved writes would show as broken JSON.
@@ -78,7 +78,7 @@ TEST(FileSink, ConcurrentDeliveriesWriteWholeLines) {
 
 TEST(FileSink, BatchFsyncAcksOnlyAfterASync) {
   TempDir dir;
-  FileSink sink(dir.path() / "mail.jsonl", FsyncPolicy::batch);
+  FileSink sink({.path = dir.path() / "mail.jsonl", .fsync = FsyncPolicy::batch});
   // One at a time, every ack has needed a sync of its own.
   for (uint64_t i = 1; i <= 5; ++i) {
     auto r = sink.deliver(js_message("m", i), "s");
@@ -90,7 +90,7 @@ TEST(FileSink, BatchFsyncAcksOnlyAfterASync) {
 TEST(FileSink, BatchFsyncSharesSyncsBetweenConcurrentDeliveries) {
   TempDir dir;
   const auto path = dir.path() / "mail.jsonl";
-  FileSink sink(path, FsyncPolicy::batch);
+  FileSink sink({.path = path, .fsync = FsyncPolicy::batch});
   constexpr int kThreads = 8;
   constexpr int kPerThread = 300;
   std::vector<std::thread> threads;
@@ -112,7 +112,7 @@ TEST(FileSink, BatchFsyncSharesSyncsBetweenConcurrentDeliveries) {
 
 TEST(FileSink, PathThatIsADirectoryIsRetryableWithoutCrashing) {
   TempDir dir;
-  FileSink sink(dir.path(), FsyncPolicy::never);
+  FileSink sink({.path = dir.path(), .fsync = FsyncPolicy::never});
   auto r = sink.deliver(js_message("m"), "s");
   EXPECT_EQ(r.disposition.kind(), Disposition::Kind::retry);
   EXPECT_NE(r.error.find("open"), std::string::npos) << r.error;
@@ -120,7 +120,7 @@ TEST(FileSink, PathThatIsADirectoryIsRetryableWithoutCrashing) {
 }
 
 TEST(FileSink, PathUnderProcIsRetryableWithoutCrashing) {
-  FileSink sink("/proc/self/no-such-dir/out.jsonl", FsyncPolicy::batch);
+  FileSink sink({.path = "/proc/self/no-such-dir/out.jsonl", .fsync = FsyncPolicy::batch});
   auto r = sink.deliver(js_message("m"), "s");
   EXPECT_EQ(r.disposition.kind(), Disposition::Kind::retry);
   EXPECT_FALSE(r.error.empty());
@@ -129,7 +129,7 @@ TEST(FileSink, PathUnderProcIsRetryableWithoutCrashing) {
 
 TEST(FileSink, FullDiskIsRetryableWithTheError) {
   // /dev/full accepts the open and fails every write with ENOSPC.
-  FileSink sink("/dev/full", FsyncPolicy::never);
+  FileSink sink({.path = "/dev/full", .fsync = FsyncPolicy::never});
   auto r = sink.deliver(js_message("m"), "s");
   EXPECT_EQ(r.disposition.kind(), Disposition::Kind::retry);
   EXPECT_NE(r.error.find(std::strerror(ENOSPC)), std::string::npos) << r.error;
@@ -140,7 +140,7 @@ TEST(FileSink, AFileMovedAwayIsNoticedAndThePathOpenedAgain) {
   TempDir dir;
   const auto path = dir.path() / "mail.jsonl";
   const auto rotated = dir.path() / "mail.jsonl.1";
-  FileSink sink(path, FsyncPolicy::never);
+  FileSink sink({.path = path, .fsync = FsyncPolicy::never});
   ASSERT_EQ(sink.deliver(js_message("before"), "s").disposition.kind(), Disposition::Kind::ack);
   std::filesystem::rename(path, rotated);
   // Within about a second, records go to the path again (a new file) instead of the moved one.
@@ -160,7 +160,7 @@ TEST(FileSink, OpenIsRetriedOnceThePathBecomesWritable) {
   const auto blocker = dir.path() / "out";
   { std::ofstream(blocker) << "a file where the directory should be"; }
   const auto path = blocker / "mail.jsonl";
-  FileSink sink(path, FsyncPolicy::never);
+  FileSink sink({.path = path, .fsync = FsyncPolicy::never});
   EXPECT_EQ(sink.deliver(js_message("m"), "s").disposition.kind(), Disposition::Kind::retry);
   std::filesystem::remove(blocker);
   auto r = sink.deliver(js_message("m"), "s");
@@ -171,7 +171,7 @@ TEST(FileSink, OpenIsRetriedOnceThePathBecomesWritable) {
 
 TEST(FileSink, DeliverAfterStopIsRetryable) {
   TempDir dir;
-  FileSink sink(dir.path() / "mail.jsonl", FsyncPolicy::batch);
+  FileSink sink({.path = dir.path() / "mail.jsonl", .fsync = FsyncPolicy::batch});
   sink.stop();
   auto r = sink.deliver(js_message("m"), "s");
   EXPECT_EQ(r.disposition.kind(), Disposition::Kind::retry);

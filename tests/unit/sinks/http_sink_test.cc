@@ -32,8 +32,8 @@ TestHttpServer::Handler always(int status,
   };
 }
 
-HttpOptions options_for(const std::string& url, std::chrono::milliseconds timeout = 5s) {
-  HttpOptions o;
+HttpSinkOptions options_for(const std::string& url, std::chrono::milliseconds timeout = 5s) {
+  HttpSinkOptions o;
   o.url = url;
   o.timeout = timeout;
   return o;

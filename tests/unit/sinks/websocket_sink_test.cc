@@ -4,8 +4,6 @@
 
 #include <stdexcept>
 
-#include "sinks/sink.h"
-
 namespace natsfleet::sinks {
 namespace {
 
@@ -18,7 +16,7 @@ TEST(WebSocketSink, TheKeyIsTheNamedSubjectToken) {
 }
 
 TEST(WebSocketSink, AcksEveryStatusWhetherOrNotASessionIsHere) {
-  auto sink = make_sink({.type = "websocket", .listen = "127.0.0.1:0", .key_token = 2});
+  auto sink = std::make_unique<WebSocketSink>(WebSocketSinkOptions{.port = 0, .key_token = 2});
   auto result = sink->deliver(Message("member.alice.status", "{}", {}), "status");
   EXPECT_EQ(result.disposition.kind(), Disposition::Kind::ack);
   EXPECT_NE(sink->describe().find("subject token 2"), std::string::npos) << sink->describe();
@@ -29,7 +27,7 @@ TEST(WebSocketSink, AnAddressInUseIsAnErrorNamingIt) {
   auto first = std::make_unique<WebSocketSink>(WebSocketSinkOptions{.port = 0});
   const int port = first->port();
   try {
-    WebSocketSink second({.port = port});
+    WebSocketSink second({.port = static_cast<std::uint16_t>(port)});
     FAIL() << "a second sink listened on the same port";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find(std::to_string(port)), std::string::npos) << e.what();

@@ -26,9 +26,9 @@ std::vector<std::string> script(const std::string& name, std::vector<std::string
   return argv;
 }
 
-WorkerOptions fast(std::vector<std::string> argv, std::chrono::milliseconds timeout = 10s) {
-  WorkerOptions o;
-  o.argv = std::move(argv);
+WorkerSinkOptions fast(std::vector<std::string> argv, std::chrono::milliseconds timeout = 10s) {
+  WorkerSinkOptions o;
+  o.command = std::move(argv);
   o.timeout = timeout;
   o.restart_min = 10ms;
   o.restart_max = 100ms;
