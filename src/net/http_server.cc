@@ -469,7 +469,7 @@ Result<void> HttpServer::Impl::start() {
   if (endpoints.empty()) return fail("resolve", asio::error::host_not_found);
 
   acceptor_ = std::make_unique<tcp::acceptor>(asio::make_strand(core_->ioc));
-  if (auto failed = sockets::listen_at(*acceptor_, endpoints.begin()->endpoint()))
+  if (auto failed = listen_at(*acceptor_, endpoints.begin()->endpoint()))
     return fail(failed->step, failed->error);
   const tcp::endpoint bound = acceptor_->local_endpoint(ec);
   if (ec) return fail("listen on", ec);
@@ -522,7 +522,7 @@ void HttpServer::Impl::retry_accept(beast::error_code ec) {
 
 void HttpServer::Impl::serve(tcp::socket socket) noexcept {
   try {
-    sockets::close_on_exec(socket.native_handle());
+    close_on_exec(socket.native_handle());
     auto connection = std::make_shared<HttpConnection>(std::move(socket), core_);
     std::shared_ptr<HttpConnection> victim;
     if (!core_->admit(victim)) {
