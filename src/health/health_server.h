@@ -1,5 +1,5 @@
 // The daemon's HTTP endpoints: GET /healthz (live), /readyz (ready, with reasons), /metrics
-// (Prometheus text) and /status (JSON), served by Boost.Beast on its own thread.
+// (Prometheus text) and /status (JSON), served by a net::HttpServer on a thread of its own.
 //
 //   HealthServer server({.listen = "127.0.0.1:9464"}, [&] { return fleet.health(); }, metrics,
 //                       "mailer");

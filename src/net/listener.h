@@ -1,5 +1,5 @@
-// How natsfleet's HTTP servers (the health endpoints, the relay's WebSocket gateway) open their
-// listening socket, so both behave alike: close-on-exec, address reuse, the failing step named.
+// How net::HttpServer opens its listening socket and keeps its sockets from child processes:
+// close-on-exec, address reuse, the failing step named.
 #pragma once
 
 #include <fcntl.h>
@@ -8,7 +8,7 @@
 #include <boost/system/error_code.hpp>
 #include <optional>
 
-namespace natsfleet::sockets {
+namespace natsfleet::net {
 
 // Asio opens and accepts sockets without close-on-exec: a process the daemon spawns (a worker
 // sink) would otherwise inherit them and keep the port bound after the server stops.
@@ -40,4 +40,4 @@ inline std::optional<ListenFailure> listen_at(boost::asio::ip::tcp::acceptor& ac
   return std::nullopt;
 }
 
-}  // namespace natsfleet::sockets
+}  // namespace natsfleet::net

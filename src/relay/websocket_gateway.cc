@@ -9,7 +9,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
@@ -18,81 +17,56 @@
 #include <exception>
 #include <fstream>
 #include <iterator>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
-#include <unordered_map>
 #include <utility>
-#include <vector>
+#include <variant>
 
-#include "net/listener.h"
+#include "net/http_server.h"
 #include "relay/member_route.h"
 #include "relay/member_token.h"
 #include "relay/static_files.h"
 
 namespace natsfleet::relay {
 
+namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace websocket = beast::websocket;
-namespace net = boost::asio;
 namespace fs = std::filesystem;
-using tcp = net::ip::tcp;
+using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
+using net::Answer;
+using net::Request;
+using net::Response;
+using net::text_response;
 
 namespace {
 
-constexpr std::size_t kHeaderLimit = std::size_t{8} * 1024;
-constexpr std::size_t kBodyLimit = std::size_t{8} * 1024;  // nothing served here takes a body
 constexpr std::uintmax_t kMaxStaticFileBytes = std::uintmax_t{16} * 1024 * 1024;
-constexpr auto kAcceptRetry = std::chrono::milliseconds(100);
-constexpr auto kStopPoll = std::chrono::milliseconds(5);
 constexpr std::string_view kWebSocketPath = "/ws";
 
-// No exception may leave an io handler: one that does ends its connection (`finish`), never the
-// gateway. `who` names the connection kind in the log.
+// No exception may leave an io handler: one that does ends its session (`finish`), never the
+// gateway.
 template <typename F, typename Finish>
-void run_guarded(const char* who, F&& f, Finish&& finish) noexcept {
+void run_guarded(F&& f, Finish&& finish) noexcept {
   try {
     f();
     return;
   } catch (const std::exception& e) {
-    spdlog::error("relay gateway: {}: {}", who, e.what());
+    spdlog::error("relay gateway: session: {}", e.what());
   } catch (...) {
-    spdlog::error("relay gateway: {}: unknown exception", who);
+    spdlog::error("relay gateway: session: unknown exception");
   }
   try {
     finish();
   } catch (const std::exception& e) {
-    spdlog::error("relay gateway: {}: cannot close: {}", who, e.what());
+    spdlog::error("relay gateway: session: cannot close: {}", e.what());
   } catch (...) {
-    spdlog::error("relay gateway: {}: cannot close", who);
+    spdlog::error("relay gateway: session: cannot close");
   }
 }
-
-using Request = http::request<http::string_body>;
-using Response = http::response<http::string_body>;
-
-Response text_response(http::status status, std::string body, unsigned version) {
-  Response res{status, version};
-  res.set(http::field::content_type, "text/plain; charset=utf-8");
-  res.set(http::field::cache_control, "no-store");
-  res.body() = std::move(body);
-  return res;
-}
-
-// Something stop() has to close: a plain HTTP connection or a WebSocket session.
-class Connection {
- public:
-  virtual ~Connection() = default;
-  // From stop()'s thread while the io threads run: begin a clean close on the connection's strand.
-  virtual void close_gracefully() = 0;
-  // From stop()'s thread once no io thread runs: close at once.
-  virtual void abort() = 0;
-  // From any thread: cut the connection if it is still waiting for a request (to make room).
-  virtual void evict() {}
-};
 
 // Runs the attach hook on a thread of its own, so a hook that talks to the broker never holds up
 // an io thread.
@@ -160,17 +134,17 @@ class AttachNotifier {
 // What sessions share with the gateway. Every session holds it, so a session that a concurrent
 // registry delivery keeps alive after stop() still has its io_context.
 struct Core {
-  Core(GatewayOptions o, SessionRegistry& r) : options(std::move(o)), registry(r) {}
+  Core(GatewayOptions o, SessionRegistry& r, std::shared_ptr<asio::io_context> i)
+      : io(std::move(i)), options(std::move(o)), registry(r) {}
 
+  const std::shared_ptr<asio::io_context> io;  // the HTTP server's, which the sessions' sockets use
   const GatewayOptions options;
   SessionRegistry& registry;
   fs::path web_root;  // canonical; empty: no files
-  net::io_context ioc;
   AttachNotifier notifier;
   std::atomic<bool> stopping{false};
 
   std::atomic<std::size_t> sessions{0};  // reserved at upgrade, released when the session ends
-  std::atomic<std::size_t> http_connections{0};
   std::atomic<std::uint64_t> attached{0};
   std::atomic<std::uint64_t> refused_member{0};
   std::atomic<std::uint64_t> refused_full{0};
@@ -179,60 +153,9 @@ struct Core {
   std::atomic<std::uint64_t> refused_expired{0};
   std::atomic<std::uint64_t> refused_bad_token{0};
   std::atomic<std::uint64_t> refused_member_mismatch{0};
-  std::atomic<std::uint64_t> cut_idle{0};
-  std::atomic<std::uint64_t> cut_slow{0};
-  std::atomic<std::uint64_t> evicted{0};
-  std::atomic<std::uint64_t> refused_busy{0};
   std::atomic<std::uint64_t> dropped_slow{0};
   std::atomic<std::uint64_t> closed_idle{0};
   std::atomic<std::uint64_t> frames_sent{0};
-
-  std::uint64_t track(const std::shared_ptr<Connection>& c) {
-    std::lock_guard lock(connections_mu_);
-    const std::uint64_t id = next_connection_++;
-    connections_.emplace(id, c);
-    return id;
-  }
-  void untrack(std::uint64_t id) {
-    std::lock_guard lock(connections_mu_);
-    connections_.erase(id);
-  }
-  std::vector<std::shared_ptr<Connection>> live_connections() {
-    std::vector<std::shared_ptr<Connection>> live;
-    std::lock_guard lock(connections_mu_);
-    live.reserve(connections_.size());
-    for (const auto& [id, weak] : connections_) {
-      if (auto c = weak.lock()) live.push_back(std::move(c));
-    }
-    return live;
-  }
-
-  // HTTP connections waiting for a request, oldest wait first: the ones to cut when a new
-  // connection needs room. A wait ends (forget_waiting) when the request has been read.
-  std::uint64_t begin_waiting(const std::shared_ptr<Connection>& c) {
-    std::lock_guard lock(connections_mu_);
-    const std::uint64_t ticket = next_wait_++;
-    waiting_.emplace(ticket, c);
-    return ticket;
-  }
-  void forget_waiting(std::uint64_t ticket) {
-    std::lock_guard lock(connections_mu_);
-    waiting_.erase(ticket);
-  }
-  // Asks the connection that has waited longest to go; false when none is waiting.
-  bool evict_oldest_waiting() {
-    std::shared_ptr<Connection> victim;
-    {
-      std::lock_guard lock(connections_mu_);
-      while (!waiting_.empty() && !victim) {
-        victim = waiting_.begin()->second.lock();
-        waiting_.erase(waiting_.begin());
-      }
-    }
-    if (!victim) return false;
-    victim->evict();
-    return true;
-  }
 
   // Reserves a session slot; false when max_sessions are taken.
   bool reserve_session() {
@@ -242,18 +165,11 @@ struct Core {
     } while (!sessions.compare_exchange_weak(now, now + 1));
     return true;
   }
-
- private:
-  std::mutex connections_mu_;
-  std::unordered_map<std::uint64_t, std::weak_ptr<Connection>> connections_;
-  std::uint64_t next_connection_ = 1;
-  std::map<std::uint64_t, std::weak_ptr<Connection>> waiting_;
-  std::uint64_t next_wait_ = 1;
 };
 
 // One attached browser. Its socket lives on a strand; deliver() may come from any thread and only
 // touches the outbound queue (under out_mu_) and posts to the strand.
-class WsSession : public Connection,
+class WsSession : public net::Connection,
                   public RelaySession,
                   public std::enable_shared_from_this<WsSession> {
  public:
@@ -265,12 +181,10 @@ class WsSession : public Connection,
 
   ~WsSession() override {
     if (holds_slot_) --core_->sessions;
-    core_->untrack(connection_id_);
   }
 
   // Completes the upgrade the HTTP connection read.
   void accept(Request req) {
-    connection_id_ = core_->track(shared_from_this());
     upgrade_ = std::move(req);
     websocket::stream_base::timeout timeouts{};
     timeouts.handshake_timeout = core_->options.request_timeout;  // also bounds the close
@@ -298,16 +212,16 @@ class WsSession : public Connection,
       // The client is not reading: waiting for it would delay everyone else's statuses.
       closed_ = true;
       ++core_->dropped_slow;
-      net::post(ws_.get_executor(),
-                [self = shared_from_this()] { self->guarded([&] { self->finish(); }); });
+      asio::post(ws_.get_executor(),
+                 [self = shared_from_this()] { self->guarded([&] { self->finish(); }); });
       return false;
     }
     queued_bytes_ += payload->size();
     queue_.push_back(std::move(payload));
     if (!write_scheduled_) {
       write_scheduled_ = true;
-      net::post(ws_.get_executor(),
-                [self = shared_from_this()] { self->guarded([&] { self->write_next(); }); });
+      asio::post(ws_.get_executor(),
+                 [self = shared_from_this()] { self->guarded([&] { self->write_next(); }); });
     }
     return true;
   }
@@ -318,7 +232,7 @@ class WsSession : public Connection,
   }
 
   void close_gracefully() override {
-    net::post(ws_.get_executor(), [self = shared_from_this()] {
+    asio::post(ws_.get_executor(), [self = shared_from_this()] {
       self->guarded([&] { self->start_close(websocket::close_code::going_away); });
     });
   }
@@ -328,7 +242,7 @@ class WsSession : public Connection,
  private:
   template <typename F>
   void guarded(F&& f) noexcept {
-    run_guarded("session", std::forward<F>(f), [this] { finish(); });
+    run_guarded(std::forward<F>(f), [this] { finish(); });
   }
 
   void on_accept(beast::error_code ec) {
@@ -407,7 +321,7 @@ class WsSession : public Connection,
       queued_bytes_ -= current_->size();
     }
     ws_.text(true);
-    ws_.async_write(net::buffer(*current_),
+    ws_.async_write(asio::buffer(*current_),
                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
                       self->guarded([&] { self->on_write(ec); });
                     });
@@ -455,7 +369,6 @@ class WsSession : public Connection,
       registered_ = false;
       core_->registry.remove(registry_id_);
     }
-    core_->untrack(connection_id_);
     if (holds_slot_) {
       holds_slot_ = false;
       --core_->sessions;
@@ -465,7 +378,7 @@ class WsSession : public Connection,
 
   const std::shared_ptr<Core> core_;  // first: destroyed last, after the socket
   websocket::stream<beast::tcp_stream> ws_;
-  net::steady_timer timer_;
+  asio::steady_timer timer_;
   const std::string member_;
   Request upgrade_;
   beast::flat_buffer buffer_;
@@ -475,9 +388,8 @@ class WsSession : public Connection,
   Clock::time_point last_heard_{};
   Clock::time_point last_ping_{};
   SessionId registry_id_ = 0;
-  std::uint64_t connection_id_ = 0;
   bool registered_ = false;
-  bool holds_slot_ = true;  // the HTTP connection reserved it for this session
+  bool holds_slot_ = true;  // the upgrade route reserved it for this session
   bool ping_in_flight_ = false;
   bool closing_ = false;
   bool finished_ = false;
@@ -490,136 +402,87 @@ class WsSession : public Connection,
   bool closed_ = false;
 };
 
-// One plain HTTP connection: answer requests while the client keeps it alive, or hand the socket
-// to a WsSession on a valid upgrade.
-class HttpSession : public Connection, public std::enable_shared_from_this<HttpSession> {
+// The member an upgrade attaches to, or the answer refusing it.
+using Verdict = std::variant<std::string, Response>;
+
+}  // namespace
+
+// The gateway's own part of serving HTTP: its routes (GET /healthz, the upgrade at /ws, pages and
+// static files), the Origin and member checks, and the sessions' shared state. The connections
+// themselves are the HTTP server's until an upgrade takes one over.
+class WebSocketGateway::Impl {
  public:
-  HttpSession(tcp::socket&& socket, std::shared_ptr<Core> core)
-      : core_(std::move(core)), stream_(std::move(socket)) {
-    ++core_->http_connections;
-  }
-  ~HttpSession() override {
-    --core_->http_connections;
-    core_->untrack(connection_id_);
-  }
-
-  void start() {
-    connection_id_ = core_->track(shared_from_this());
-    read();
-  }
-
-  void close_gracefully() override {
-    net::post(stream_.get_executor(),
-              [self = shared_from_this()] { self->guarded([&] { self->finish(); }); });
-  }
-
-  void abort() override { finish(); }
-
-  void evict() override {
-    net::post(stream_.get_executor(), [self = shared_from_this()] {
-      self->guarded([&] {
-        // It may have got its request meanwhile: then it is busy, not idle, and stays.
-        if (self->wait_ticket_ == 0 || self->finished_) return;
-        self->wait_ticket_ = 0;
-        ++self->core_->evicted;
-        self->finish();
-      });
+  Impl(GatewayOptions options, SessionRegistry& registry)
+      : server_(server_options(options)),
+        core_(std::make_shared<Core>(std::move(options), registry, server_.io_context())) {
+    // Routes run only while the server does, which stops before this object is gone.
+    server_.route(http::verb::get, "/healthz", [](const Request& req) -> Answer {
+      return text_response(http::status::ok, "ok\n", req.version());
     });
+    server_.route_any_method(std::string(kWebSocketPath),
+                             [this](const Request& req) { return upgrade(req); });
+    server_.fallback(http::verb::get, [this](const Request& req) { return serve_page(req); });
   }
+  ~Impl() {
+    try {
+      stop();
+    } catch (const std::exception& e) {
+      spdlog::error("relay gateway: stopping: {}", e.what());
+    }
+  }
+
+  void on_attach(AttachHook hook) { core_->notifier.set_hook(std::move(hook)); }
+
+  Result<void> start();
+  void stop();
+  int port() const { return server_.port(); }
+  GatewayStats stats() const;
 
  private:
-  template <typename F>
-  void guarded(F&& f) noexcept {
-    run_guarded("http", std::forward<F>(f), [this] { finish(); });
+  static net::HttpServerOptions server_options(const GatewayOptions& options) {
+    return {
+        .name = "relay gateway",
+        .host = options.host,
+        .port = options.port,
+        .header_timeout = std::min(options.header_timeout, options.request_timeout),
+        .write_timeout = options.request_timeout,
+        .max_connections = options.max_http_connections,
+        .stop_timeout = options.stop_timeout,
+        .io_threads = options.io_threads,
+    };
   }
 
-  void read() {
-    if (core_->stopping) {
-      finish();
-      return;
-    }
-    parser_.emplace();
-    parser_->header_limit(kHeaderLimit);
-    parser_->body_limit(kBodyLimit);
-    // One deadline for the whole request (nothing served here takes a body): a client trickling
-    // bytes gets no more time than an idle one.
-    stream_.expires_after(std::min(core_->options.header_timeout, core_->options.request_timeout));
-    wait_ticket_ = core_->begin_waiting(shared_from_this());
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->guarded([&] { self->on_read(ec); });
-                     });
-  }
-
-  void on_read(beast::error_code ec) {
-    if (wait_ticket_ != 0) {
-      core_->forget_waiting(wait_ticket_);
-      wait_ticket_ = 0;
-    }
-    if (ec == beast::error::timeout) {
-      // Headers incomplete at the deadline: a slow (or idle) client; cut, never answered.
-      ++(parser_->got_some() || buffer_.size() > 0 ? core_->cut_slow : core_->cut_idle);
-      finish();
-      return;
-    }
-    if (ec) {
-      if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
-          ec != http::error::end_of_stream) {
-        write(text_response(http::status::bad_request, "bad request\n", 11), true);
-        return;
-      }
-      finish();
-      return;
-    }
-    Request req = parser_->release();
-    const std::string_view target(req.target().data(), req.target().size());
-    const auto question = target.find('?');
-    const std::string_view path = target.substr(0, question);
-    if (path == kWebSocketPath) {
-      upgrade(std::move(req), question == std::string_view::npos ? std::string_view()
-                                                                 : target.substr(question + 1));
-      return;
-    }
-    Response res = respond(req, path);
-    const bool close = !req.keep_alive() || core_->stopping;
-    res.keep_alive(!close);
-    write(std::move(res), close);
-  }
-
-  void upgrade(Request req, std::string_view query) {
+  Answer upgrade(const Request& req) {
     const unsigned version = req.version();
     if (req.method() != http::verb::get || !websocket::is_upgrade(req)) {
       Response res = text_response(http::status::upgrade_required,
                                    "this path takes WebSocket upgrades only\n", version);
       res.set(http::field::upgrade, "websocket");
-      write(std::move(res), true);
-      return;
+      return res;
     }
     if (!origin_allowed(req)) {
       ++core_->refused_origin;
-      write(text_response(http::status::forbidden, "this page's origin may not attach here\n",
-                          version),
-            true);
-      return;
+      return text_response(http::status::forbidden, "this page's origin may not attach here\n",
+                           version);
     }
-    auto member = authenticate(req, query);
-    if (!member) return;  // answered
+    Verdict verdict = authenticate(req, net::request_query(req));
+    if (auto* refusal = std::get_if<Response>(&verdict)) return std::move(*refusal);
     if (core_->stopping) {
-      write(text_response(http::status::service_unavailable, "shutting down\n", version), true);
-      return;
+      return text_response(http::status::service_unavailable, "shutting down\n", version);
     }
     if (!core_->reserve_session()) {
       ++core_->refused_full;
       Response res = text_response(http::status::service_unavailable,
                                    "too many sessions on this replica\n", version);
       res.set(http::field::retry_after, "5");
-      write(std::move(res), true);
-      return;
+      return res;
     }
-    stream_.expires_never();
-    auto session = std::make_shared<WsSession>(stream_.release_socket(), core_, std::move(*member));
-    finish();  // the socket is the session's now
-    session->accept(std::move(req));
+    return net::Takeover([core = core_, member = std::move(std::get<std::string>(verdict))](
+                             tcp::socket socket, Request upgrade) mutable {
+      auto session = std::make_shared<WsSession>(std::move(socket), core, std::move(member));
+      session->accept(std::move(upgrade));
+      return std::shared_ptr<net::Connection>(std::move(session));
+    });
   }
 
   // The Origin rule of GatewayOptions::allowed_origins.
@@ -645,25 +508,22 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
                           host->value());
   }
 
-  // The member this upgrade attaches to, or nothing once a refusal has been written. The token
-  // and the secret are never logged or echoed.
-  std::optional<std::string> authenticate(const Request& req, std::string_view query) {
+  // The member this upgrade attaches to, or the refusal to answer. The token and the secret are
+  // never logged or echoed.
+  Verdict authenticate(const Request& req, std::string_view query) {
     const unsigned version = req.version();
     auto refuse = [&](http::status status, std::atomic<std::uint64_t>& counter,
-                      std::string body) -> std::optional<std::string> {
+                      std::string body) -> Verdict {
       ++counter;
       Response res = text_response(status, std::move(body), version);
       if (status == http::status::unauthorized)
         res.set(http::field::www_authenticate, "Bearer realm=\"natsfleet\"");
-      write(std::move(res), true);
-      return std::nullopt;
+      return res;
     };
     auto named = query_parameter(query, "member");
     if (!named) {
-      ++core_->refused_member;
-      write(text_response(http::status::bad_request, named.error().describe() + "\n", version),
-            true);
-      return std::nullopt;
+      return refuse(http::status::bad_request, core_->refused_member,
+                    named.error().describe() + "\n");
     }
     const auto& options = core_->options;
     std::optional<std::string> proven;  // by the proxy's header or a token
@@ -723,27 +583,20 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
         return refuse(http::status::forbidden, core_->refused_member_mismatch,
                       "member names another member than the one authenticated\n");
       }
-      return proven;
+      return std::move(*proven);
     }
     auto member = member_from_query(query);
     if (!member) {
-      ++core_->refused_member;
-      write(text_response(http::status::bad_request, member.error().describe() + "\n", version),
-            true);
-      return std::nullopt;
+      return refuse(http::status::bad_request, core_->refused_member,
+                    member.error().describe() + "\n");
     }
     return std::move(member.value());
   }
 
-  Response respond(const Request& req, std::string_view path) {
+  // Any other GET: an in-memory page, else a file under web_root.
+  Answer serve_page(const Request& req) const {
     const unsigned version = req.version();
-    if (req.method() != http::verb::get) {
-      Response res =
-          text_response(http::status::method_not_allowed, "method not allowed\n", version);
-      res.set(http::field::allow, "GET");
-      return res;
-    }
-    if (path == "/healthz") return text_response(http::status::ok, "ok\n", version);
+    const std::string_view path = net::request_path(req);
     const auto& pages = core_->options.pages;
     if (const auto page = pages.find(std::string(path)); page != pages.end()) {
       return content_response(page->second.content_type, page->second.body, version);
@@ -780,86 +633,13 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
     return body;
   }
 
-  void write(Response res, bool close) {
-    res_ = std::move(res);
-    if (close) res_.keep_alive(false);
-    res_.prepare_payload();
-    stream_.expires_after(core_->options.request_timeout);
-    http::async_write(stream_, res_,
-                      [self = shared_from_this(), close](beast::error_code ec, std::size_t) {
-                        self->guarded([&] {
-                          if (ec || close) {
-                            if (!ec) {
-                              self->stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-                            }
-                            self->finish();
-                            return;
-                          }
-                          self->read();
-                        });
-                      });
-  }
-
-  void finish() {
-    if (finished_) return;
-    finished_ = true;
-    core_->untrack(connection_id_);
-    if (wait_ticket_ != 0) {
-      core_->forget_waiting(wait_ticket_);
-      wait_ticket_ = 0;
-    }
-    // After an upgrade the socket is gone and closing is a no-op.
-    if (stream_.socket().is_open()) stream_.close();
-  }
-
-  const std::shared_ptr<Core> core_;  // first: destroyed last, after the socket
-  beast::tcp_stream stream_;
-  beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  Response res_;
-  std::uint64_t connection_id_ = 0;
-  std::uint64_t wait_ticket_ = 0;  // while waiting for a request: its place in Core's queue
-  bool finished_ = false;
-};
-
-}  // namespace
-
-class WebSocketGateway::Impl {
- public:
-  Impl(GatewayOptions options, SessionRegistry& registry)
-      : options_(std::move(options)), core_(std::make_shared<Core>(options_, registry)) {}
-  ~Impl() {
-    try {
-      stop();
-    } catch (const std::exception& e) {
-      spdlog::error("relay gateway: stopping: {}", e.what());
-    }
-  }
-
-  void on_attach(AttachHook hook) { core_->notifier.set_hook(std::move(hook)); }
-
-  Result<void> start();
-  void stop();
-  int port() const { return port_.load(); }
-  GatewayStats stats() const;
-
- private:
-  void accept();
-  void retry_accept(beast::error_code ec);
-  // Takes one accepted connection; a failure loses that connection, never the listener.
-  void serve(tcp::socket socket) noexcept;
-
-  const GatewayOptions options_;
-  // Also held by every session and io thread; lives on after stop() for stats().
+  net::HttpServer server_;  // before core_, which shares its io_context
+  // Also held by every session; lives on after stop() for stats().
   const std::shared_ptr<Core> core_;
 
   std::mutex mu_;  // start() and stop() may race
   bool started_ = false;
   bool running_ = false;
-  std::unique_ptr<tcp::acceptor> acceptor_;
-  std::unique_ptr<net::steady_timer> retry_timer_;
-  std::vector<std::thread> threads_;
-  std::atomic<int> port_{0};
 };
 
 Result<void> WebSocketGateway::Impl::start() {
@@ -867,152 +647,45 @@ Result<void> WebSocketGateway::Impl::start() {
   if (started_) return Result<void>(Errc::invalid_argument, "relay gateway already started");
   started_ = true;
 
-  const std::string address = fmt::format("{}:{}", options_.host, options_.port);
-  if (!options_.web_root.empty()) {
+  const GatewayOptions& options = core_->options;
+  if (!options.web_root.empty()) {
     std::error_code ec;
-    core_->web_root = fs::canonical(options_.web_root, ec);
+    core_->web_root = fs::canonical(options.web_root, ec);
     if (ec || !fs::is_directory(core_->web_root, ec)) {
       return Result<void>(
           Errc::invalid_argument,
-          fmt::format("relay gateway: web root {} is not a directory", options_.web_root.string()));
+          fmt::format("relay gateway: web root {} is not a directory", options.web_root.string()));
     }
   }
-  if (options_.io_threads < 1 || options_.max_queued_messages < 1 ||
-      options_.ping_interval.count() <= 0 || options_.idle_timeout.count() <= 0) {
+  if (options.io_threads < 1 || options.max_queued_messages < 1 ||
+      options.ping_interval.count() <= 0 || options.idle_timeout.count() <= 0) {
     return Result<void>(Errc::invalid_argument,
                         "relay gateway: io_threads, max_queued_messages, ping_interval and "
                         "idle_timeout must be positive");
   }
-
-  auto fail = [&](const char* what, const beast::error_code& ec) {
-    acceptor_.reset();
-    return Result<void>(
-        Error{static_cast<std::error_code>(ec),
-              fmt::format("relay gateway cannot {} {}: {}", what, address, ec.message())});
-  };
-  beast::error_code ec;
-  tcp::resolver resolver(core_->ioc);
-  const auto endpoints =
-      resolver.resolve(options_.host, std::to_string(options_.port),
-                       tcp::resolver::passive | tcp::resolver::numeric_service, ec);
-  if (ec) return fail("resolve", ec);
-  if (endpoints.empty()) return fail("resolve", net::error::host_not_found);
-  const tcp::endpoint endpoint = endpoints.begin()->endpoint();
-
-  acceptor_ = std::make_unique<tcp::acceptor>(net::make_strand(core_->ioc));
-  if (auto failed = natsfleet::sockets::listen_at(*acceptor_, endpoint))
-    return fail(failed->step, failed->error);
-  const tcp::endpoint bound = acceptor_->local_endpoint(ec);
-  if (ec) return fail("listen on", ec);
-  retry_timer_ = std::make_unique<net::steady_timer>(acceptor_->get_executor());
-
+  if (auto started = server_.start(); !started) return started;
   running_ = true;
   core_->notifier.start();
-  port_ = bound.port();
-  accept();
-  // No work guard: once stop() has closed the acceptor and every connection, run() returns.
-  for (int i = 0; i < options_.io_threads; ++i) {
-    threads_.emplace_back([core = core_] {
-      for (;;) {
-        try {
-          core->ioc.run();
-          return;
-        } catch (const std::exception& e) {
-          // Handlers are written not to throw; if one does, keep serving rather than go dark.
-          spdlog::error("relay gateway: {}", e.what());
-        } catch (...) {
-          spdlog::error("relay gateway: unknown exception");
-        }
-      }
-    });
-  }
   return {};
-}
-
-void WebSocketGateway::Impl::accept() {
-  acceptor_->async_accept(net::make_strand(core_->ioc),
-                          [this](beast::error_code ec, tcp::socket socket) {
-                            if (ec == net::error::operation_aborted || core_->stopping) return;
-                            if (ec) {
-                              retry_accept(ec);
-                              return;
-                            }
-                            serve(std::move(socket));
-                            accept();
-                          });
-}
-
-void WebSocketGateway::Impl::retry_accept(beast::error_code ec) {
-  // Typically out of descriptors: back off instead of spinning on the same error.
-  spdlog::warn("relay gateway: accept failed: {}", ec.message());
-  retry_timer_->expires_after(kAcceptRetry);
-  retry_timer_->async_wait([this](beast::error_code wait_ec) {
-    if (!wait_ec && !core_->stopping) accept();
-  });
-}
-
-void WebSocketGateway::Impl::serve(tcp::socket socket) noexcept {
-  try {
-    if (core_->http_connections >= options_.max_http_connections &&
-        !core_->evict_oldest_waiting()) {
-      // Every connection is busy answering: this one has to wait for another try.
-      ++core_->refused_busy;
-      beast::error_code ec;
-      socket.close(ec);
-      return;
-    }
-    natsfleet::sockets::close_on_exec(socket.native_handle());
-    std::make_shared<HttpSession>(std::move(socket), core_)->start();
-  } catch (const std::exception& e) {
-    spdlog::error("relay gateway: accept: {}", e.what());
-  } catch (...) {
-    spdlog::error("relay gateway: accept: unknown exception");
-  }
 }
 
 void WebSocketGateway::Impl::stop() {
   std::lock_guard lock(mu_);
   if (!running_) return;
   running_ = false;
+  // Upgrades still being checked are refused; sessions still upgrading close at once.
   core_->stopping = true;
-
-  // Clean phase, io threads still running: no new connections, a close frame to every session.
-  net::post(acceptor_->get_executor(), [this] {
-    beast::error_code ec;
-    acceptor_->close(ec);
-    retry_timer_->cancel();
-  });
-  for (const auto& connection : core_->live_connections()) connection->close_gracefully();
-  const auto deadline = Clock::now() + options_.stop_timeout;
-  while ((core_->sessions > 0 || core_->http_connections > 0) && Clock::now() < deadline) {
-    std::this_thread::sleep_for(kStopPoll);
-  }
-
-  // Cut phase: whatever did not finish in time is closed with no io thread running.
-  core_->ioc.stop();
-  for (auto& thread : threads_) thread.join();
-  threads_.clear();
-  for (const auto& connection : core_->live_connections()) connection->abort();
-  {
-    beast::error_code ec;
-    acceptor_->close(ec);
-    retry_timer_->cancel();
-  }
-  // The cancelled operations' handlers hold their sessions: run them so nothing stays queued in an
-  // io_context that the sessions themselves keep alive.
-  core_->ioc.restart();
-  core_->ioc.run_for(options_.stop_timeout);
-  if (!core_->ioc.stopped()) spdlog::warn("relay gateway: some connections did not close in time");
-  retry_timer_.reset();
-  acceptor_.reset();
+  // Sends every session a close frame (they are the server's taken-over connections) and waits
+  // up to stop_timeout for the handshakes before cutting what is left.
+  server_.stop();
   core_->notifier.stop();
-  port_ = 0;
 }
 
 GatewayStats WebSocketGateway::Impl::stats() const {
+  const net::HttpServerStats http = server_.stats();
   GatewayStats s;
   s.sessions = core_->sessions;
-  s.http_connections = core_->http_connections;
+  s.http_connections = http.connections;
   s.attached = core_->attached;
   s.refused_member = core_->refused_member;
   s.refused_full = core_->refused_full;
@@ -1021,10 +694,10 @@ GatewayStats WebSocketGateway::Impl::stats() const {
   s.refused_expired = core_->refused_expired;
   s.refused_bad_token = core_->refused_bad_token;
   s.refused_member_mismatch = core_->refused_member_mismatch;
-  s.cut_idle = core_->cut_idle;
-  s.cut_slow = core_->cut_slow;
-  s.evicted = core_->evicted;
-  s.refused_busy = core_->refused_busy;
+  s.cut_idle = http.cut_idle;
+  s.cut_slow = http.cut_slow;
+  s.evicted = http.evicted;
+  s.refused_busy = http.refused_busy;
   s.dropped_slow = core_->dropped_slow;
   s.closed_idle = core_->closed_idle;
   s.frames_sent = core_->frames_sent;

@@ -1,6 +1,7 @@
 // The WebSocket half of the relay: a browser attaches to GET /ws?member=<id> and receives, as text
 // frames, every status delivered to that member through the SessionRegistry while it stays
 // attached. The same port serves the status page (static files, in-memory pages) and /healthz.
+// Connections, their limits and deadlines are the net::HttpServer's until an upgrade takes one.
 //
 //   SessionRegistry registry;
 //   WebSocketGateway gateway({.port = 8080, .web_root = "examples/sync-status/web"}, registry);
