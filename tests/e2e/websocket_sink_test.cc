@@ -77,6 +77,21 @@ std::string relay_config(const std::string& name, int ws_port, int health_port) 
          std::to_string(ws_port) + "\" }\n";
 }
 
+// The value of the first sample of `name` in a /metrics text (-1 when absent).
+long metric(const std::string& metrics, const std::string& name) {
+  std::istringstream in(metrics);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(name + "{", 0) == 0) return std::stol(line.substr(line.rfind(' ') + 1));
+  return -1;
+}
+
+// How many sessions the daemon behind `health_port` has attached so far.
+long attached(int health_port) {
+  int status = 0;
+  const std::string metrics = http_get(health_port, "/metrics", &status);
+  return status == 200 ? metric(metrics, "natsfleet_websocket_attached_total") : -1;
+}
+
 TEST(WebSocketSink, AStatusReachesEveryBrowserOfItsMemberOnEveryReplica) {
   NatsServer server;
   BrokerClient admin(server.url());
@@ -94,7 +109,8 @@ TEST(WebSocketSink, AStatusReachesEveryBrowserOfItsMemberOnEveryReplica) {
   Browser alice_on_a(ws_a, "alice");
   Browser alice_on_b(ws_b, "alice");
   Browser bob_on_b(ws_b, "bob");
-  std::this_thread::sleep_for(200ms);  // the upgrades registered
+  ASSERT_TRUE(wait_for([&] { return attached(health_a) == 1 && attached(health_b) == 2; }, 15s))
+      << a.log() << b.log();
   admin.publish("member.alice.status", R"({"state":"synced","messages":42})");
   admin.publish("member.bob.status", R"({"state":"failed","error":"IMAP login refused"})");
 
@@ -107,8 +123,12 @@ TEST(WebSocketSink, AStatusReachesEveryBrowserOfItsMemberOnEveryReplica) {
                std::vector<std::string>{R"({"state":"failed","error":"IMAP login refused"})"};
       },
       10s));
-  std::this_thread::sleep_for(200ms);
-  EXPECT_EQ(alice_on_a.got(), alice) << "nothing more, nothing of bob's";
+  // A last status for alice: whatever else were to reach her would have come before it.
+  admin.publish("member.alice.status", R"({"state":"idle"})");
+  ASSERT_TRUE(wait_for([&] { return alice_on_a.got().size() >= 2; }, 10s)) << a.log();
+  EXPECT_EQ(alice_on_a.got(), (std::vector<std::string>{R"({"state":"synced","messages":42})",
+                                                        R"({"state":"idle"})"}))
+      << "nothing more, nothing of bob's";
 }
 
 // One session that is opened and then left alone (it reads nothing): what a crowd of idle
@@ -296,7 +316,7 @@ TEST(WebSocketSink, SignedMemberTokensAttachAndTheSecretShowsNowhere) {
   net::io_context ioc;
   EXPECT_EQ(open_idle_session(ioc, ws_port, "alice").status, 401u);
   EXPECT_EQ(open_idle_session(ioc, ws_port, "bob&token=" + token).status, 403u);
-  std::this_thread::sleep_for(200ms);  // the upgrade registered
+  ASSERT_TRUE(wait_for([&] { return attached(health_port) == 1; }, 15s)) << d.log();
   admin.publish("member.alice.status", R"({"state":"synced"})");
   EXPECT_TRUE(wait_for(
       [&] { return alice.got() == std::vector<std::string>{R"({"state":"synced"})"}; }, 10s))

@@ -303,13 +303,17 @@ TEST(DownstreamFaults, AHandlerThatOverrunsTheShutdownDeadlineIsWaitedFor) {
   BrokerClient admin(server.url());
   admin.create_stream("JOBS", {"jobs.>"});
   std::atomic<bool> running{false};
+  std::atomic<bool> released{false};
   std::atomic<bool> finished{false};
   {
     auto fleet = std::make_unique<Fleet>(fast_options({server.url()}, "replica"));
     Fleet* self = fleet.get();
     ASSERT_TRUE(fleet->add_work(fast_work("jobs", "jobs.run"), [&, self](const Message&) {
       running = true;
-      std::this_thread::sleep_for(1500ms);
+      // Held past the shutdown deadline until the test lets go (bounded, should it never).
+      wait_for([&] { return released.load(); }, 60s);
+      // Still at work while the fleet is destroyed.
+      std::this_thread::sleep_for(300ms);
       // Uses the fleet after its shutdown deadline: it must still be there.
       (void)self->health();
       finished = true;
@@ -320,6 +324,7 @@ TEST(DownstreamFaults, AHandlerThatOverrunsTheShutdownDeadlineIsWaitedFor) {
     ASSERT_TRUE(wait_for([&] { return running.load(); }, 10s));
     fleet->shutdown(100ms);
     EXPECT_FALSE(finished.load()) << "shutdown returned within its deadline";
+    released = true;
   }
   EXPECT_TRUE(finished.load()) << "the fleet was freed under a running handler";
 }

@@ -95,12 +95,17 @@ TEST(Relay, AStatusReachesEverySessionOfItsMemberOnEveryReplicaAndNoOtherMember)
   for (const auto& session : {alice_on_a, alice_on_b, alice_again_on_b})
     ASSERT_TRUE(wait_for([&] { return session->count() == 2; }, 10s)) << session->count();
   ASSERT_TRUE(wait_for([&] { return bob_on_b->count() == 1; }, 10s));
-  std::this_thread::sleep_for(200ms);
+  // One more status each, alice's last: whatever else were to reach a session, or replica a,
+  // would have come before it.
+  ASSERT_TRUE(a.relay.publish("bob", "last", "work-4"));
+  ASSERT_TRUE(a.relay.publish("alice", "last", "work-5"));
+  for (const auto& session : {alice_on_a, alice_on_b, alice_again_on_b, bob_on_b})
+    ASSERT_TRUE(wait_for([&] { return session->got().back() == "last"; }, 10s));
   for (const auto& session : {alice_on_a, alice_on_b, alice_again_on_b})
     EXPECT_EQ(session->got(), (std::vector<std::string>{R"({"state":"synced","n":1})",
-                                                        R"({"state":"synced","n":2})"}));
-  EXPECT_EQ(bob_on_b->got(), std::vector<std::string>{R"({"state":"failed"})"});
-  EXPECT_EQ(a.relay.stats().unrouted, 1u) << "bob has no session on replica a";
+                                                        R"({"state":"synced","n":2})", "last"}));
+  EXPECT_EQ(bob_on_b->got(), (std::vector<std::string>{R"({"state":"failed"})", "last"}));
+  EXPECT_EQ(a.relay.stats().unrouted, 2u) << "bob has no session on replica a";
 }
 
 TEST(Relay, ARepeatedPublishIsDeliveredOnceWhateverTheSource) {
@@ -115,8 +120,10 @@ TEST(Relay, ARepeatedPublishIsDeliveredOnceWhateverTheSource) {
     for (int i = 0; i < 3; ++i) ASSERT_TRUE(a.relay.publish("alice", "synced", "work-42"));
     ASSERT_TRUE(a.relay.publish("alice", "synced again", "work-43"));
     ASSERT_TRUE(wait_for([&] { return alice->count() == 2; }, 10s));
-    std::this_thread::sleep_for(300ms);
-    EXPECT_EQ(alice->got(), (std::vector<std::string>{"synced", "synced again"}));
+    // A repeat would have come before a later status.
+    ASSERT_TRUE(a.relay.publish("alice", "last", "work-44"));
+    ASSERT_TRUE(wait_for([&] { return alice->got().back() == "last"; }, 10s));
+    EXPECT_EQ(alice->got(), (std::vector<std::string>{"synced", "synced again", "last"}));
   }
 }
 
@@ -153,9 +160,11 @@ TEST(Relay, StatusesPublishedAcrossABrokerRestartAreAllDeliveredExactlyOnce) {
     publish_until_stored(a.relay, "alice", "s" + std::to_string(i), "w" + std::to_string(i));
 
   ASSERT_TRUE(wait_for([&] { return alice->count() >= 20; }, 20s)) << alice->count();
-  std::this_thread::sleep_for(300ms);
+  // A repeat would have come before a later status.
+  publish_until_stored(a.relay, "alice", "s20", "w20");
+  ASSERT_TRUE(wait_for([&] { return alice->got().back() == "s20"; }, 20s)) << alice->count();
   std::vector<std::string> expected;
-  for (int i = 0; i < 20; ++i) expected.push_back("s" + std::to_string(i));
+  for (int i = 0; i <= 20; ++i) expected.push_back("s" + std::to_string(i));
   EXPECT_EQ(alice->got(), expected);
 }
 

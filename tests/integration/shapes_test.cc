@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
@@ -236,6 +237,18 @@ std::set<std::string> lines_of(const std::string& path) {
   return data;
 }
 
+// How many subscriptions the broker holds in queue group `group` (from its /subsz monitor).
+size_t queue_subscribers(const NatsServer& server, const std::string& group) {
+  int status = 0;
+  const auto subsz = nlohmann::json::parse(
+      http_get(server.monitor_port(), "/subsz?subs=1&limit=1024", &status), nullptr, false);
+  if (status != 200 || !subsz.is_object()) return 0;
+  size_t n = 0;
+  for (const auto& sub : subsz.value("subscriptions_list", nlohmann::json::array()))
+    if (sub.value("qgroup", "") == group) ++n;
+  return n;
+}
+
 class PushQueue : public ::testing::TestWithParam<OnMissing> {};
 
 TEST_P(PushQueue, ReplicasShareADeliverGroupSurvivorTakesOverMissingRuleApplies) {
@@ -270,8 +283,9 @@ TEST_P(PushQueue, ReplicasShareADeliverGroupSurvivorTakesOverMissingRuleApplies)
       10s));
   auto info = admin.consumer("JOBS", "jobs-queue");
   EXPECT_EQ(info.config.deliver_group, "jobs-queue");
-  // Give the other process's queue subscription time to register too.
-  std::this_thread::sleep_for(500ms);
+  // The other process's queue subscription is registered too.
+  ASSERT_TRUE(wait_for([&] { return queue_subscribers(server, "jobs-queue") == 2; }, 15s))
+      << queue_subscribers(server, "jobs-queue") << " subscribers in the deliver group";
 
   // Shared: each message handled by one replica, both take part.
   admin.publish_many("jobs.run", 200);

@@ -399,7 +399,8 @@ TEST_F(HealthServerTest, AtTheLimitTheConnectionWaitingLongestMakesRoom) {
 // A client holding a thousand idle connections open must not get the pod restarted by its own
 // liveness probe: the probe is answered at once, however many there are.
 TEST_F(HealthServerTest, ProbeIsAnsweredWhileAThousandIdleConnectionsAreOpen) {
-  auto server = start();  // defaults: 128 connections, a 5 s header deadline
+  // 128 connections (the default); a header deadline that none of the idle ones reaches here.
+  auto server = start({.header_timeout = 60s});
   net::io_context ioc;
   std::vector<std::unique_ptr<tcp::socket>> idle;
   const tcp::endpoint endpoint(net::ip::make_address("127.0.0.1"),
@@ -409,12 +410,11 @@ TEST_F(HealthServerTest, ProbeIsAnsweredWhileAThousandIdleConnectionsAreOpen) {
     socket->connect(endpoint);
     idle.push_back(std::move(socket));
   }
-  const auto began = std::chrono::steady_clock::now();
   Client probe(server->port());
   const auto r = probe.get("/healthz");
-  const auto took = std::chrono::steady_clock::now() - began;
   EXPECT_EQ(r.status, 200u);
-  EXPECT_LT(took, 2s) << "a liveness probe with a 2 s timeout would have failed";
+  // Served by making room at once, not once idle connections reached their header deadline.
+  EXPECT_EQ(server->stats().cut_idle, 0u);
   EXPECT_TRUE(
       natsfleet::testing::wait_for([&] { return server->stats().evicted >= 1000u - 128u; }, 5s))
       << server->stats().evicted;
@@ -436,7 +436,7 @@ TEST_F(HealthServerTest, AddressInUseIsAnErrorNamingTheAddress) {
 }
 
 TEST_F(HealthServerTest, StopIsPromptWithClientsConnectedAndFreesThePort) {
-  auto server = start();  // 10s idle timeout: stop() must not wait for it
+  auto server = start({.idle_timeout = 60s});  // stop() must not wait for it
   const int port = server->port();
   Client idle(port);
   Client kept(port);
@@ -445,7 +445,7 @@ TEST_F(HealthServerTest, StopIsPromptWithClientsConnectedAndFreesThePort) {
   const auto begin = std::chrono::steady_clock::now();
   server->stop();
   const auto took = std::chrono::steady_clock::now() - begin;
-  EXPECT_LT(took, 2s);
+  EXPECT_LT(took, 30s) << "stop waited for the idle clients";
   EXPECT_EQ(server->port(), 0);
   EXPECT_TRUE(idle.closed_by_server(std::chrono::milliseconds(kClientDeadline)));
   EXPECT_TRUE(kept.closed_by_server(std::chrono::milliseconds(kClientDeadline)));

@@ -397,7 +397,8 @@ TEST_F(WebSocketGatewayTest, AnAuthenticatingProxysHeaderNamesTheMember) {
 // Idle TCP connections (a port scanner, a misbehaving client) must not keep browsers from
 // attaching: at the limit, the connection waiting longest for its request makes room.
 TEST_F(WebSocketGatewayTest, IdleConnectionsCannotStarveUpgrades) {
-  auto gateway = start({.max_http_connections = 16});
+  // A header deadline that none of the idle connections reaches here.
+  auto gateway = start({.header_timeout = 60s, .max_http_connections = 16});
   net::io_context ioc;
   std::vector<std::unique_ptr<tcp::socket>> idle;
   const tcp::endpoint endpoint(net::ip::make_address("127.0.0.1"),
@@ -407,10 +408,10 @@ TEST_F(WebSocketGatewayTest, IdleConnectionsCannotStarveUpgrades) {
     socket->connect(endpoint);
     idle.push_back(std::move(socket));
   }
-  const auto began = std::chrono::steady_clock::now();
   auto client = attach(gateway->port(), "alice");
-  EXPECT_LT(std::chrono::steady_clock::now() - began, 2s);
   EXPECT_TRUE(attached("alice", 1));
+  // Attached by making room at once, not once idle connections reached their header deadline.
+  EXPECT_EQ(gateway->stats().cut_idle, 0u);
   EXPECT_EQ(http_get(gateway->port(), "/healthz").status, 200u);
   EXPECT_TRUE(eventually([&] { return gateway->stats().evicted >= 200u - 16u; }))
       << gateway->stats().evicted;
@@ -630,7 +631,8 @@ TEST_F(WebSocketGatewayTest, ABlockedAttachHookDoesNotHoldUpSessions) {
 
 TEST_F(WebSocketGatewayTest, StopClosesOpenSessionsCleanly) {
   // Queues deep enough that the producer below never gets a session dropped as slow.
-  auto gateway = start({.max_queued_messages = 1000000, .io_threads = 2});
+  // A stop_timeout far longer than the clients take to answer the close.
+  auto gateway = start({.stop_timeout = 60s, .max_queued_messages = 1000000, .io_threads = 2});
   std::vector<std::unique_ptr<WsClient>> clients;
   for (const char* member : {"alice", "alice", "bob"})
     clients.push_back(attach(gateway->port(), member));
@@ -652,7 +654,7 @@ TEST_F(WebSocketGatewayTest, StopClosesOpenSessionsCleanly) {
   delivering = false;
   producer.join();
 
-  EXPECT_LT(took, GatewayOptions{}.stop_timeout) << "the clients answered; stop need not wait";
+  EXPECT_LT(took, 30s) << "the clients answered; stop need not wait";
   for (auto& c : clients) {
     ASSERT_TRUE(eventually([&] { return c->closed(); }));
     EXPECT_EQ(c->close_reason().code, websocket::close_code::going_away);

@@ -135,19 +135,20 @@ TEST(HttpSink, SilentServerTimesOutAsRetryable) {
   EXPECT_EQ(r.disposition.kind(), Kind::retry);
   EXPECT_NE(r.error.find("timed out"), std::string::npos) << r.error;
   EXPECT_GE(took, 290ms);
-  EXPECT_LT(took, 3s);  // generous: the point is that it does not wait for ever
+  EXPECT_LT(took, 30s);  // the point is that it does not wait for ever
 }
 
 TEST(HttpSink, ConnectionRefusedIsRetryable) {
   // A port that was free a moment ago and has no listener now.
   int port = 0;
   { port = TestHttpServer(always(200)).port(); }
-  HttpSink sink(options_for("http://127.0.0.1:" + std::to_string(port) + "/"));
+  constexpr auto kTimeout = 60s;
+  HttpSink sink(options_for("http://127.0.0.1:" + std::to_string(port) + "/", kTimeout));
   const auto start = Clock::now();
   auto r = sink.deliver(js_message("m", 1, 2), "s");
   EXPECT_EQ(r.disposition.kind(), Kind::retry);
   EXPECT_NE(r.error.find("refused"), std::string::npos) << r.error;
-  EXPECT_LT(elapsed_since(start), 3s);
+  EXPECT_LT(elapsed_since(start), kTimeout / 2) << "answered at once, not at the timeout";
 }
 
 TEST(HttpSink, KeepAliveReusesOneConnection) {
