@@ -1,13 +1,27 @@
-// A WorkSpec under supervision: reconcile and bind the shared durable (pulled, or pushed to a
-// deliver group), consume it, and recover from everything the broker can do to it.
+// A JetStream consumer under supervision, at run time: bind it, consume it, hand each message to
+// the handler and answer the broker, and recover from everything the broker can do to it. Which
+// consumer, and how it is made right on the broker (create, update in place, migrate, retire,
+// recreate), is ConsumerLifecycle's decision (fleet/consumer_lifecycle.h).
 //
-// Reconcile (every bind): find the stream by subject; create the consumer when absent; update
-// mutable fields in place; when its shape is wrong, move the work to a successor named alike by
-// every replica, starting after the old consumer's ack floor, and retire the old consumer once
-// nobody has been bound to it for FleetOptions::retire_grace.
+// Two scopes: Scope::shared is work (one durable every replica of the fleet binds to, so each
+// message goes to one replica); Scope::per_replica is a JetStream broadcast (this replica's own
+// named ephemeral, recreated after the last message this replica saw).
 //
-// Scope::per_replica is a JetStream broadcast: each replica has its own named ephemeral that
-// starts at new messages and, when lost, is recreated after the last message this replica saw.
+// A message's path, in order (the thread each stage runs on in brackets):
+//   1. the intake receives it: consume::PullEngine::on_message, or QueueIntake for a push
+//      consumer [nats.c's subscription thread];
+//   2. install_intake's deliver lambda puts it in the dispatcher's queue: consume::Dispatcher::
+//      submit [same thread; the queue is the hand-off to handler threads];
+//   3. WorkSubscription::process [a handler thread]: skip it if it waited past a gap (stale);
+//      hold it untried while the downstream is down (DownstreamGate::hold); parse its delivery;
+//      dead-letter it if it was delivered again and again with no verdict;
+//   4. run_handler: the user's handler (or the daemon's sink) returns a Disposition;
+//   5. a retry (the downstream failed) stays in hand: DownstreamGate::failed decides, and
+//      apply() pauses the intake or hands messages back; anything else is settled:
+//   6. settle: ack, nak with backoff, or term after storing the dead letter; send_ack publishes
+//      the answer; message_done() frees its place in the pull window.
+// The two callbacks on this path (the intake's deliver and the dispatcher's process) are the two
+// thread boundaries; everything after stage 3 is a plain call.
 //
 //   binding --bound--> bound <--> recovering ; bound <--> stalled ; any -> fatal | stopped
 //
