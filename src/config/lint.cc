@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "config/duration.h"
-#include "config/url.h"
+#include "base/duration.h"
+#include "base/endpoint.h"
 
 namespace natsfleet::config {
 namespace {
@@ -36,8 +36,8 @@ void lint_sink(const std::string& file, const SinkConfig& sink, std::vector<Lint
     return;
   }
   if (sink.type != "http") return;
-  auto url = parse_url(sink.url);
-  if (url && url->scheme == "http" && !is_loopback_host(url->host))
+  auto url = base::parse_url(sink.url);
+  if (url && url->scheme == "http" && !base::is_loopback_host(url->host))
     out.push_back({file, sink.line, "plain-http-remote",
                    "http sink posts to " + url->host +
                        " over plain http://: messages and headers cross the network unencrypted; "
@@ -94,9 +94,9 @@ std::vector<LintFinding> lint(const DaemonConfig& config) {
     if ((work.sink.type == "http" || work.sink.type == "worker") &&
         spec.ack_wait < work.sink.timeout)
       out.push_back({file, work.line, "ack-wait-below-sink-timeout",
-                     "work '" + spec.name + "' has ack_wait " + format_duration(spec.ack_wait) +
-                         " below its " + work.sink.type + " sink's timeout " +
-                         format_duration(work.sink.timeout) +
+                     "work '" + spec.name + "' has ack_wait " +
+                         base::format_duration(spec.ack_wait) + " below its " + work.sink.type +
+                         " sink's timeout " + base::format_duration(work.sink.timeout) +
                          ": a delivery that outlasts ack_wait lives on in-progress acks, and a "
                          "replica stalled mid-delivery loses it to another while the sink is still "
                          "on it"});

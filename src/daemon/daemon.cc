@@ -11,8 +11,8 @@
 #include <system_error>
 #include <thread>
 
+#include "base/endpoint.h"
 #include "broker/embedded_broker.h"
-#include "config/url.h"
 #include "daemon/descriptor_budget.h"
 #include "health/daemon_metrics.h"
 #include "health/health_server.h"
@@ -98,8 +98,8 @@ void warn_unauthenticated(const config::BroadcastConfig& bc, spdlog::logger& log
   if (bc.sink.type != "websocket" || !bc.sink.token_secret_file.empty() ||
       !bc.sink.member_header.empty())
     return;
-  const auto url = config::parse_url("tcp://" + bc.sink.listen);
-  const bool loopback = url && config::is_loopback_host(url->host);
+  const auto listen = base::parse_endpoint(bc.sink.listen);
+  const bool loopback = listen && base::is_loopback_host(listen->host);
   log.warn(
       "broadcast {}: the websocket gateway on {} has NO MEMBER AUTHENTICATION: any caller that "
       "can reach it reads any member's statuses by naming the member (/ws?member=<id>){}. Set "

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "base/endpoint.h"
 #include "sinks/file_sink.h"
 #include "sinks/http_sink.h"
 #include "sinks/stdout_sink.h"
@@ -50,15 +51,11 @@ std::unique_ptr<Sink> make_sink(const SinkOptions& options) {
     return std::make_unique<FileSink>(options.path, fsync);
   }
   if (options.type == "websocket") {
-    const size_t colon = options.listen.rfind(':');
-    if (colon == std::string::npos)
-      throw std::invalid_argument("websocket sink: listen must be host:port, not \"" +
-                                  options.listen + "\"");
+    const auto listen = base::parse_endpoint(options.listen);
+    if (!listen) throw std::invalid_argument("websocket sink: listen " + listen.error().message);
     WebSocketSinkOptions ws;
-    ws.host = options.listen.substr(0, colon);
-    if (ws.host.size() >= 2 && ws.host.front() == '[')
-      ws.host = ws.host.substr(1, ws.host.size() - 2);
-    ws.port = std::stoi(options.listen.substr(colon + 1));
+    ws.host = listen->host;
+    ws.port = listen->port;
     ws.key_token = options.key_token;
     ws.web_root = options.web_root;
     ws.max_sessions = options.max_sessions;
