@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "audit/audit.h"
+#include "base/duration.h"
 #include "config/config_error.h"
 #include "config/daemon_config.h"
-#include "config/duration.h"
 #include "config/lint.h"
 #include "daemon/daemon.h"
 #include "daemon/logging.h"
@@ -132,8 +132,8 @@ int audit(const AuditFlags& flags) {
   options.servers = natsfleet::audit::audit_servers(
       flags.servers, options.config ? options.config->fleet.servers : std::vector<std::string>{});
   // Both were checked as durations by the flag parser.
-  options.interval = *natsfleet::config::parse_duration(flags.interval);
-  options.timeout = *natsfleet::config::parse_duration(flags.timeout);
+  options.interval = *natsfleet::base::parse_duration(flags.interval);
+  options.timeout = *natsfleet::base::parse_duration(flags.timeout);
   // The table and the JSON own stdout (spdlog's own default logger writes there): logs go to
   // stderr.
   natsfleet::daemon::setup_logging("text");
@@ -185,7 +185,7 @@ int dead_letters(const std::string& command, const DeadLetterFlags& flags) {
                                            : std::vector<std::string>{};
   options.subjects =
       natsfleet::deadletters::dead_letter_subjects(flags.subjects, config ? &*config : nullptr);
-  options.timeout = *natsfleet::config::parse_duration(flags.timeout);  // checked by the parser
+  options.timeout = *natsfleet::base::parse_duration(flags.timeout);  // checked by the parser
   options.json = flags.json;
   options.seqs = flags.seqs;
   options.to = flags.to;
@@ -198,7 +198,7 @@ int dead_letters(const std::string& command, const DeadLetterFlags& flags) {
 
 // A CLI11 check: the flag must be a duration like "3s" or "500ms".
 std::string check_duration(const std::string& text) {
-  return natsfleet::config::parse_duration(text)
+  return natsfleet::base::parse_duration(text)
              ? std::string()
              : "'" + text + "' is not a duration: use a string like \"500ms\", \"3s\" or \"1m\"";
 }

@@ -9,7 +9,7 @@
 
 #include "audit/broker_snapshot.h"
 #include "audit/tool_connection.h"
-#include "config/duration.h"
+#include "base/duration.h"
 #include "nats/connection.h"
 #include "natsfleet/redact.h"
 
@@ -29,7 +29,7 @@ Error midway(const Error& error, const std::string& servers, milliseconds timeou
     text = fmt::format(
         "the broker at {} stopped answering midway through the audit ({}); gave up at the {} "
         "timeout",
-        servers, error.describe(), config::format_duration(timeout));
+        servers, error.describe(), base::format_duration(timeout));
   else if (error.code == Errc::not_connected)
     text = fmt::format("lost the broker at {} midway through the audit: {}", servers,
                        error.describe());
@@ -52,8 +52,8 @@ Result<AuditReport> run_audit(const AuditOptions& options) {
     return Result<AuditReport>(
         Errc::invalid_argument,
         fmt::format("--interval {} must be above zero and below --timeout {}",
-                    config::format_duration(options.interval),
-                    config::format_duration(options.timeout)));
+                    base::format_duration(options.interval),
+                    base::format_duration(options.timeout)));
   const auto deadline = steady_clock::now() + options.timeout;
   const std::string servers = redact_urls(options.servers);
 

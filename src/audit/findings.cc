@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "audit/subject_match.h"
-#include "config/duration.h"
+#include "base/duration.h"
 #include "fleet/consumer_shape.h"
 
 namespace natsfleet::audit {
@@ -183,7 +183,7 @@ void judge_work(const config::WorkConfig& work, const std::string& where,
 std::vector<Finding> consumer_findings(const BrokerSnapshot& first, const BrokerSnapshot& second,
                                        std::chrono::milliseconds interval,
                                        const StormThresholds& storm) {
-  const std::string over = "over " + config::format_duration(interval);
+  const std::string over = "over " + base::format_duration(interval);
   std::vector<Finding> out;
   for (const ConsumerInfo& now : second.consumers) {
     const ConsumerInfo* before = first.find(now.stream, now.name);

@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "audit/unreachable_reason.h"
-#include "config/duration.h"
+#include "base/duration.h"
 #include "natsfleet/redact.h"
 
 namespace natsfleet::audit {
@@ -46,11 +46,10 @@ std::string unreachable(const ToolConnectOptions& options, steady_clock::time_po
   std::vector<std::string> reasons;
   for (const auto& server : options.servers) {
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
-    reasons.push_back(
-        fmt::format("{}: {}", redact_url(server),
-                    left > milliseconds(0)
-                        ? unreachable_reason(server, std::min(left, kConnectTimeout))
-                        : "no connection within " + config::format_duration(options.timeout)));
+    reasons.push_back(fmt::format(
+        "{}: {}", redact_url(server),
+        left > milliseconds(0) ? unreachable_reason(server, std::min(left, kConnectTimeout))
+                               : "no connection within " + base::format_duration(options.timeout)));
   }
   return fmt::format("{}", fmt::join(reasons, "; "));
 }

@@ -9,35 +9,26 @@
 #include <cstring>
 #include <memory>
 
-#include "config/duration.h"
-#include "config/url.h"
+#include "base/duration.h"
+#include "base/endpoint.h"
+#include "base/file_descriptor.h"
 
 namespace natsfleet::audit {
 namespace {
 
 constexpr int kNatsPort = 4222;
 
-struct Socket {
-  explicit Socket(int descriptor) : fd(descriptor) {}
-  ~Socket() {
-    if (fd >= 0) ::close(fd);
-  }
-  Socket(const Socket&) = delete;
-  Socket& operator=(const Socket&) = delete;
-  const int fd;
-};
-
 // "" when a TCP connection to `address` opens within `timeout`, else why not.
 std::string tcp_connect(const addrinfo& address, std::chrono::milliseconds timeout) {
-  const Socket socket(::socket(
+  const base::FileDescriptor socket(::socket(
       address.ai_family, address.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, address.ai_protocol));
-  const int fd = socket.fd;
+  const int fd = socket.get();
   if (fd < 0) return std::strerror(errno);
   if (::connect(fd, address.ai_addr, address.ai_addrlen) == 0) return {};
   if (errno != EINPROGRESS) return std::strerror(errno);
   pollfd wait{fd, POLLOUT, 0};
   const int ready = ::poll(&wait, 1, static_cast<int>(timeout.count()));
-  if (ready == 0) return "no answer within " + config::format_duration(timeout);
+  if (ready == 0) return "no answer within " + base::format_duration(timeout);
   if (ready < 0) return std::strerror(errno);
   int error = 0;
   socklen_t length = sizeof error;
@@ -48,7 +39,7 @@ std::string tcp_connect(const addrinfo& address, std::chrono::milliseconds timeo
 }  // namespace
 
 std::string unreachable_reason(const std::string& server, std::chrono::milliseconds timeout) {
-  const auto url = config::parse_url(server);
+  const auto url = base::parse_url(server);
   if (!url) return "not a URL";
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;

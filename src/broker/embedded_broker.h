@@ -7,11 +7,10 @@
 //   connect_to(broker.url());
 #pragma once
 
-#include <sys/types.h>
-
 #include <chrono>
 #include <string>
 
+#include "broker/nats_server_process.h"
 #include "natsfleet/error.h"
 
 namespace natsfleet::broker {
@@ -35,7 +34,7 @@ class EmbeddedBroker {
   Result<void> start();
   void stop();  // graceful
   void kill();  // SIGKILL, as a crash would
-  bool running() const { return pid_ > 0; }
+  bool running() const { return process_.pid() > 0; }
 
   std::string url() const;
   int port() const { return port_; }
@@ -43,16 +42,11 @@ class EmbeddedBroker {
   std::string log_file() const { return state_dir_ + "/nats-server.log"; }
 
  private:
-  void reap(std::chrono::milliseconds grace);
-
   EmbeddedBrokerOptions options_;
   std::string state_dir_;
   int port_ = 0;
-  pid_t pid_ = -1;
+  NatsServerProcess process_;
   bool owns_state_dir_ = false;
 };
-
-// Binds 127.0.0.1:0 and returns the port the kernel chose.
-int free_loopback_port();
 
 }  // namespace natsfleet::broker

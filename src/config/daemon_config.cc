@@ -18,8 +18,8 @@
 #include <utility>
 #include <variant>
 
-#include "config/duration.h"
-#include "config/url.h"
+#include "base/duration.h"
+#include "base/endpoint.h"
 #include "natsfleet/validate.h"
 
 namespace natsfleet::config {
@@ -199,14 +199,14 @@ class TableReader {
     if (!node->is_string())
       fail(key, "expected a duration string like \"30s\", got " + type_name(*node));
     const std::string& text = node->as_string()->get();
-    auto value = parse_duration(text);
-    if (!value && !looks_like_duration(text))
+    auto value = base::parse_duration(text);
+    if (!value && !base::looks_like_duration(text))
       fail(key,
            in_quotes(text) +
                " is not a duration: use a string like \"250ms\", \"30s\", \"2m\" or \"1m30s\"");
     if (!value || *value < min || *value > max)
-      fail(key, "must be between " + format_duration(min) + " and " + format_duration(max) +
-                    ", got " + in_quotes(text));
+      fail(key, "must be between " + base::format_duration(min) + " and " +
+                    base::format_duration(max) + ", got " + in_quotes(text));
     return value;
   }
 
@@ -366,7 +366,7 @@ class ConfigParser {
       const toml::array& items = *top.find("servers")->as_array();
       for (size_t i = 0; i < servers->size(); ++i) {
         const std::string& server = (*servers)[i];
-        auto url = parse_url(server);
+        auto url = base::parse_url(server);
         if (!url || (url->scheme != "nats" && url->scheme != "tls") ||
             (!url->rest.empty() && url->rest != "/"))
           top.fail_at(*items.get(i), "servers[" + std::to_string(i) + "]",
@@ -405,7 +405,7 @@ class ConfigParser {
     auto listen = health.string("listen");
     if (!listen) return;
     // Port 0 is allowed: the OS picks a free one (tests run many daemons side by side).
-    auto url = parse_url("tcp://" + *listen);
+    auto url = base::parse_url("tcp://" + *listen);
     if (!url || !url->port || !url->userinfo.empty() || !url->rest.empty())
       health.fail("listen", in_quotes(*listen) + " is not host:port (like \"127.0.0.1:9464\")");
     config.health_listen = *listen;
@@ -613,7 +613,7 @@ class ConfigParser {
   void read_sink_options(const TableReader& sink, sinks::HttpSinkOptions& options) const {
     sink.reject_unknown(kHttpSinkKeys, "an http sink");
     options.url = sink.required_string("url");
-    auto url = parse_url(options.url);
+    auto url = base::parse_url(options.url);
     if (!url || (url->scheme != "http" && url->scheme != "https"))
       sink.fail("url", in_quotes(options.url) + " is not an http:// or https:// URL with a host");
     if (auto timeout = read_sink_timeout(sink)) options.timeout = *timeout;
@@ -633,7 +633,7 @@ class ConfigParser {
   void read_sink_options(const TableReader& sink, sinks::WebSocketSinkOptions& options) const {
     sink.reject_unknown(kWebSocketSinkKeys, "a websocket sink");
     if (auto listen = sink.string("listen")) {
-      auto address = parse_url("tcp://" + *listen);
+      auto address = base::parse_url("tcp://" + *listen);
       if (!address || !address->port || !address->userinfo.empty() || !address->rest.empty())
         sink.fail("listen", in_quotes(*listen) + " is not host:port (like \"127.0.0.1:8090\")");
       options.host = address->host;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <variant>
 
-#include "config/duration.h"
-#include "config/url.h"
+#include "base/duration.h"
+#include "base/endpoint.h"
 
 namespace natsfleet::config {
 namespace {
@@ -40,8 +40,8 @@ void lint_sink(const std::string& file, const sinks::SinkConfig& sink, int line,
   }
   const auto* http = std::get_if<sinks::HttpSinkOptions>(&sink);
   if (!http) return;
-  auto url = parse_url(http->url);
-  if (url && url->scheme == "http" && !is_loopback_host(url->host))
+  auto url = base::parse_url(http->url);
+  if (url && url->scheme == "http" && !base::is_loopback_host(url->host))
     out.push_back({file, line, "plain-http-remote",
                    "http sink posts to " + url->host +
                        " over plain http://: messages and headers cross the network unencrypted; "
@@ -98,9 +98,9 @@ std::vector<LintFinding> lint(const DaemonConfig& config) {
     const auto sink_timeout = sinks::delivery_timeout(work.sink);
     if (sink_timeout && spec.ack_wait < *sink_timeout)
       out.push_back({file, work.line, "ack-wait-below-sink-timeout",
-                     "work '" + spec.name + "' has ack_wait " + format_duration(spec.ack_wait) +
+                     "work '" + spec.name + "' has ack_wait " + base::format_duration(spec.ack_wait) +
                          " below its " + std::string(sinks::sink_type(work.sink)) +
-                         " sink's timeout " + format_duration(*sink_timeout) +
+                         " sink's timeout " + base::format_duration(*sink_timeout) +
                          ": a delivery that outlasts ack_wait lives on in-progress acks, and a "
                          "replica stalled mid-delivery loses it to another while the sink is still "
                          "on it"});

@@ -12,8 +12,8 @@
 #include <thread>
 #include <variant>
 
+#include "base/endpoint.h"
 #include "broker/embedded_broker.h"
-#include "config/url.h"
 #include "daemon/descriptor_budget.h"
 #include "health/daemon_metrics.h"
 #include "health/health_server.h"
@@ -80,7 +80,7 @@ void warn_unauthenticated(const config::BroadcastConfig& bc, spdlog::logger& log
   const auto* websocket = std::get_if<sinks::WebSocketSinkOptions>(&bc.sink);
   if (!websocket || !websocket->token_secret_file.empty() || !websocket->member_header.empty())
     return;
-  const bool loopback = config::is_loopback_host(websocket->host);
+  const bool loopback = base::is_loopback_host(websocket->host);
   log.warn(
       "broadcast {}: the websocket gateway on {} has NO MEMBER AUTHENTICATION: any caller that "
       "can reach it reads any member's statuses by naming the member (/ws?member=<id>){}. Set "

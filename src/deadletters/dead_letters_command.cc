@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "audit/tool_connection.h"
-#include "config/duration.h"
+#include "base/duration.h"
 #include "deadletters/listing.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
@@ -45,7 +45,7 @@ std::string broker_trouble(const Error& error, const std::string& servers,
                        error.describe());
   if (error.code == Errc::timeout)
     return fmt::format("the broker at {} stopped answering ({}); gave up at the {} timeout",
-                       servers, error.describe(), config::format_duration(timeout));
+                       servers, error.describe(), base::format_duration(timeout));
   if (error.code == Errc::not_connected)
     return fmt::format("lost the broker at {}: {}", servers, error.describe());
   return fmt::format("the broker at {} refused: {}", servers, error.describe());

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,11 +18,11 @@
 #include <thread>
 #include <vector>
 
+#include "base/child_process.h"
+#include "base/file_descriptor.h"
 #include "broker/embedded_broker.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
-
-extern char** environ;
 
 namespace natsfleet::demo {
 namespace {
@@ -47,8 +46,9 @@ bool wait_until(F&& done, std::chrono::milliseconds timeout) {
 
 // GET http://127.0.0.1:<port><path>: the status code (0 when nothing answered) and the body.
 std::pair<int, std::string> get_loopback(int port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return {0, {}};
+  const base::FileDescriptor socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!socket) return {0, {}};
+  const int fd = socket.get();
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -64,7 +64,6 @@ std::pair<int, std::string> get_loopback(int port, const std::string& path) {
         reply.append(buf, static_cast<size_t>(got));
     }
   }
-  ::close(fd);
   if (reply.rfind("HTTP/1.", 0) != 0 || reply.size() < 12) return {0, {}};
   const size_t body = reply.find("\r\n\r\n");
   return {std::atoi(reply.c_str() + 9), body == std::string::npos ? "" : reply.substr(body + 4)};
@@ -110,25 +109,12 @@ struct Replica {
 
   bool spawn(const std::string& self, const std::string& server) {
     write_config();
-    std::vector<std::string> args = {self, "run", config_file(), "--server", server};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 2, log_file().c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                     0644);
     // The parent blocks SIGINT/SIGTERM for its signal thread; the replica must get them.
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-    int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
-    posix_spawnattr_destroy(&attr);
-    posix_spawn_file_actions_destroy(&actions);
-    return rc == 0;
+    auto child = base::spawn_child({self, "run", config_file(), "--server", server},
+                                   {.stderr_path = log_file(), .search_path = false});
+    if (!child) return false;
+    pid = *child;
+    return true;
   }
 
   int signal_and_wait(int sig) {

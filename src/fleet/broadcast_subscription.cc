@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "fleet/backoff.h"
+#include "base/backoff.h"
 #include "natsfleet/validate.h"
 
 namespace natsfleet::fleet {
@@ -68,7 +68,7 @@ void BroadcastSubscription::join() {
 SubscriptionHealth BroadcastSubscription::health() const { return status_.snapshot(); }
 
 void BroadcastSubscription::run() {
-  Backoff backoff(ctx_.options.bind_backoff_min, ctx_.options.bind_backoff_max);
+  base::Backoff backoff(ctx_.options.bind_backoff_min, ctx_.options.bind_backoff_max);
   std::unique_lock lock(mu_);
   while (!stopping_) {
     const bool connected = ctx_.connection->connected();
@@ -124,7 +124,7 @@ void BroadcastSubscription::watch_drops() {
 void BroadcastSubscription::process(nats::InboundMessage&& in) {
   status_.counters.received++;
   Message message(std::move(in.subject), std::move(in.data), std::move(in.headers));
-  Backoff backoff(std::chrono::milliseconds(250), std::chrono::seconds(10));
+  base::Backoff backoff(std::chrono::milliseconds(250), std::chrono::seconds(10));
   for (;;) {
     try {
       handler_(message);

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include "base/fnv_hash.h"
+
 namespace natsfleet::fleet {
 namespace {
 
@@ -16,23 +18,14 @@ std::string describe_ns(int64_t value) {
   return std::to_string(value / 1'000'000) + "ms";
 }
 
-// FNV-1a, 32 bits: stable across builds and platforms (std::hash is not).
-uint32_t fnv1a(std::string_view text) {
-  uint32_t h = 2166136261u;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 16777619u;
-  }
-  return h;
-}
-
 }  // namespace
 
 std::string successor_name(const std::string& name, const std::string& stream,
                            const std::string& subject, WorkShape shape) {
   const char* kind = shape == WorkShape::pull ? "pull" : "queue";
   char digits[9];
-  std::snprintf(digits, sizeof digits, "%08x", fnv1a(stream + '\n' + subject + '\n' + kind));
+  std::snprintf(digits, sizeof digits, "%08x",
+                base::fnv1a_32(stream + '\n' + subject + '\n' + kind));
   return name + "-" + kind + "-" + digits;
 }
 

@@ -1,6 +1,6 @@
 #include "fleet/dead_letter_copy.h"
 
-#include "fleet/utc_time.h"
+#include "base/utc_time.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
 #include "natsfleet/dead_letter.h"
@@ -36,8 +36,7 @@ DeadLetterCopy dead_letter_copy(const Message& message, const std::string& dead_
   for (char& c : one_line)
     if (c == '\r' || c == '\n') c = ' ';
   copy.headers[dead_letter::kReason] = {one_line};
-  copy.headers[dead_letter::kTime] = {format_utc_millis(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count())};
+  copy.headers[dead_letter::kTime] = {base::format_utc_millis(now)};
   copy.headers["Nats-Msg-Id"] = {dead_letter::message_id(subscription, stream, seq)};
   return copy;
 }

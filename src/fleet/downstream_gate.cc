@@ -77,7 +77,7 @@ DownstreamGate::Outcome DownstreamGate::failed(nats::InboundMessage&& message, u
         go_down(now, retry_after, out);
       } else {
         // A suspect: tried again alone after a while, unless another message settles it first.
-        Backoff wait(options_.retry_min, options_.retry_max, options_.jitter);
+        base::Backoff wait(options_.retry_min, options_.retry_max, options_.jitter);
         milliseconds delay = wait.next();
         for (int i = 1; i < held_.back().failures; ++i) delay = wait.next();
         held_.back().retry_at = now + honoured(delay, retry_after);

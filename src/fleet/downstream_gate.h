@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "fleet/backoff.h"
+#include "base/backoff.h"
 #include "nats/connection.h"
 
 namespace natsfleet::fleet {
@@ -44,7 +44,7 @@ class DownstreamGate {
     // Held messages get an in-progress ack this often (a third of ack_wait), so the broker
     // neither redelivers them elsewhere nor counts a delivery.
     std::chrono::milliseconds in_progress_every{10000};
-    Backoff::Jitter jitter;  // default: random
+    base::Backoff::Jitter jitter;  // default: random
   };
 
   enum class Change { none, went_down, went_up };
@@ -113,7 +113,7 @@ class DownstreamGate {
   Held probe_;  // bookkeeping of the message out as a probe (its message is with the handler)
   bool last_verify_failed_ = false;
   TimePoint next_probe_{};
-  Backoff backoff_;
+  base::Backoff backoff_;
   std::string last_error_;
   std::atomic<bool> down_{false};
   std::atomic<bool> quiet_{true};

@@ -7,10 +7,10 @@
 #include <random>
 #include <thread>
 
+#include "base/backoff.h"
 #include "consume/ack_metadata.h"
 #include "consume/pull_engine.h"
 #include "consume/queue_intake.h"
-#include "fleet/backoff.h"
 #include "fleet/consumer_shape.h"
 #include "fleet/dead_letter_copy.h"
 #include "nats/connection.h"
@@ -253,7 +253,7 @@ void WorkSubscription::run() {
 }
 
 void WorkSubscription::run_binding() {
-  Backoff backoff(ctx_.options.bind_backoff_min, ctx_.options.bind_backoff_max);
+  base::Backoff backoff(ctx_.options.bind_backoff_min, ctx_.options.bind_backoff_max);
   while (!stopping()) {
     if (!ctx_.connection->connected()) {
       status_.warn("waiting for the broker");
@@ -497,7 +497,7 @@ void WorkSubscription::enter_recovering(const std::string& why) {
 }
 
 void WorkSubscription::run_recovering() {
-  Backoff backoff(ctx_.options.bind_backoff_min, ctx_.options.bind_backoff_max);
+  base::Backoff backoff(ctx_.options.bind_backoff_min, ctx_.options.bind_backoff_max);
   while (!stopping()) {
     if (!ctx_.connection->connected()) {
       status_.warn("broker unreachable; waiting for the reconnect");
@@ -704,7 +704,7 @@ Disposition WorkSubscription::run_handler(const Message& message, uint64_t deliv
   } catch (const std::exception& e) {
     status_.counters.handler_errors++;
     SPDLOG_LOGGER_DEBUG(ctx_.log, "work {}: handler threw: {}", spec_.name, e.what());
-    Backoff backoff(spec_.nak_backoff_min, spec_.nak_backoff_max, [] { return 1.0; });
+    base::Backoff backoff(spec_.nak_backoff_min, spec_.nak_backoff_max, [] { return 1.0; });
     milliseconds delay{};
     for (uint64_t i = 0; i < delivered; ++i) delay = backoff.next();
     return Disposition::nak(delay).because(std::string("handler threw: ") + e.what());
@@ -798,7 +798,7 @@ void WorkSubscription::apply(DownstreamGate::Outcome outcome) {
   for (auto& m : outcome.reject) {
     auto delivery = consume::parse_ack_subject(m.reply);
     const uint64_t delivered = delivery ? delivery->delivered : 1;
-    Backoff backoff(spec_.nak_backoff_min, spec_.nak_backoff_max, [] { return 1.0; });
+    base::Backoff backoff(spec_.nak_backoff_min, spec_.nak_backoff_max, [] { return 1.0; });
     milliseconds delay{};
     for (uint64_t i = 0; i < delivered; ++i) delay = backoff.next();
     const std::string reply = m.reply;

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "base/endpoint.h"
 #include "health/metrics.h"
 #include "health/readiness.h"
 #include "health/status.h"
@@ -21,31 +22,11 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 
 Result<ListenAddress> parse_listen_address(std::string_view text) {
-  auto bad = [&](std::string_view why) {
+  auto endpoint = base::parse_endpoint(text);
+  if (!endpoint)
     return Result<ListenAddress>(Errc::invalid_argument,
-                                 fmt::format("listen address \"{}\": {}", text, why));
-  };
-  const auto colon = text.rfind(':');
-  if (colon == std::string_view::npos) return bad("expected host:port");
-  std::string_view host = text.substr(0, colon);
-  const std::string_view port_text = text.substr(colon + 1);
-  if (!host.empty() && host.front() == '[') {
-    if (host.size() < 3 || host.back() != ']') return bad("an IPv6 host needs [brackets]");
-    host = host.substr(1, host.size() - 2);
-  } else if (host.find(':') != std::string_view::npos) {
-    return bad("an IPv6 host needs [brackets]");
-  }
-  unsigned port = 0;
-  const auto [end, ec] =
-      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (port_text.empty() || ec != std::errc() || end != port_text.data() + port_text.size() ||
-      port > 65535) {
-    return bad("the port must be a number from 0 to 65535");
-  }
-  ListenAddress address;
-  address.host = host.empty() ? std::string("0.0.0.0") : std::string(host);
-  address.port = static_cast<uint16_t>(port);
-  return address;
+                                 "listen address " + endpoint.error().message);
+  return ListenAddress{endpoint->host.empty() ? "0.0.0.0" : endpoint->host, endpoint->port};
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "base/backoff.h"
 #include "nats/handles.h"
 #include "nats/status.h"
 
@@ -82,12 +83,11 @@ void on_async_error(natsConnection*, natsSubscription*, natsStatus err, void* cl
 int64_t reconnect_delay(natsConnection*, int attempts, void* closure) {
   auto* s = shared_of(closure);
   thread_local std::mt19937_64 rng{std::random_device{}()};
-  double base = static_cast<double>(s->options.reconnect_wait_min.count());
-  double cap = static_cast<double>(s->options.reconnect_wait_max.count());
-  for (int i = 1; i < attempts && base < cap; ++i) base *= 2;
-  if (base > cap) base = cap;
+  const auto delay =
+      base::exponential_delay(s->options.reconnect_wait_min, s->options.reconnect_wait_max,
+                              attempts > 1 ? static_cast<uint64_t>(attempts - 1) : 0);
   std::uniform_real_distribution<double> jitter(0.8, 1.2);
-  return static_cast<int64_t>(base * jitter(rng));
+  return static_cast<int64_t>(static_cast<double>(delay.count()) * jitter(rng));
 }
 
 Result<void> check(natsStatus s, const char* what) {

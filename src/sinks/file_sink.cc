@@ -47,8 +47,7 @@ void FileSink::stop() {
   stopped_ = true;
   // A sync leader works on fd_ without the lock; the descriptor must outlive its fdatasync.
   synced_.wait(lock, [this] { return !syncing_; });
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+  fd_.reset();
 }
 
 std::string FileSink::open_locked() {
@@ -58,23 +57,22 @@ std::string FileSink::open_locked() {
   if (ec) return "create directory " + parent.string() + ": " + ec.message();
   const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return errno_text("open", path_, errno);
-  fd_ = fd;
+  fd_.reset(fd);
   return {};
 }
 
 void FileSink::reopen_if_moved_locked() {
-  if (fd_ < 0 || syncing_) return;
+  if (!fd_ || syncing_) return;
   const auto now = std::chrono::steady_clock::now();
   if (now - last_moved_check_ < kMovedCheckEvery) return;
   last_moved_check_ = now;
   struct stat open_file {};
   struct stat at_path {};
-  const bool same = ::fstat(fd_, &open_file) == 0 && ::stat(path_.c_str(), &at_path) == 0 &&
+  const bool same = ::fstat(fd_.get(), &open_file) == 0 && ::stat(path_.c_str(), &at_path) == 0 &&
                     open_file.st_dev == at_path.st_dev && open_file.st_ino == at_path.st_ino;
   if (same) return;
   // Moved away (log rotation) or deleted: new records go to the path, as configured.
-  ::close(fd_);
-  fd_ = -1;
+  fd_.reset();
 }
 
 std::string FileSink::write_locked(const std::string& record) {
@@ -84,7 +82,7 @@ std::string FileSink::write_locked(const std::string& record) {
   const std::string& bytes = torn_ ? line : record;
   size_t written = 0;
   while (written < bytes.size()) {
-    const ssize_t n = ::write(fd_, bytes.data() + written, bytes.size() - written);
+    const ssize_t n = ::write(fd_.get(), bytes.data() + written, bytes.size() - written);
     if (n > 0) {
       written += static_cast<size_t>(n);
       continue;
@@ -93,8 +91,8 @@ std::string FileSink::write_locked(const std::string& record) {
     const int err = n < 0 ? errno : EIO;
     if (written > 0) {
       // Cut the fragment off again; if that fails, remember to start the next line afresh.
-      const off_t end = ::lseek(fd_, 0, SEEK_CUR);
-      if (end < 0 || ::ftruncate(fd_, end - static_cast<off_t>(written)) != 0) torn_ = true;
+      const off_t end = ::lseek(fd_.get(), 0, SEEK_CUR);
+      if (end < 0 || ::ftruncate(fd_.get(), end - static_cast<off_t>(written)) != 0) torn_ = true;
     }
     return errno_text("write", path_, err);
   }
@@ -113,7 +111,7 @@ std::string FileSink::sync_locked(std::unique_lock<std::mutex>& lock) {
     }
     syncing_ = true;
     auto leading = std::exchange(round_, std::make_shared<SyncRound>());
-    const int fd = fd_;
+    const int fd = fd_.get();
     lock.unlock();
     int rc = 0;
     do {
@@ -141,13 +139,12 @@ SinkResult FileSink::deliver(const Message& message, const std::string& subscrip
     };
     if (stopped_) return SinkResult{Disposition::retry(), {}, "file sink stopped"};
     reopen_if_moved_locked();
-    if (fd_ < 0)
+    if (!fd_)
       if (auto error = open_locked(); !error.empty()) return failed(std::move(error));
     if (auto error = write_locked(line); !error.empty()) {
       // Opened again on the next try: the file may have been moved, replaced or remounted.
       if (!syncing_) {
-        ::close(fd_);
-        fd_ = -1;
+        fd_.reset();
       }
       return failed(std::move(error));
     }

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 
+#include "base/file_descriptor.h"
 #include "sinks/sink.h"
 
 namespace natsfleet::sinks {
@@ -52,7 +53,7 @@ class FileSink : public Sink {
   const FsyncPolicy fsync_;
   mutable std::mutex mu_;
   std::condition_variable synced_;
-  int fd_ = -1;
+  base::FileDescriptor fd_;
   bool stopped_ = false;
   bool healthy_ = true;
   // A failed write may leave part of a line behind; the next record starts on a new line.

@@ -15,6 +15,8 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "base/backoff.h"
+#include "base/endpoint.h"
 #include "natsfleet/redact.h"
 #include "sinks/record.h"
 
@@ -80,45 +82,19 @@ std::optional<HttpUrl> parse_http_url(std::string_view url, std::string& why) {
     why = "url may not carry credentials; use headers";
     return std::nullopt;
   }
-  std::string_view port;
-  if (!authority.empty() && authority.front() == '[') {
-    const size_t close = authority.find(']');
-    if (close == std::string_view::npos) {
-      why = "url has an unclosed IPv6 address";
-      return std::nullopt;
-    }
-    out.host = std::string(authority.substr(1, close - 1));
-    std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') {
-        why = "url has junk after its IPv6 address";
-        return std::nullopt;
-      }
-      port = after.substr(1);
-    }
-  } else {
-    const size_t colon = authority.find(':');
-    out.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) port = authority.substr(colon + 1);
-  }
-  if (out.host.empty()) {
-    why = "url has no host";
+  const auto parsed = base::parse_url(url);
+  if (!parsed) {
+    why = "url " + parsed.error().message;
     return std::nullopt;
   }
-  if (port.empty()) {
+  out.host = parsed->host;
+  if (!parsed->port) {
     out.port = out.tls ? "443" : "80";
+  } else if (*parsed->port == 0) {
+    why = "url has a bad port";
+    return std::nullopt;
   } else {
-    if (port.size() > 5 ||
-        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      why = "url has a bad port";
-      return std::nullopt;
-    }
-    const int number = std::stoi(std::string(port));
-    if (number < 1 || number > 65535) {
-      why = "url has a bad port";
-      return std::nullopt;
-    }
-    out.port = std::string(port);
+    out.port = std::to_string(*parsed->port);
   }
   out.target = target.empty()          ? "/"
                : target.front() == '?' ? "/" + std::string(target)
@@ -138,9 +114,7 @@ std::chrono::milliseconds http_retry_delay(std::string_view retry_after, uint64_
     return std::min<std::chrono::milliseconds>(
         std::chrono::seconds(std::stoll(std::string(retry_after))), kMaxRetryAfter);
   }
-  std::chrono::milliseconds delay = kBackoffBase;
-  for (uint64_t i = 1; i < delivered && delay < kBackoffMax; ++i) delay *= 2;
-  return std::min<std::chrono::milliseconds>(delay, kBackoffMax);
+  return base::exponential_delay(kBackoffBase, kBackoffMax, delivered > 0 ? delivered - 1 : 0);
 }
 
 struct HttpSink::Tls {

@@ -8,7 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "fleet/utc_time.h"
+#include "base/json_text.h"
+#include "base/utc_time.h"
 #include "natsfleet/message.h"
 
 namespace natsfleet::sinks {
@@ -23,13 +24,12 @@ std::string record_json(const Message& message, const std::string& subscription)
 std::string record_json_with_id(uint64_t id, const Message& message,
                                 const std::string& subscription);
 
-// Strict UTF-8 (RFC 3629): rejects overlong forms, surrogates and code points above U+10FFFF.
-bool is_valid_utf8(std::string_view bytes);
+using base::is_valid_utf8;
 
 // Standard alphabet, with padding.
 std::string base64_encode(std::string_view bytes);
 
 // "2026-11-29T21:49:45.123Z" for nanoseconds since the Unix epoch.
-using fleet::format_utc_millis;
+using base::format_utc_millis;
 
 }  // namespace natsfleet::sinks

@@ -7,6 +7,7 @@
 #include <system_error>
 #include <variant>
 
+#include "base/endpoint.h"
 #include "sinks/file_sink.h"
 #include "sinks/http_sink.h"
 #include "sinks/stdout_sink.h"

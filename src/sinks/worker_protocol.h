@@ -28,8 +28,9 @@ struct WorkerAnswer {
 // the sink logs it and goes on reading.
 std::optional<WorkerAnswer> parse_worker_answer(std::string_view line, std::string& why);
 
-// "250ms", "5s", "1.5s", "2m", "1h", "1m30s", or a JSON number of seconds; nullopt otherwise.
-std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+// A "delay" is a duration string (base::parse_duration) or a JSON number of seconds. A year is
+// far beyond any sensible redelivery delay: a longer one is an unreadable answer.
+inline constexpr std::chrono::milliseconds kMaxWorkerDelay = std::chrono::hours(24 * 365);
 
 // The Nats-Msg-Id of the index-th message a worker publishes for `message` delivered to
 // `subscription` (the work's or broadcast's name), stable across redeliveries so the stream drops

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -18,11 +17,12 @@
 #include <tuple>
 #include <utility>
 
+#include "base/backoff.h"
+#include "base/child_process.h"
+#include "base/file_descriptor.h"
 #include "sinks/record.h"
 #include "sinks/worker_protocol.h"
 #include "spdlog/spdlog.h"
-
-extern char** environ;
 
 namespace natsfleet::sinks {
 namespace {
@@ -38,12 +38,6 @@ constexpr size_t kMaxAnswerLine = 16u << 20;
 // The worker is not there to answer (exited, not running, wedged, stopping): the message is
 // fine, the downstream is not.
 SinkResult nak(std::string error) { return SinkResult{Disposition::retry(), {}, std::move(error)}; }
-
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return std::string("killed by signal ") + strsignal(WTERMSIG(status));
-  return "ended";
-}
 
 int poll_timeout_ms(std::chrono::steady_clock::duration d) {
   const auto ms = std::chrono::ceil<milliseconds>(d).count();
@@ -75,9 +69,11 @@ std::pair<bool, int> send_line(int fd, std::string_view line,
 
 struct WorkerSink::Worker {
   pid_t pid = 0;
-  int in_fd = -1;   // our end of its stdin: a socket, so a write to a dead worker is EPIPE and
-                    // never SIGPIPE (send with MSG_NOSIGNAL)
-  int out_fd = -1;  // our end of its stdout, non-blocking
+  // Closed with the Worker, only when nobody can still be writing: the descriptor number is
+  // never reused under a concurrent send().
+  base::FileDescriptor in_fd;   // our end of its stdin: a socket, so a write to a dead worker is
+                                // EPIPE and never SIGPIPE (send with MSG_NOSIGNAL)
+  base::FileDescriptor out_fd;  // our end of its stdout, non-blocking
   uint64_t generation = 0;
   Clock::time_point started;
   // Guarded by the sink's mu_.
@@ -89,13 +85,6 @@ struct WorkerSink::Worker {
   // Only the supervisor touches these.
   std::string pending;
   bool skipping = false;  // inside an over-long line, dropping bytes up to its newline
-
-  ~Worker() {
-    // Closed only when nobody can still be writing: the descriptor number is never reused
-    // under a concurrent send().
-    if (in_fd >= 0) ::close(in_fd);
-    if (out_fd >= 0) ::close(out_fd);
-  }
 };
 
 struct WorkerSink::InFlight {
@@ -108,15 +97,12 @@ struct WorkerSink::InFlight {
 WorkerSink::WorkerSink(WorkerSinkOptions options) : options_(std::move(options)) {
   if (options_.command.empty() || options_.command.front().empty())
     throw std::invalid_argument("worker sink: command is empty");
-  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+  wake_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake_fd_) throw std::system_error(errno, std::generic_category(), "eventfd");
   supervisor_ = std::thread([this] { supervise(); });
 }
 
-WorkerSink::~WorkerSink() {
-  stop();
-  if (wake_fd_ >= 0) ::close(wake_fd_);
-}
+WorkerSink::~WorkerSink() { stop(); }
 
 std::string WorkerSink::describe() const {
   std::string text = "worker";
@@ -143,7 +129,7 @@ bool WorkerSink::healthy() const {
 
 void WorkerSink::wake() {
   const uint64_t one = 1;
-  [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
+  [[maybe_unused]] auto n = ::write(wake_fd_.get(), &one, sizeof one);
 }
 
 void WorkerSink::stop() {
@@ -213,7 +199,7 @@ SinkResult WorkerSink::deliver(const Message& message, const std::string& subscr
       if (!timed_out && !entry->result) {
         worker->writing = true;
         lock.unlock();
-        std::tie(timed_out, error) = send_line(worker->in_fd, line, entry->deadline);
+        std::tie(timed_out, error) = send_line(worker->in_fd.get(), line, entry->deadline);
         lock.lock();
         worker->writing = false;
         // Every waiter re-checks: one whose delivery was settled meanwhile (its worker died)
@@ -257,46 +243,34 @@ void WorkerSink::spawn_locked(Clock::time_point now) {
   } else if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
     error = std::string("pipe: ") + std::strerror(errno);
   } else {
-    posix_spawn_file_actions_t actions;
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawnattr_init(&attr);
-    // dup2 clears close-on-exec on 0 and 1 only; every other descriptor of ours stays shut.
-    posix_spawn_file_actions_adddup2(&actions, in_pair[1], STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&attr, &none);
-    // The daemon ignores SIGPIPE; a worker should start with default dispositions.
-    posix_spawnattr_setsigdefault(&attr, &all);
-    // Its own process group: a terminal's Ctrl-C reaches only us, and stop() decides when the
-    // worker ends; killing the group also takes any children it started.
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(
-        &attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-    std::vector<char*> argv;
-    for (const auto& arg : options_.command) argv.push_back(const_cast<char*>(arg.c_str()));
-    argv.push_back(nullptr);
-    const int rc = ::posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    if (rc != 0) error = "spawn " + options_.command.front() + ": " + std::strerror(rc);
+    // dup2 clears close-on-exec on 0 and 1 only; every other descriptor of ours stays shut. The
+    // daemon ignores SIGPIPE; a worker starts with default dispositions. Its own process group:
+    // a terminal's Ctrl-C reaches only us, and stop() decides when the worker ends; killing the
+    // group also takes any children it started.
+    auto spawned = base::spawn_child(
+        options_.command,
+        {.stdin_fd = in_pair[1], .stdout_fd = out_pipe[1], .new_process_group = true});
+    if (spawned) {
+      pid = *spawned;
+    } else {
+      error = spawned.error().message;
+    }
   }
-  if (in_pair[1] >= 0) ::close(in_pair[1]);
-  if (out_pipe[1] >= 0) ::close(out_pipe[1]);
+  // The child's ends are its own now (or unused): ours are closed here, on every path.
+  base::FileDescriptor ours_in(in_pair[0]), theirs_in(in_pair[1]);
+  base::FileDescriptor ours_out(out_pipe[0]), theirs_out(out_pipe[1]);
+  theirs_in.reset();
+  theirs_out.reset();
   if (!error.empty()) {
-    if (in_pair[0] >= 0) ::close(in_pair[0]);
-    if (out_pipe[0] >= 0) ::close(out_pipe[0]);
     spdlog::error("worker sink: {}", error);
     note_death_locked(now, now);
     return;
   }
-  ::fcntl(out_pipe[0], F_SETFL, ::fcntl(out_pipe[0], F_GETFL) | O_NONBLOCK);
+  ::fcntl(ours_out.get(), F_SETFL, ::fcntl(ours_out.get(), F_GETFL) | O_NONBLOCK);
   auto worker = std::make_shared<Worker>();
   worker->pid = pid;
-  worker->in_fd = in_pair[0];
-  worker->out_fd = out_pipe[0];
+  worker->in_fd = std::move(ours_in);
+  worker->out_fd = std::move(ours_out);
   worker->generation = ++starts_;
   worker->started = now;
   worker_ = std::move(worker);
@@ -319,9 +293,8 @@ void WorkerSink::note_death_locked(Clock::time_point started, Clock::time_point 
                   std::chrono::duration<double>(options_.crash_window).count(),
                   std::chrono::duration<double>(options_.stable_after).count());
   }
-  milliseconds delay = options_.restart_min;
-  for (int i = 0; i < quick_deaths_ && delay < options_.restart_max; ++i) delay *= 2;
-  delay = std::min(delay, options_.restart_max);
+  const milliseconds delay = base::exponential_delay(options_.restart_min, options_.restart_max,
+                                                     static_cast<uint64_t>(quick_deaths_));
   ++quick_deaths_;
   restart_at_ = now + delay;
 }
@@ -363,7 +336,7 @@ void WorkerSink::retire_worker(std::unique_lock<std::mutex>& lock, const std::st
   }
   spdlog::log(stopping ? spdlog::level::info : spdlog::level::warn,
               "worker sink: {} (pid {}) {}: {}", options_.command.front(), worker->pid,
-              describe_status(worker->status), reason);
+              base::describe_wait_status(worker->status), reason);
   lock.lock();
   if (!stopping_) note_death_locked(worker->started, Clock::now());
 }
@@ -410,7 +383,7 @@ void WorkerSink::handle_line(std::string_view line) {
 bool WorkerSink::read_answers(Worker& worker) {
   char buf[65536];
   for (;;) {
-    const ssize_t n = ::read(worker.out_fd, buf, sizeof buf);
+    const ssize_t n = ::read(worker.out_fd.get(), buf, sizeof buf);
     if (n == 0) return false;
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -450,7 +423,7 @@ void WorkerSink::supervise() {
       if (!worker_) break;
       if (!stdin_closed) {
         // EOF on stdin is the worker's signal to finish what it has and exit.
-        ::shutdown(worker_->in_fd, SHUT_WR);
+        ::shutdown(worker_->in_fd.get(), SHUT_WR);
         stdin_closed = true;
         stop_deadline = now + options_.stop_grace;
       }
@@ -493,11 +466,11 @@ void WorkerSink::supervise() {
     auto worker = worker_;
     lock.unlock();
 
-    pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {worker ? worker->out_fd : -1, POLLIN, 0}};
+    pollfd fds[2] = {{wake_fd_.get(), POLLIN, 0}, {worker ? worker->out_fd.get() : -1, POLLIN, 0}};
     const int ready = ::poll(fds, 2, poll_timeout_ms(next - now));
     if (ready > 0 && (fds[0].revents & POLLIN)) {
       uint64_t count = 0;
-      [[maybe_unused]] auto n = ::read(wake_fd_, &count, sizeof count);
+      [[maybe_unused]] auto n = ::read(wake_fd_.get(), &count, sizeof count);
     }
     bool open = true;
     if (ready > 0 && worker && fds[1].revents != 0) open = read_answers(*worker);

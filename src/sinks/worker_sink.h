@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/file_descriptor.h"
 #include "sinks/sink.h"
 
 namespace natsfleet::sinks {
@@ -82,8 +83,8 @@ class WorkerSink : public Sink {
   int quick_deaths_ = 0;  // consecutive deaths of young workers: the backoff exponent
   std::deque<Clock::time_point> deaths_;  // within crash_window
   bool crash_looping_ = false;
-  int wake_fd_ = -1;    // an eventfd that interrupts the supervisor's poll
-  std::mutex join_mu_;  // stop() may be called from several threads
+  base::FileDescriptor wake_fd_;  // an eventfd that interrupts the supervisor's poll
+  std::mutex join_mu_;            // stop() may be called from several threads
   std::thread supervisor_;
 };
 

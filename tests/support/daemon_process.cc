@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +14,8 @@
 
 #include <stdexcept>
 #include <thread>
+
+#include "base/child_process.h"
 #include "support/nats_server.h"
 
 extern char** environ;
@@ -58,14 +59,10 @@ void DaemonProcess::start() {
     pid_ = child;
     return;
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                   0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0)
-    throw std::runtime_error("cannot start natsfleet");
-  posix_spawn_file_actions_destroy(&actions);
+  auto child = base::spawn_child(
+      args, {.stdout_path = log_path, .stderr_to_stdout = true, .search_path = false});
+  if (!child) throw std::runtime_error("cannot start natsfleet: " + child.error().describe());
+  pid_ = child.value();
 }
 
 void DaemonProcess::signal(int sig) {
@@ -127,16 +124,9 @@ int readyz(int port) {
 }
 
 ChildProcess::ChildProcess(std::vector<std::string> argv) {
-  std::vector<char*> args;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  if (posix_spawn(&pid_, args[0], nullptr, nullptr, args.data(), environ) != 0)
-    throw std::runtime_error("cannot spawn " + argv.front());
-}
-
-ChildProcess::~ChildProcess() {
-  ::kill(pid_, SIGKILL);
-  ::waitpid(pid_, nullptr, 0);
+  auto child = base::ChildProcess::start(argv, {.reset_signals = false, .search_path = false});
+  if (!child) throw std::runtime_error(child.error().describe());
+  child_ = std::move(child.value());
 }
 
 uint64_t rss_kib(pid_t pid) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/child_process.h"
+
 namespace natsfleet::testing {
 
 class DaemonProcess {
@@ -49,13 +51,10 @@ class ChildProcess {
  public:
   // argv[0] is a path. Throws std::runtime_error when it cannot be spawned.
   explicit ChildProcess(std::vector<std::string> argv);
-  ~ChildProcess();
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return child_.pid(); }
 
  private:
-  pid_t pid_ = -1;
+  base::ChildProcess child_;
 };
 
 // `natsfleet <args>` run to its end through the shell (args may redirect): exit code (-1 when

@@ -1,14 +1,6 @@
 #include "support/nats_server.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -25,7 +17,7 @@
 #include <thread>
 #include <utility>
 
-extern char** environ;
+#include "base/child_process.h"
 
 namespace natsfleet::testing {
 namespace {
@@ -45,48 +37,15 @@ constexpr int kMaxStartAttempts = 3;
 // not eat the whole readiness budget in one request.
 constexpr std::chrono::milliseconds kProbeTimeout{500};
 constexpr std::chrono::milliseconds kPauseTimeout{5'000};
-// Logs of these short-lived servers are small; the cap only guards against a runaway log.
-constexpr std::streamoff kMaxLogBytesRead = 1 << 20;
 
 std::atomic<int> next_server_number{1};
-
-// Closes the descriptor on every path, including the throwing ones.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&&) = delete;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-sockaddr_in loopback_address(int port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return addr;
-}
 
 std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 std::string make_temp_dir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string pattern =
-      std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/natsfleet-test-XXXXXX";
-  std::vector<char> buffer(pattern.begin(), pattern.end());
-  buffer.push_back('\0');
-  if (::mkdtemp(buffer.data()) == nullptr) {
-    throw std::runtime_error(errno_text("mkdtemp " + pattern));
-  }
-  return buffer.data();
+  auto dir = broker::make_temp_directory("natsfleet-test-");
+  if (!dir) throw std::runtime_error(dir.error().describe());
+  return dir.value();
 }
 
 void remove_tree(const std::string& path) noexcept {
@@ -102,18 +61,6 @@ std::string join(const std::vector<std::string>& parts, const std::string& separ
     out += part;
   }
   return out;
-}
-
-std::string describe_exit(const siginfo_t& info) {
-  switch (info.si_code) {
-    case CLD_EXITED:
-      return "exit code " + std::to_string(info.si_status);
-    case CLD_KILLED:
-    case CLD_DUMPED:
-      return std::string("killed by signal ") + ::strsignal(info.si_status);
-    default:
-      return "exited";
-  }
 }
 
 // Returns the index just past the JSON string that opens at `json[quote]`. Escapes are copied
@@ -136,91 +83,13 @@ size_t skip_space(const std::string& json, size_t i) {
 
 }  // namespace
 
-bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
-              std::chrono::milliseconds interval) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    if (condition()) return true;
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) return false;
-    std::this_thread::sleep_for(
-        std::min<std::chrono::steady_clock::duration>(interval, deadline - now));
-  }
-}
-
 std::vector<int> free_loopback_ports(size_t count) {
-  std::vector<Fd> held;
-  std::vector<int> ports;
-  for (size_t i = 0; i < count; ++i) {
-    Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (fd.get() < 0) throw std::runtime_error(errno_text("socket"));
-    sockaddr_in addr = loopback_address(0);
-    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      throw std::runtime_error(errno_text("bind 127.0.0.1:0"));
-    }
-    socklen_t len = sizeof(addr);
-    if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      throw std::runtime_error(errno_text("getsockname"));
-    }
-    ports.push_back(ntohs(addr.sin_port));
-    held.push_back(std::move(fd));
-  }
+  auto ports = broker::free_loopback_ports(count);
+  if (ports.size() != count) throw std::runtime_error(errno_text("free loopback ports"));
   return ports;
 }
 
 int free_loopback_port() { return free_loopback_ports(1).front(); }
-
-std::string http_get(int port, const std::string& path, int* status,
-                     std::chrono::milliseconds timeout) {
-  if (status != nullptr) *status = -1;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-
-  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (fd.get() < 0) return {};
-  // Per-call socket timeouts bound connect, send and each recv; the loop below bounds the total.
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  sockaddr_in addr = loopback_address(port);
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return {};
-
-  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: " + kLoopback + ":" +
-                              std::to_string(port) + "\r\nConnection: close\r\n\r\n";
-  size_t sent = 0;
-  while (sent < request.size()) {
-    ssize_t n = ::send(fd.get(), request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return {};
-    sent += static_cast<size_t>(n);
-  }
-
-  // HTTP/1.0 without keep-alive: the server closes the connection after the body.
-  std::string response;
-  char buffer[4096];
-  while (true) {
-    if (std::chrono::steady_clock::now() >= deadline) return {};
-    ssize_t n = ::recv(fd.get(), buffer, sizeof(buffer), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return {};
-    if (n == 0) break;
-    response.append(buffer, static_cast<size_t>(n));
-  }
-
-  // Status line: "HTTP/1.x NNN Reason".
-  if (response.rfind("HTTP/", 0) != 0) return {};
-  size_t space = response.find(' ');
-  if (space == std::string::npos || space + 4 > response.size()) return {};
-  int code = 0;
-  for (size_t i = space + 1; i < space + 4; ++i) {
-    if (std::isdigit(static_cast<unsigned char>(response[i])) == 0) return {};
-    code = code * 10 + (response[i] - '0');
-  }
-  size_t body = response.find("\r\n\r\n");
-  if (status != nullptr) *status = code;
-  return body == std::string::npos ? std::string() : response.substr(body + 4);
-}
 
 std::string jsz_meta_leader(const std::string& jsz_body) {
   size_t key = jsz_body.find("\"meta_cluster\"");
@@ -306,8 +175,8 @@ int NatsServer::cluster_port() const { return ports_.cluster; }
 std::string NatsServer::store_dir() const { return dir_ + "/store"; }
 std::string NatsServer::dir() const { return dir_; }
 std::string NatsServer::name() const { return options_.server_name; }
-pid_t NatsServer::pid() const { return running() ? pid_ : -1; }
-bool NatsServer::running() const { return pid_ > 0 && !exited(); }
+pid_t NatsServer::pid() const { return running() ? process_.pid() : -1; }
+bool NatsServer::running() const { return process_.running(); }
 bool NatsServer::paused() const { return running() && paused_; }
 
 void NatsServer::write_config() const {
@@ -345,58 +214,13 @@ void NatsServer::write_config() const {
 
 void NatsServer::spawn() {
   write_config();
-  const std::string config_path = dir_ + "/nats.conf";
-  const std::string log_path = dir_ + "/nats.log";
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  // No terminal or test-runner pipe for the child: errors printed before log_file takes over
-  // (bad config, panics) land in the same log that log_tail() reports.
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                   0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
-  // Client sockets the test opened without CLOEXEC must not live on inside the broker.
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-#endif
-
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  // The test process may block or ignore signals (test runners, client libraries); the broker
-  // must see SIGTERM and friends normally.
-  sigset_t no_signals;
-  sigemptyset(&no_signals);
-  posix_spawnattr_setsigmask(&attributes, &no_signals);
-  sigset_t all_signals;
-  sigfillset(&all_signals);
-  posix_spawnattr_setsigdefault(&attributes, &all_signals);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-
-  std::string arg0 = kServerBinary;
-  std::string arg1 = "-c";
-  std::string arg2 = config_path;
-  char* argv[] = {arg0.data(), arg1.data(), arg2.data(), nullptr};
-  pid_t child = -1;
-  int rc = posix_spawnp(&child, kServerBinary, &actions, &attributes, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
-  if (rc != 0) {
-    throw std::runtime_error(std::string("cannot start ") + kServerBinary + ": " +
-                             std::strerror(rc));
-  }
-  pid_ = child;
+  broker::NatsServerCommand command;
+  command.executable = kServerBinary;
+  command.args = {"-c", dir_ + "/nats.conf"};
+  command.log_file = dir_ + "/nats.log";
+  if (auto spawned = process_.spawn(command); !spawned)
+    throw std::runtime_error(spawned.error().describe());
   paused_ = false;
-}
-
-bool NatsServer::exited() const {
-  if (pid_ <= 0) return true;
-  siginfo_t info{};
-  // WNOWAIT leaves the zombie in place, so pid_ stays ours (cannot be recycled) until reaped.
-  if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
-    return true;
-  }
-  return info.si_pid != 0;
 }
 
 NatsServer::StartOutcome NatsServer::wait_ready_for(std::chrono::milliseconds timeout,
@@ -405,9 +229,8 @@ NatsServer::StartOutcome NatsServer::wait_ready_for(std::chrono::milliseconds ti
   std::string body;
   std::string leader_note;
   const bool needs_meta_leader = options_.jetstream && !cluster_.name.empty();
-  bool ready = wait_for(
+  auto ready = process_.wait_ready(
       [&] {
-        if (exited()) return true;
         body = http_get(ports_.monitor, "/healthz", &status, kProbeTimeout);
         if (status != 200) return false;
         if (!needs_meta_leader) return true;
@@ -424,17 +247,15 @@ NatsServer::StartOutcome NatsServer::wait_ready_for(std::chrono::milliseconds ti
   const std::string who = "nats-server " + options_.server_name + " (client port " +
                           std::to_string(ports_.client) + ", monitor port " +
                           std::to_string(ports_.monitor) + ", dir " + dir_ + ")";
-  if (pid_ > 0 && exited()) {
-    siginfo_t info{};
-    ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
+  if (const auto how = process_.exit_description()) {
     std::string tail = log_tail();
     if (error != nullptr) {
-      *error = who + " exited during start-up (" + describe_exit(info) + "); log tail:\n" + tail;
+      *error = who + " exited during start-up (" + *how + "); log tail:\n" + tail;
     }
     return tail.find("address already in use") != std::string::npos ? StartOutcome::port_in_use
                                                                     : StartOutcome::failed;
   }
-  if (ready) return StartOutcome::ready;
+  if (ready.ok()) return StartOutcome::ready;
   if (error != nullptr) {
     *error = who + " not ready within " + std::to_string(timeout.count()) +
              " ms; last /healthz: " + (status < 0 ? "no answer" : std::to_string(status)) + " " +
@@ -448,44 +269,25 @@ void NatsServer::wait_ready(std::chrono::milliseconds timeout) const {
   if (wait_ready_for(timeout, &error) != StartOutcome::ready) throw std::runtime_error(error);
 }
 
-void NatsServer::reap_blocking() noexcept {
-  if (pid_ <= 0) return;
-  int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
-  pid_ = -1;
+void NatsServer::kill_and_reap() noexcept {
+  process_.kill();
   paused_ = false;
 }
 
-void NatsServer::kill_and_reap() noexcept {
-  if (pid_ <= 0) return;
-  if (!exited()) {
-    if (paused_) ::kill(pid_, SIGCONT);
-    ::kill(pid_, SIGKILL);
-  }
-  reap_blocking();
-}
-
 void NatsServer::stop() {
-  if (pid_ <= 0) return;
-  if (!exited()) {
-    // A stopped process acts on SIGTERM only once continued.
-    if (paused_) ::kill(pid_, SIGCONT);
-    ::kill(pid_, SIGTERM);
-    if (!wait_for([this] { return exited(); }, kGracefulStopTimeout)) ::kill(pid_, SIGKILL);
-  }
-  reap_blocking();
+  process_.stop(kGracefulStopTimeout);
+  paused_ = false;
 }
 
 void NatsServer::kill() { kill_and_reap(); }
 
 void NatsServer::pause() {
   if (!running()) throw std::logic_error("pause: nats-server " + name() + " is not running");
-  if (::kill(pid_, SIGSTOP) != 0) throw std::runtime_error(errno_text("kill SIGSTOP"));
+  if (!process_.signal(SIGSTOP)) throw std::runtime_error(errno_text("kill SIGSTOP"));
   paused_ = true;
   // SIGSTOP is asynchronous; callers expect the broker to be frozen when pause() returns.
   // Reading the state from /proc avoids consuming wait notifications.
-  const std::string stat_path = "/proc/" + std::to_string(pid_) + "/stat";
+  const std::string stat_path = "/proc/" + std::to_string(process_.pid()) + "/stat";
   bool stopped = wait_for(
       [&] {
         std::ifstream in(stat_path);
@@ -499,7 +301,7 @@ void NatsServer::pause() {
 }
 
 void NatsServer::resume() {
-  if (pid_ > 0 && !exited()) ::kill(pid_, SIGCONT);
+  if (running()) process_.signal(SIGCONT);
   paused_ = false;
 }
 
@@ -521,26 +323,7 @@ void NatsServer::restart_wiped() {
   restart();
 }
 
-std::string NatsServer::log_tail(size_t lines) const {
-  std::ifstream in(dir_ + "/nats.log", std::ios::binary);
-  if (!in) return {};
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  const std::streamoff start = std::max<std::streamoff>(0, size - kMaxLogBytesRead);
-  in.seekg(start);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (lines == 0) return {};
-  // Walk back over `lines` newlines, not counting the one that ends the last line.
-  size_t end = text.size();
-  if (end > 0 && text[end - 1] == '\n') --end;
-  size_t begin = end;
-  size_t found = 0;
-  while (begin > 0) {
-    if (text[begin - 1] == '\n' && ++found == lines) break;
-    --begin;
-  }
-  return text.substr(begin);
-}
+std::string NatsServer::log_tail(size_t lines) const { return process_.log_tail(lines); }
 
 // ---------------------------------------------------------------------------------------------
 // NatsCluster
@@ -579,7 +362,7 @@ NatsCluster::NatsCluster(const NatsClusterOptions& cluster_options) {
         [&] {
           bool all_ready = true;
           for (const auto& node : nodes_) {
-            if (node->exited()) return true;
+            if (!node->running()) return true;
             if (all_ready && node->wait_ready_for(std::chrono::milliseconds(0), nullptr) !=
                                  NatsServer::StartOutcome::ready) {
               all_ready = false;
@@ -703,16 +486,10 @@ std::set<int> tcp_ports_held_by(pid_t pid) {
 }  // namespace
 
 std::set<int> tcp_ports_a_child_inherits() {
-  char sleep_path[] = "/bin/sleep";
-  char seconds[] = "30";
-  char* argv[] = {sleep_path, seconds, nullptr};
-  pid_t child = 0;
-  if (::posix_spawn(&child, sleep_path, nullptr, nullptr, argv, environ) != 0)
-    throw std::runtime_error("cannot spawn /bin/sleep");
-  auto ports = tcp_ports_held_by(child);
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
-  return ports;
+  // Spawned as the daemon spawns a worker sink: the same helper, the same defaults.
+  auto child = base::ChildProcess::start({"/bin/sleep", "30"});
+  if (!child) throw std::runtime_error(child.error().describe());
+  return tcp_ports_held_by(child->pid());  // the child is killed and reaped when it goes
 }
 
 }  // namespace natsfleet::testing

@@ -13,6 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "broker/nats_server_process.h"
+#include "support/http_client.h"
+#include "support/wait_for.h"
+
 namespace natsfleet::testing {
 
 // Generous enough for a loaded CI machine running tests in parallel; a healthy server on an idle
@@ -31,7 +35,9 @@ struct NatsServerOptions {
                              // is already trying to reach)
 };
 
-// One nats-server child process. Not thread-safe: drive it from the test's main thread.
+// One nats-server child process, launched by the daemon's own launcher
+// (broker::NatsServerProcess) from a generated config file. Not thread-safe: drive it from the
+// test's main thread.
 class NatsServer {
  public:
   // Starts the server and waits until /healthz answers 200. Throws std::runtime_error (carrying
@@ -90,15 +96,13 @@ class NatsServer {
   void write_config() const;
   void spawn();
   StartOutcome wait_ready_for(std::chrono::milliseconds timeout, std::string* error) const;
-  bool exited() const;
-  void reap_blocking() noexcept;
   void kill_and_reap() noexcept;
 
   NatsServerOptions options_;
   Ports ports_;
   ClusterSettings cluster_;
   std::string dir_;
-  pid_t pid_ = -1;
+  broker::NatsServerProcess process_;
   bool paused_ = false;
 };
 
@@ -137,11 +141,7 @@ class NatsCluster {
   std::vector<std::unique_ptr<NatsServer>> nodes_;
 };
 
-// Polls `condition` every `interval` until it returns true or `timeout` passes; returns the last
-// value.
-bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
-              std::chrono::milliseconds interval = std::chrono::milliseconds(20));
-
+// broker::free_loopback_ports, throwing std::runtime_error when the system refuses a socket.
 int free_loopback_port();  // bind 127.0.0.1:0, read the port, close
 // Spawns a child process (as the daemon spawns a worker sink) and returns the local TCP ports of
 // the sockets it inherited (read from /proc), then kills it. A server's port here means a child
@@ -150,11 +150,6 @@ std::set<int> tcp_ports_a_child_inherits();
 // `count` distinct free ports: all probe sockets stay bound until every port is picked, so the
 // kernel cannot hand out the same port twice.
 std::vector<int> free_loopback_ports(size_t count);
-
-// Minimal HTTP/1.0 GET against 127.0.0.1:<port>. Returns the body; *status gets the HTTP status
-// code, or -1 if there was no parseable answer within `timeout` (refused, paused server...).
-std::string http_get(int port, const std::string& path, int* status,
-                     std::chrono::milliseconds timeout = std::chrono::milliseconds(1'000));
 
 // Value of the string field "leader" inside the "meta_cluster" object of a /jsz body, "" if none.
 std::string jsz_meta_leader(const std::string& jsz_body);

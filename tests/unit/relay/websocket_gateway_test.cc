@@ -44,51 +44,19 @@ using namespace std::chrono_literals;
 // Generous bound for one exchange on loopback; only reached when something hangs.
 constexpr auto kDeadline = 5s;
 
-template <typename Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds within = kDeadline) {
-  const auto deadline = std::chrono::steady_clock::now() + within;
-  while (!predicate()) {
-    if (std::chrono::steady_clock::now() >= deadline) return predicate();
-    std::this_thread::sleep_for(2ms);
-  }
-  return true;
+bool eventually(const std::function<bool()>& predicate,
+                std::chrono::milliseconds within = kDeadline) {
+  return natsfleet::testing::wait_for(predicate, within, 2ms);
 }
 
 std::shared_ptr<const std::string> status(std::string text) {
   return std::make_shared<const std::string>(std::move(text));
 }
 
-struct Reply {
-  unsigned status = 0;
-  std::string body;
-  std::string content_type;
-};
-
-// One HTTP/1.1 exchange on a fresh connection, bounded by kDeadline.
-Reply http_get(int port, const std::string& target, http::verb method = http::verb::get) {
-  net::io_context ioc;
-  beast::tcp_stream stream(ioc);
-  beast::error_code ec;
-  stream.expires_after(kDeadline);
-  stream.async_connect(
-      tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port)),
-      [&](beast::error_code e) { ec = e; });
-  ioc.run();
-  if (ec) throw std::runtime_error("connect: " + ec.message());
-  http::request<http::string_body> req{method, target, 11};
-  req.set(http::field::host, "127.0.0.1");
-  req.keep_alive(false);
-  http::async_write(stream, req, [&](beast::error_code e, std::size_t) { ec = e; });
-  ioc.restart();
-  ioc.run();
-  if (ec) throw std::runtime_error("write: " + ec.message());
-  beast::flat_buffer buffer;
-  http::response<http::string_body> res;
-  http::async_read(stream, buffer, res, [&](beast::error_code e, std::size_t) { ec = e; });
-  ioc.restart();
-  ioc.run();
-  if (ec) throw std::runtime_error("read: " + ec.message());
-  return {res.result_int(), res.body(), std::string(res[http::field::content_type])};
+// One exchange on a fresh connection, bounded by kDeadline.
+natsfleet::testing::HttpReply http_get(int port, const std::string& target,
+                                       std::string_view method = "GET") {
+  return natsfleet::testing::http_request(port, method, target, kDeadline);
 }
 
 // A browser stand-in: upgrades on construction (status() is 101 on success, else the HTTP status
@@ -294,7 +262,7 @@ TEST_F(WebSocketGatewayTest, UpgradesBeyondMaxSessionsAreRefusedWith503) {
   }
   EXPECT_EQ(gateway->stats().refused_full, 1u);
   // Static files are not sessions: still served at the limit.
-  EXPECT_EQ(http_get(gateway->port(), "/healthz").status, 200u);
+  EXPECT_EQ(http_get(gateway->port(), "/healthz").status, 200);
 
   first->close();
   ASSERT_TRUE(eventually([&] { return gateway->stats().sessions == 1; }));
@@ -412,7 +380,7 @@ TEST_F(WebSocketGatewayTest, IdleConnectionsCannotStarveUpgrades) {
   EXPECT_TRUE(attached("alice", 1));
   // Attached by making room at once, not once idle connections reached their header deadline.
   EXPECT_EQ(gateway->stats().cut_idle, 0u);
-  EXPECT_EQ(http_get(gateway->port(), "/healthz").status, 200u);
+  EXPECT_EQ(http_get(gateway->port(), "/healthz").status, 200);
   EXPECT_TRUE(eventually([&] { return gateway->stats().evicted >= 200u - 16u; }))
       << gateway->stats().evicted;
   EXPECT_LE(gateway->stats().http_connections, 16u);
@@ -472,23 +440,23 @@ TEST_F(StaticFilesGatewayTest, ServesTheWebRootAndInMemoryPages) {
   const int port = gateway->port();
 
   auto r = http_get(port, "/");
-  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "<!doctype html><p>status</p>");
-  EXPECT_EQ(r.content_type, "text/html; charset=utf-8");
+  EXPECT_EQ(r.header("Content-Type"), "text/html; charset=utf-8");
   r = http_get(port, "/app.js?v=3");
-  EXPECT_EQ(r.status, 200u);
-  EXPECT_EQ(r.content_type, "text/javascript; charset=utf-8");
-  EXPECT_EQ(http_get(port, "/style.css").content_type, "text/css; charset=utf-8");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.header("Content-Type"), "text/javascript; charset=utf-8");
+  EXPECT_EQ(http_get(port, "/style.css").header("Content-Type"), "text/css; charset=utf-8");
   r = http_get(port, "/about");
-  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "natsfleet relay");
   r = http_get(port, "/healthz");
-  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "ok\n");
-  EXPECT_EQ(http_get(port, "/missing.html").status, 404u);
-  EXPECT_EQ(http_get(port, "/", http::verb::post).status, 405u);
+  EXPECT_EQ(http_get(port, "/missing.html").status, 404);
+  EXPECT_EQ(http_get(port, "/", "POST").status, 405);
   // A plain GET of the WebSocket path is not an upgrade.
-  EXPECT_EQ(http_get(port, "/ws?member=alice").status, 426u);
+  EXPECT_EQ(http_get(port, "/ws?member=alice").status, 426);
 }
 
 TEST_F(StaticFilesGatewayTest, PathTraversalIsRefused) {
@@ -499,7 +467,7 @@ TEST_F(StaticFilesGatewayTest, PathTraversalIsRefused) {
        {"/../secret.txt", "/%2e%2e/secret.txt", "/%2E%2E%2Fsecret.txt", "/web/../../secret.txt",
         "/..%2f..%2fsecret.txt", "/./../secret.txt", "/%2e%2e%5csecret.txt"}) {
     const auto r = http_get(gateway->port(), target);
-    EXPECT_EQ(r.status, 404u) << target;
+    EXPECT_EQ(r.status, 404) << target;
     EXPECT_EQ(r.body.find("top secret"), std::string::npos) << target;
   }
 }
@@ -665,7 +633,7 @@ TEST_F(WebSocketGatewayTest, StopClosesOpenSessionsCleanly) {
   EXPECT_EQ(gateway->port(), 0);
   gateway->stop();  // idempotent
   gateway.reset();
-  EXPECT_THROW(http_get(port, "/healthz"), std::runtime_error) << "still listening";
+  EXPECT_EQ(http_get(port, "/healthz").status, -1) << "still listening";
 }
 
 TEST_F(WebSocketGatewayTest, StopCutsAClientThatDoesNotAnswerTheClose) {

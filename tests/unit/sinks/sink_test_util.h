@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "natsfleet/message.h"
+#include "support/wait_for.h"
 
 namespace natsfleet::sinks::testing {
 
@@ -59,14 +60,7 @@ inline std::vector<std::string> read_lines(const std::filesystem::path& path) {
   return lines;
 }
 
-inline bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return done();
-}
+using ::natsfleet::testing::wait_for;
 
 inline std::chrono::milliseconds elapsed_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -

@@ -68,22 +68,17 @@ TEST(ParseWorkerAnswer, LinesWithoutAnIdAreRejected) {
   }
 }
 
-TEST(ParseDuration, UnitsFractionsAndCompounds) {
-  EXPECT_EQ(parse_duration("250ms"), 250ms);
-  EXPECT_EQ(parse_duration("5s"), 5s);
-  EXPECT_EQ(parse_duration("1.5s"), 1500ms);
-  EXPECT_EQ(parse_duration("2m"), 120s);
-  EXPECT_EQ(parse_duration("1h"), 3600s);
-  EXPECT_EQ(parse_duration("1m30s"), 90s);
-  EXPECT_EQ(parse_duration("0s"), 0ms);
-  EXPECT_FALSE(parse_duration(""));
-  EXPECT_FALSE(parse_duration("5"));
-  EXPECT_FALSE(parse_duration("s"));
-  EXPECT_FALSE(parse_duration("-5s"));
-  EXPECT_FALSE(parse_duration("5 s"));
-  EXPECT_FALSE(parse_duration("5d"));
-  EXPECT_FALSE(parse_duration("1.2.3s"));
-  EXPECT_FALSE(parse_duration("99999999h"));
+// The delay grammar itself is base::parse_duration's (tests/unit/base/duration_test.cc).
+TEST(ParseWorkerAnswer, StringDelayIsADurationOfAtMostAYear) {
+  EXPECT_EQ(parse_ok(R"({"id":1,"result":"nak","delay":"1.5s"})").result.disposition.delay(),
+            1500ms);
+  EXPECT_EQ(parse_ok(R"({"id":1,"result":"nak","delay":"1m30s"})").result.disposition.delay(), 90s);
+  const auto too_long = parse_ok(R"({"id":1,"result":"nak","delay":"99999h"})");
+  EXPECT_EQ(too_long.result.disposition.delay(), kWorkerRetryDelay);
+  EXPECT_FALSE(too_long.result.error.empty());
+  const auto unreadable = parse_ok(R"({"id":1,"result":"nak","delay":"5d"})");
+  EXPECT_EQ(unreadable.result.disposition.delay(), kWorkerRetryDelay);
+  EXPECT_FALSE(unreadable.result.error.empty());
 }
 
 TEST(ParseWorkerAnswer, NumericDelayIsSeconds) {

@@ -1,9 +1,9 @@
-#include "fleet/utc_time.h"
+#include "base/utc_time.h"
 
 #include <cstdio>
 #include <ctime>
 
-namespace natsfleet::fleet {
+namespace natsfleet::base {
 
 std::string format_utc_millis(int64_t unix_ns) {
   // Floor division, so instants before 1970 still get a millisecond part in [0, 999].
@@ -25,4 +25,9 @@ std::string format_utc_millis(int64_t unix_ns) {
   return buf;
 }
 
-}  // namespace natsfleet::fleet
+std::string format_utc_millis(std::chrono::system_clock::time_point time) {
+  return format_utc_millis(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(time.time_since_epoch()).count());
+}
+
+}  // namespace natsfleet::base
