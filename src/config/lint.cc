@@ -98,9 +98,10 @@ std::vector<LintFinding> lint(const DaemonConfig& config) {
     const auto sink_timeout = sinks::delivery_timeout(work.sink);
     if (sink_timeout && spec.ack_wait < *sink_timeout)
       out.push_back({file, work.line, "ack-wait-below-sink-timeout",
-                     "work '" + spec.name + "' has ack_wait " + base::format_duration(spec.ack_wait) +
-                         " below its " + std::string(sinks::sink_type(work.sink)) +
-                         " sink's timeout " + base::format_duration(*sink_timeout) +
+                     "work '" + spec.name + "' has ack_wait " +
+                         base::format_duration(spec.ack_wait) + " below its " +
+                         std::string(sinks::sink_type(work.sink)) + " sink's timeout " +
+                         base::format_duration(*sink_timeout) +
                          ": a delivery that outlasts ack_wait lives on in-progress acks, and a "
                          "replica stalled mid-delivery loses it to another while the sink is still "
                          "on it"});

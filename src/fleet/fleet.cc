@@ -10,8 +10,9 @@
 #include <thread>
 
 #include "fleet/broadcast_subscription.h"
+#include "fleet/consumer_subscription.h"
+#include "fleet/jetstream_broadcast.h"
 #include "fleet/subject_stream_cache.h"
-#include "fleet/work_subscription.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
 #include "natsfleet/redact.h"
@@ -156,7 +157,7 @@ class Fleet::Impl {
       std::lock_guard subs_lock(subs_mu_);
       for (auto& [spec, handler] : work_) {
         starting = "work " + spec.name;
-        subs_.push_back(std::make_unique<fleet::WorkSubscription>(spec, handler, context_));
+        subs_.push_back(std::make_unique<fleet::ConsumerSubscription>(spec, handler, context_));
       }
       for (auto& [spec, handler] : broadcast_) {
         starting = "broadcast " + spec.name;
@@ -274,9 +275,7 @@ class Fleet::Impl {
                                                     BroadcastHandler handler) {
     if (spec.source == BroadcastSource::core)
       return std::make_unique<fleet::BroadcastSubscription>(spec, std::move(handler), context_);
-    return std::make_unique<fleet::WorkSubscription>(
-        fleet::replica_work_spec(spec), fleet::acking(std::move(handler)), context_,
-        fleet::WorkSubscription::Scope::per_replica, fleet::replica_options(spec));
+    return fleet::jetstream_broadcast(spec, std::move(handler), context_);
   }
 
   // start() could not start every thread: what did start stops again, quietly (nothing is

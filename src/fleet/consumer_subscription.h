@@ -12,7 +12,7 @@
 //      consumer [nats.c's subscription thread];
 //   2. install_intake's deliver lambda puts it in the dispatcher's queue: consume::Dispatcher::
 //      submit [same thread; the queue is the hand-off to handler threads];
-//   3. WorkSubscription::process [a handler thread]: skip it if it waited past a gap (stale);
+//   3. ConsumerSubscription::process [a handler thread]: skip it if it waited past a gap (stale);
 //      hold it untried while the downstream is down (DownstreamGate::hold); parse its delivery;
 //      dead-letter it if it was delivered again and again with no verdict;
 //   4. run_handler: the user's handler (or the daemon's sink) returns a Disposition;
@@ -62,13 +62,13 @@ struct ReplicaOptions {
   bool last_per_subject = false;
 };
 
-class WorkSubscription final : public Supervised {
+class ConsumerSubscription final : public Supervised {
  public:
   using Scope = ConsumerLifecycle::Scope;
 
-  WorkSubscription(WorkSpec spec, WorkHandler handler, FleetContext& context,
-                   Scope scope = Scope::shared, ReplicaOptions replica = {});
-  ~WorkSubscription() override;
+  ConsumerSubscription(WorkSpec spec, WorkHandler handler, FleetContext& context,
+                       Scope scope = Scope::shared, ReplicaOptions replica = {});
+  ~ConsumerSubscription() override;
 
   void start() override;
   void connection_changed(bool connected) override;
@@ -175,12 +175,5 @@ class WorkSubscription final : public Supervised {
   Clock::time_point last_info_{};
   Clock::time_point last_progress_{};
 };
-
-// A JetStream broadcast is the work of one replica: its own consumer, each message handled here
-// and acked once the handler returns (a throw naks it for another try, up to max_deliver).
-WorkSpec replica_work_spec(const BroadcastSpec& spec);
-// How a JetStream broadcast's own consumer and stream are made.
-ReplicaOptions replica_options(const BroadcastSpec& spec);
-WorkHandler acking(BroadcastHandler handler);
 
 }  // namespace natsfleet::fleet

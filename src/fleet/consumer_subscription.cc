@@ -1,4 +1,4 @@
-#include "fleet/work_subscription.h"
+#include "fleet/consumer_subscription.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -77,8 +77,9 @@ ConsumerLifecycle::Options lifecycle_options(const WorkSpec& spec, ConsumerLifec
 
 }  // namespace
 
-WorkSubscription::WorkSubscription(WorkSpec spec, WorkHandler handler, FleetContext& context,
-                                   Scope scope, ReplicaOptions replica)
+ConsumerSubscription::ConsumerSubscription(WorkSpec spec, WorkHandler handler,
+                                           FleetContext& context, Scope scope,
+                                           ReplicaOptions replica)
     : spec_(std::move(spec)),
       handler_(std::move(handler)),
       scope_(scope),
@@ -113,27 +114,27 @@ WorkSubscription::WorkSubscription(WorkSpec spec, WorkHandler handler, FleetCont
   stale_after_ = std::max(spec_.ack_wait / 2, spec_.heartbeat * 3);
 }
 
-WorkSubscription::~WorkSubscription() {
+ConsumerSubscription::~ConsumerSubscription() {
   begin_shutdown();
   finish_handlers(Clock::now());
   join();
   wait_handlers();
 }
 
-void WorkSubscription::wait_handlers() { dispatcher_->join(); }
+void ConsumerSubscription::wait_handlers() { dispatcher_->join(); }
 
-void WorkSubscription::start() {
+void ConsumerSubscription::start() {
   thread_ = std::thread([this] { run(); });
 }
 
-void WorkSubscription::connection_changed(bool connected) {
+void ConsumerSubscription::connection_changed(bool connected) {
   if (connected) reconnected_ = true;
   std::lock_guard lock(wake_mu_);
   woken_ = true;
   wake_.notify_all();
 }
 
-void WorkSubscription::begin_shutdown() {
+void ConsumerSubscription::begin_shutdown() {
   stopping_ = true;
   {
     std::lock_guard lock(wake_mu_);
@@ -146,12 +147,12 @@ void WorkSubscription::begin_shutdown() {
   if (engine_) engine_->stop_pulling();
 }
 
-void WorkSubscription::give_back(nats::InboundMessage&& m) {
+void ConsumerSubscription::give_back(nats::InboundMessage&& m) {
   send_ack(m.reply, consume::nak_body(milliseconds(0)));
   status_.counters.naked++;
 }
 
-bool WorkSubscription::finish_handlers(Clock::time_point deadline) {
+bool ConsumerSubscription::finish_handlers(Clock::time_point deadline) {
   auto left = [&] {
     return std::max(std::chrono::duration_cast<milliseconds>(deadline - Clock::now()),
                     milliseconds(0));
@@ -177,14 +178,14 @@ bool WorkSubscription::finish_handlers(Clock::time_point deadline) {
   return done;
 }
 
-void WorkSubscription::join() {
+void ConsumerSubscription::join() {
   if (thread_.joinable()) thread_.join();
   if (status_.state() != SubscriptionState::fatal) status_.set_state(SubscriptionState::stopped);
 }
 
-SubscriptionHealth WorkSubscription::health() const { return status_.snapshot(); }
+SubscriptionHealth ConsumerSubscription::health() const { return status_.snapshot(); }
 
-void WorkSubscription::wait_for(milliseconds d) {
+void ConsumerSubscription::wait_for(milliseconds d) {
   const auto until = Clock::now() + d;
   for (;;) {
     keep_alive();
@@ -199,7 +200,7 @@ void WorkSubscription::wait_for(milliseconds d) {
   }
 }
 
-void WorkSubscription::keep_alive() {
+void ConsumerSubscription::keep_alive() {
   if (spec_.keep_alive_limit <= milliseconds(0)) return;
   const auto now = Clock::now();
   // Called on every wait: a scan per half tick is plenty for a third of ack_wait.
@@ -231,7 +232,7 @@ void WorkSubscription::keep_alive() {
   }
 }
 
-void WorkSubscription::run() {
+void ConsumerSubscription::run() {
   while (!stopping()) {
     switch (status_.state()) {
       case SubscriptionState::binding:
@@ -252,7 +253,7 @@ void WorkSubscription::run() {
   }
 }
 
-void WorkSubscription::run_binding() {
+void ConsumerSubscription::run_binding() {
   base::Backoff backoff(ctx_.options.bind_backoff_min, ctx_.options.bind_backoff_max);
   while (!stopping()) {
     if (!ctx_.connection->connected()) {
@@ -270,7 +271,7 @@ void WorkSubscription::run_binding() {
   }
 }
 
-Result<void> WorkSubscription::bind() {
+Result<void> ConsumerSubscription::bind() {
   auto stream = locate_stream();
   if (!stream) return stream.error();
   if (!spec_.dead_letter.empty()) {
@@ -296,7 +297,7 @@ Result<void> WorkSubscription::bind() {
   return {};
 }
 
-Result<std::string> WorkSubscription::locate_stream() {
+Result<std::string> ConsumerSubscription::locate_stream() {
   if (replica_.stream_to_create) {
     auto existing = api_.stream_info(spec_.stream);
     if (existing) return spec_.stream;
@@ -318,11 +319,11 @@ Result<std::string> WorkSubscription::locate_stream() {
   return api_.find_stream(spec_.subject);
 }
 
-void WorkSubscription::log_once(const std::string& text) {
+void ConsumerSubscription::log_once(const std::string& text) {
   if (logged_.insert(text).second) status_.log().info("{}", text);
 }
 
-void WorkSubscription::install_intake(const nats::ConsumerConfig& config) {
+void ConsumerSubscription::install_intake(const nats::ConsumerConfig& config) {
   std::lock_guard lock(engine_mu_);
   if (stopping()) return;
   if (engine_) {
@@ -368,7 +369,7 @@ void WorkSubscription::install_intake(const nats::ConsumerConfig& config) {
   if (gate_.down()) engine_->hold_back(true);
 }
 
-void WorkSubscription::on_pull_signal(const consume::PullStatus& status) {
+void ConsumerSubscription::on_pull_signal(const consume::PullStatus& status) {
   {
     std::lock_guard lock(signal_mu_);
     signal_ = status;
@@ -378,7 +379,7 @@ void WorkSubscription::on_pull_signal(const consume::PullStatus& status) {
   wake_.notify_all();
 }
 
-void WorkSubscription::run_bound() {
+void ConsumerSubscription::run_bound() {
   wait_for(tick_);
   if (stopping()) return;
 
@@ -446,7 +447,7 @@ void WorkSubscription::run_bound() {
   if (Clock::now() - last_info_ >= ctx_.options.info_interval) poll_info();
 }
 
-void WorkSubscription::tend_held() {
+void ConsumerSubscription::tend_held() {
   if (gate_.quiet()) return;
   const auto now = Clock::now();
   // Messages waiting in the dispatcher meanwhile are kept alive by keep_alive().
@@ -460,7 +461,7 @@ void WorkSubscription::tend_held() {
   status_.set_downstream(gate_.down(), gate_.last_error(), gate_.held());
 }
 
-void WorkSubscription::poll_info() {
+void ConsumerSubscription::poll_info() {
   last_info_ = Clock::now();
   if (auto retired = lifecycle_.tend_predecessor(last_info_); !retired)
     status_.warn(retired.error().describe());
@@ -491,12 +492,12 @@ void WorkSubscription::poll_info() {
     status_.set_state(SubscriptionState::bound, "progressing again");
 }
 
-void WorkSubscription::enter_recovering(const std::string& why) {
+void ConsumerSubscription::enter_recovering(const std::string& why) {
   recovering_reason_ = why;
   status_.set_state(SubscriptionState::recovering, why);
 }
 
-void WorkSubscription::run_recovering() {
+void ConsumerSubscription::run_recovering() {
   base::Backoff backoff(ctx_.options.bind_backoff_min, ctx_.options.bind_backoff_max);
   while (!stopping()) {
     if (!ctx_.connection->connected()) {
@@ -568,7 +569,7 @@ void WorkSubscription::run_recovering() {
   }
 }
 
-void WorkSubscription::go_fatal(const std::string& reason) {
+void ConsumerSubscription::go_fatal(const std::string& reason) {
   status_.set_state(SubscriptionState::fatal, reason);
   {
     std::lock_guard lock(engine_mu_);
@@ -577,7 +578,7 @@ void WorkSubscription::go_fatal(const std::string& reason) {
   ctx_.fatal(spec_.name, reason);
 }
 
-void WorkSubscription::adapt_window(Clock::duration handler_time) {
+void ConsumerSubscription::adapt_window(Clock::duration handler_time) {
   if (spec_.batch > 0) return;  // fixed by the spec
   // An average of recent handler times, in nanoseconds (races between handler threads only blur
   // the average).
@@ -603,7 +604,7 @@ void WorkSubscription::adapt_window(Clock::duration handler_time) {
   if (engine_) engine_->set_window(window);
 }
 
-void WorkSubscription::resend_recent_acks() {
+void ConsumerSubscription::resend_recent_acks() {
   std::deque<std::string> acks;
   {
     std::lock_guard lock(recent_acks_mu_);
@@ -623,12 +624,12 @@ void WorkSubscription::resend_recent_acks() {
                       acks.size() + 1, answered ? "applied" : answered.error().describe());
 }
 
-void WorkSubscription::send_ack(const std::string& reply, std::string_view body) {
+void ConsumerSubscription::send_ack(const std::string& reply, std::string_view body) {
   if (reply.empty()) return;
   (void)ctx_.connection->publish(reply, std::string(body));
 }
 
-void WorkSubscription::process(nats::InboundMessage&& in, bool probe) {
+void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
   // Waited here since before a gap (see consume::PullEngine): the broker has likely handed it to
   // another replica meanwhile. Neither handled nor answered: its redelivery decides who has it.
   if (!probe && in.received != Clock::time_point{} &&
@@ -696,7 +697,7 @@ void WorkSubscription::process(nats::InboundMessage&& in, bool probe) {
   apply(std::move(gate));
 }
 
-Disposition WorkSubscription::run_handler(const Message& message, uint64_t delivered) {
+Disposition ConsumerSubscription::run_handler(const Message& message, uint64_t delivered) {
   try {
     return handler_(message);
   } catch (const DownstreamUnavailable& e) {
@@ -714,8 +715,8 @@ Disposition WorkSubscription::run_handler(const Message& message, uint64_t deliv
   }
 }
 
-void WorkSubscription::settle(const Message& message, const std::string& reply,
-                              Disposition outcome) {
+void ConsumerSubscription::settle(const Message& message, const std::string& reply,
+                                  Disposition outcome) {
   const uint64_t delivered = message.delivered();
   // A rejection on the last allowed delivery ends the message here: natsfleet, not the broker,
   // enforces max_deliver, so a last delivery lost to a crash is redelivered, never dropped.
@@ -770,7 +771,7 @@ void WorkSubscription::settle(const Message& message, const std::string& reply,
                                                : "; dead-lettered to " + spec_.dead_letter);
 }
 
-void WorkSubscription::apply(DownstreamGate::Outcome outcome) {
+void ConsumerSubscription::apply(DownstreamGate::Outcome outcome) {
   using Change = DownstreamGate::Change;
   if (outcome.change == Change::went_down) {
     down_since_ = Clock::now();
@@ -810,43 +811,6 @@ void WorkSubscription::apply(DownstreamGate::Outcome outcome) {
     std::lock_guard lock(engine_mu_);
     if (engine_) engine_->message_done();
   }
-}
-
-WorkSpec replica_work_spec(const BroadcastSpec& spec) {
-  WorkSpec work;
-  work.name = spec.name;
-  work.subject = spec.subject;
-  work.stream = spec.stream;
-  work.concurrency = spec.concurrency;
-  work.heartbeat = spec.heartbeat;
-  work.start = StartAt::new_messages;
-  work.on_missing = OnMissing::recreate;
-  work.max_ack_pending = std::max(work.max_ack_pending, spec.concurrency);
-  return work;
-}
-
-ReplicaOptions replica_options(const BroadcastSpec& spec) {
-  ReplicaOptions options;
-  options.last_per_subject = spec.start_with_last_per_subject;
-  if (spec.source != BroadcastSource::jetstream || !spec.create_stream) return options;
-  nats::StreamConfig stream;
-  stream.name = spec.stream;
-  stream.subjects = {spec.subject};
-  stream.storage = nats::StorageType::file;
-  stream.retention = nats::RetentionPolicy::limits;
-  stream.max_age = spec.stream_max_age;
-  stream.duplicate_window = std::min(spec.stream_max_age, milliseconds(120'000));
-  stream.num_replicas = 1;
-  options.stream_to_create = std::move(stream);
-  return options;
-}
-
-WorkHandler acking(BroadcastHandler handler) {
-  // DownstreamUnavailable passes through: the work subscription holds the message for a retry.
-  return [handler = std::move(handler)](const Message& m) {
-    handler(m);
-    return Disposition::ack();
-  };
 }
 
 }  // namespace natsfleet::fleet
