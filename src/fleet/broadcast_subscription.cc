@@ -150,6 +150,10 @@ void BroadcastSubscription::process(nats::InboundMessage&& in) {
       return;
     } catch (...) {
       status_.counters.handler_errors++;
+      SPDLOG_LOGGER_DEBUG(ctx_.log,
+                          "broadcast {}: handler threw something not derived from "
+                          "std::exception",
+                          spec_.name);
       return;
     }
   }

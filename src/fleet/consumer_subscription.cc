@@ -41,6 +41,12 @@ std::string random_suffix() {
   return fmt::format("{:08x}", digits(device));
 }
 
+// A rejected message's nak delay: nak_backoff_min doubling with each delivery, up to the max.
+milliseconds nak_delay(const WorkSpec& spec, uint64_t delivered) {
+  return base::exponential_delay(spec.nak_backoff_min, spec.nak_backoff_max,
+                                 delivered > 0 ? delivered - 1 : 0);
+}
+
 // How long a dead letter may take to be stored before the message is nak'd instead.
 constexpr milliseconds kDeadLetterTimeout{5000};
 
@@ -705,13 +711,16 @@ Disposition ConsumerSubscription::run_handler(const Message& message, uint64_t d
   } catch (const std::exception& e) {
     status_.counters.handler_errors++;
     SPDLOG_LOGGER_DEBUG(ctx_.log, "work {}: handler threw: {}", spec_.name, e.what());
-    base::Backoff backoff(spec_.nak_backoff_min, spec_.nak_backoff_max, [] { return 1.0; });
-    milliseconds delay{};
-    for (uint64_t i = 0; i < delivered; ++i) delay = backoff.next();
-    return Disposition::nak(delay).because(std::string("handler threw: ") + e.what());
+    return Disposition::nak(nak_delay(spec_, delivered))
+        .because(std::string("handler threw: ") + e.what());
   } catch (...) {
     status_.counters.handler_errors++;
-    return Disposition::nak(spec_.nak_backoff_min).because("handler threw");
+    SPDLOG_LOGGER_DEBUG(ctx_.log,
+                        "work {}: handler threw something not derived from "
+                        "std::exception",
+                        spec_.name);
+    return Disposition::nak(nak_delay(spec_, delivered))
+        .because("handler threw something not derived from std::exception");
   }
 }
 
@@ -799,15 +808,12 @@ void ConsumerSubscription::apply(DownstreamGate::Outcome outcome) {
   for (auto& m : outcome.reject) {
     auto delivery = consume::parse_ack_subject(m.reply);
     const uint64_t delivered = delivery ? delivery->delivered : 1;
-    base::Backoff backoff(spec_.nak_backoff_min, spec_.nak_backoff_max, [] { return 1.0; });
-    milliseconds delay{};
-    for (uint64_t i = 0; i < delivered; ++i) delay = backoff.next();
     const std::string reply = m.reply;
     Message message(std::move(m.subject), std::move(m.data), std::move(m.headers), delivery, reply,
                     in_progress_);
     settle(message, reply,
-           Disposition::nak(delay).because("failed while other messages went through: " +
-                                           gate_.last_error()));
+           Disposition::nak(nak_delay(spec_, delivered))
+               .because("failed while other messages went through: " + gate_.last_error()));
     std::lock_guard lock(engine_mu_);
     if (engine_) engine_->message_done();
   }
