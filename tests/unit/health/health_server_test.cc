@@ -18,6 +18,7 @@
 #include "health/metrics.h"
 #include "health_fixtures.h"
 #include "prometheus_parser.h"
+#include "support/http_connection.h"
 #include "support/nats_server.h"
 
 namespace natsfleet::health {
@@ -32,81 +33,8 @@ using namespace std::chrono_literals;
 // Generous bound for one exchange with a server on loopback; only hit when something hangs.
 constexpr auto kClientDeadline = 5s;
 
-struct Reply {
-  unsigned status = 0;
-  std::string body;
-  std::string content_type;
-  std::string allow;
-  bool keep_alive = false;
-};
-
-// One client connection, driven by its own io_context so every operation has a deadline.
-class Client {
- public:
-  explicit Client(int port) : stream_(ioc_) {
-    stream_.expires_after(kClientDeadline);
-    stream_.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port)));
-  }
-
-  Reply request(http::verb method, const std::string& target, unsigned version = 11) {
-    http::request<http::string_body> req{method, target, version};
-    req.set(http::field::host, "127.0.0.1");
-    req.prepare_payload();
-    beast::error_code ec;
-    stream_.expires_after(kClientDeadline);
-    http::async_write(stream_, req, [&](beast::error_code e, std::size_t) { ec = e; });
-    run();
-    if (ec) throw std::runtime_error("write: " + ec.message());
-    http::response<http::string_body> res;
-    stream_.expires_after(kClientDeadline);
-    http::async_read(stream_, buffer_, res, [&](beast::error_code e, std::size_t) { ec = e; });
-    run();
-    if (ec) throw std::runtime_error("read: " + ec.message());
-    return {res.result_int(), res.body(), std::string(res[http::field::content_type]),
-            std::string(res[http::field::allow]), res.keep_alive()};
-  }
-
-  Reply get(const std::string& target) { return request(http::verb::get, target); }
-
-  void send_raw(const std::string& bytes) {
-    beast::error_code ec;
-    stream_.expires_after(kClientDeadline);
-    net::async_write(stream_, net::buffer(bytes),
-                     [&](beast::error_code e, std::size_t) { ec = e; });
-    run();
-    if (ec) throw std::runtime_error("write: " + ec.message());
-  }
-
-  // True when the server closes the connection (EOF or reset) within `within`; whatever it sent
-  // before closing is kept in received().
-  bool closed_by_server(std::chrono::milliseconds within) {
-    stream_.expires_after(within);
-    for (;;) {
-      char chunk[512];
-      beast::error_code ec;
-      std::size_t n = 0;
-      stream_.async_read_some(net::buffer(chunk), [&](beast::error_code e, std::size_t got) {
-        ec = e;
-        n = got;
-      });
-      run();
-      received_.append(chunk, n);
-      if (ec) return ec == net::error::eof || ec == net::error::connection_reset;
-    }
-  }
-  const std::string& received() const { return received_; }
-
- private:
-  void run() {
-    ioc_.restart();
-    ioc_.run();
-  }
-
-  net::io_context ioc_;
-  beast::tcp_stream stream_;
-  beast::flat_buffer buffer_;
-  std::string received_;
-};
+using Reply = natsfleet::testing::HttpConnectionReply;
+using Client = natsfleet::testing::HttpConnection;
 
 // A slow-loris client: sends a request one byte per `pace`, watching between bytes for the server
 // closing the connection.

@@ -19,6 +19,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include "support/http_connection.h"
 #include "support/nats_server.h"
 
 namespace natsfleet::net {
@@ -33,105 +34,8 @@ using namespace std::chrono_literals;
 // Generous bound for one exchange on loopback; only reached when something hangs.
 constexpr auto kDeadline = std::chrono::milliseconds(5s);
 
-struct Reply {
-  unsigned status = 0;
-  std::string body;
-  std::string allow;
-};
-
-// One client connection, driven by its own io_context so every operation has a deadline.
-class Client {
- public:
-  explicit Client(int port) : stream_(ioc_) {
-    stream_.expires_after(kDeadline);
-    stream_.connect(
-        tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port)));
-  }
-
-  Reply request(http::verb method, const std::string& target) {
-    http::request<http::string_body> req{method, target, 11};
-    req.set(http::field::host, "127.0.0.1");
-    req.prepare_payload();
-    beast::error_code ec;
-    stream_.expires_after(kDeadline);
-    http::async_write(stream_, req, [&](beast::error_code e, std::size_t) { ec = e; });
-    run();
-    if (ec) throw std::runtime_error("write: " + ec.message());
-    http::response<http::string_body> res;
-    stream_.expires_after(kDeadline);
-    http::async_read(stream_, buffer_, res, [&](beast::error_code e, std::size_t) { ec = e; });
-    run();
-    if (ec) throw std::runtime_error("read: " + ec.message());
-    return {res.result_int(), res.body(), std::string(res[http::field::allow])};
-  }
-  Reply get(const std::string& target) { return request(http::verb::get, target); }
-
-  void send_raw(const std::string& bytes) {
-    beast::error_code ec;
-    stream_.expires_after(kDeadline);
-    asio::async_write(stream_, asio::buffer(bytes),
-                      [&](beast::error_code e, std::size_t) { ec = e; });
-    run();
-    if (ec) throw std::runtime_error("write: " + ec.message());
-  }
-
-  // True when the server closes the connection (EOF or reset) within `within`; what it sent
-  // before is kept in received().
-  bool closed_by_server(std::chrono::milliseconds within) {
-    stream_.expires_after(within);
-    for (;;) {
-      char chunk[512];
-      beast::error_code ec;
-      std::size_t n = 0;
-      stream_.async_read_some(asio::buffer(chunk), [&](beast::error_code e, std::size_t got) {
-        ec = e;
-        n = got;
-      });
-      run();
-      received_.append(chunk, n);
-      if (ec) return ec == asio::error::eof || ec == asio::error::connection_reset;
-    }
-  }
-  // True when the server has not closed the connection within `within`. Unlike a timed-out
-  // closed_by_server(), this leaves the connection open for what the test does next.
-  bool stays_open(std::chrono::milliseconds within) {
-    pollfd p{stream_.socket().native_handle(), POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(within.count())) <= 0) return true;
-    char byte = 0;
-    return ::recv(p.fd, &byte, 1, MSG_PEEK) > 0;  // data, not an end of stream
-  }
-  // Reads until `text` has arrived (true) or `within` passes.
-  bool receives(const std::string& text, std::chrono::milliseconds within) {
-    const auto until = std::chrono::steady_clock::now() + within;
-    while (received_.find(text) == std::string::npos) {
-      if (std::chrono::steady_clock::now() >= until) return false;
-      char chunk[512];
-      beast::error_code ec;
-      std::size_t n = 0;
-      stream_.expires_at(until);
-      stream_.async_read_some(asio::buffer(chunk), [&](beast::error_code e, std::size_t got) {
-        ec = e;
-        n = got;
-      });
-      run();
-      received_.append(chunk, n);
-      if (ec) return received_.find(text) != std::string::npos;
-    }
-    return true;
-  }
-  const std::string& received() const { return received_; }
-
- private:
-  void run() {
-    ioc_.restart();
-    ioc_.run();
-  }
-
-  asio::io_context ioc_;
-  beast::tcp_stream stream_;
-  beast::flat_buffer buffer_;
-  std::string received_;
-};
+using Reply = natsfleet::testing::HttpConnectionReply;
+using Client = natsfleet::testing::HttpConnection;
 
 Handler says(std::string text) {
   return [text = std::move(text)](const Request& req) -> Answer {
