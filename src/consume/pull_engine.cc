@@ -96,11 +96,12 @@ void PullEngine::on_message(nats::InboundMessage&& msg, uint64_t generation) {
       if (msg.status == 0) ++stale_dropped_;
       return;
     }
-    if (gap_locked(now())) {
+    const auto at = now();  // one clock read per message
+    if (gap_locked(at)) {
       if (msg.status == 0) ++stale_dropped_;
       return;
     }
-    if (msg.status == 0) flow_.delivered(now());
+    if (msg.status == 0) flow_.delivered(at);
   }
   if (msg.status == 0) {
     deliver_(std::move(msg));
