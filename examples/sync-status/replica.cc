@@ -36,8 +36,8 @@ Status status_for(const std::string& payload, const std::string& replica, const 
     return out;
   }
   out.member = event["member"].get<std::string>();
-  if (auto bad = natsfleet::check_relay_key(out.member); !bad.empty()) {
-    out.error = bad;
+  if (auto checked = natsfleet::check_relay_key(out.member); !checked) {
+    out.error = checked.error().message;
     return out;
   }
   nlohmann::json status = {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "natsfleet/error.h"
 #include "natsfleet/fleet.h"
@@ -105,7 +106,7 @@ class Relay {
   std::unique_ptr<Impl> impl_;
 };
 
-// Why `key` cannot be a relay key, or "" when it can.
-std::string check_relay_key(std::string_view key);
+// Whether `key` can be a relay key; fails with Errc::invalid_argument saying why not.
+[[nodiscard]] Result<void> check_relay_key(std::string_view key);
 
 }  // namespace natsfleet
