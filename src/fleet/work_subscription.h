@@ -128,7 +128,7 @@ class WorkSubscription final : public Supervised {
   SubscriptionStatus status_;
   nats::JetStreamApi api_;
   std::chrono::milliseconds tick_;
-  std::shared_ptr<detail::DeliveryControl> in_progress_;
+  std::shared_ptr<DeliveryControl> in_progress_;
 
   std::thread thread_;
   std::mutex wake_mu_;
