@@ -6,7 +6,7 @@
 #include <mutex>
 #include <unordered_set>
 
-#include "relay/session_registry.h"
+#include "relay/relay_internal.h"
 
 namespace natsfleet {
 namespace {
@@ -155,7 +155,7 @@ class Relay::Impl {
     return s;
   }
 
-  relay::SessionRegistry& sessions() { return inbound_->registry; }
+  relay::SessionRegistry& registry() { return inbound_->registry; }
 
  private:
   Fleet& fleet_;
@@ -179,6 +179,11 @@ Result<void> Relay::publish(const std::string& key, const std::string& payload,
   return impl_->publish(key, payload, msg_id);
 }
 RelayStats Relay::stats() const { return impl_->stats(); }
-relay::SessionRegistry& Relay::sessions() { return impl_->sessions(); }
 
 }  // namespace natsfleet
+
+namespace natsfleet::relay {
+
+SessionRegistry& registry_of(Relay::Impl& relay) { return relay.registry(); }
+
+}  // namespace natsfleet::relay
