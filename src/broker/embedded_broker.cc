@@ -12,11 +12,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 extern char** environ;
 
-namespace natsfleet::broker {
+// The public header keeps the child's id as an int, without <sys/types.h>.
+static_assert(std::is_same_v<pid_t, int>);
+
+namespace natsfleet {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -42,7 +46,7 @@ bool greets(int port) {
 
 }  // namespace
 
-int free_loopback_port() {
+int broker::free_loopback_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return 0;
   sockaddr_in addr{};
@@ -89,7 +93,7 @@ Result<void> EmbeddedBroker::start() {
       return Result<void>(Errc::invalid_argument, "cannot create broker state directory " +
                                                       state_dir_ + ": " + ec.message());
   }
-  if (port_ == 0) port_ = options_.port > 0 ? options_.port : free_loopback_port();
+  if (port_ == 0) port_ = options_.port > 0 ? options_.port : broker::free_loopback_port();
 
   std::vector<std::string> args = {options_.executable,
                                    "--jetstream",
@@ -159,4 +163,4 @@ void EmbeddedBroker::kill() {
   reap(std::chrono::seconds(5));
 }
 
-}  // namespace natsfleet::broker
+}  // namespace natsfleet
