@@ -43,7 +43,7 @@
 #include "broker/embedded_broker.h"
 #include "natsfleet/fleet.h"
 #include "natsfleet/relay.h"
-#include "relay/websocket_gateway.h"
+#include "natsfleet/relay_gateway.h"
 
 namespace {
 
@@ -461,12 +461,7 @@ struct Replica {
   Replica(const std::string& url, const std::string& name)
       : fleet(fleet_options(url, name)),
         relay(fleet, {.name = kRelayName}),
-        gateway({.host = "127.0.0.1", .port = 0}, relay.sessions()) {
-    gateway.on_attach([this](const std::string&) {
-      if (auto ensured = relay.ensure_subscribed(); !ensured)
-        spdlog::error("relay bench: {}", ensured.error().describe());
-    });
-  }
+        gateway(relay, {.host = "127.0.0.1", .port = 0}) {}
 
   bool subscribed() const {
     const auto h = fleet.health();
@@ -475,7 +470,7 @@ struct Replica {
 
   natsfleet::Fleet fleet;
   natsfleet::Relay relay;
-  natsfleet::relay::WebSocketGateway gateway;  // last: stopped before the relay's registry goes
+  natsfleet::RelayGateway gateway;  // last: stopped before the relay goes
 };
 
 struct Options {
@@ -689,7 +684,7 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(frames),
                 static_cast<unsigned long long>(expected_frames));
 
-  std::vector<natsfleet::relay::GatewayStats> gateway_stats;
+  std::vector<natsfleet::RelayGatewayStats> gateway_stats;
   std::vector<natsfleet::RelayStats> relay_stats;
   for (const auto& replica : replicas) {
     gateway_stats.push_back(replica->gateway.stats());

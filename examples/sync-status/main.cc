@@ -28,9 +28,7 @@
 #include <thread>
 #include <vector>
 
-#include "broker/embedded_broker.h"
-#include "nats/connection.h"
-#include "nats/jetstream_api.h"
+#include "natsfleet/embedded_broker.h"
 #include "natsfleet/natsfleet.h"
 #include "replica.h"
 
@@ -103,34 +101,48 @@ void stop_child(Child& child, int sig) {
   child.out = nullptr;
 }
 
-bool ensure_stream(const std::string& url) {
-  natsfleet::nats::ConnectOptions options;
-  options.servers = {url};
-  options.name = "sync-status-setup";
-  auto conn = natsfleet::nats::Connection::open(options, {});
-  if (!conn) return false;
-  for (int i = 0; i < 200 && !conn.value()->connected(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  natsfleet::nats::JetStreamApi api(*conn.value(), std::chrono::seconds(2));
-  bool ok = api.find_stream("daemon.sync.complete").ok() ||
-            api.create_stream({.name = "DAEMON_SYNC", .subjects = {"daemon.sync.>"}}).ok();
-  conn.value()->shutdown(std::chrono::seconds(1));
-  return ok;
+// The events' stream, DAEMON_SYNC, is the launcher's: a JetStream broadcast that owns its stream
+// creates it when absent (as a relay does its own), and once the broadcast is bound the stream is
+// there. A DAEMON_SYNC left by an earlier run on the same --server is used as it is. The events
+// the broadcast receives are of no use to the launcher.
+std::string ensure_stream(natsfleet::Fleet& fleet) {
+  auto added = fleet.add_broadcast({.name = "sync-events-stream",
+                                    .subject = "daemon.sync.>",
+                                    .source = natsfleet::BroadcastSource::jetstream,
+                                    .stream = "DAEMON_SYNC",
+                                    .create_stream = true,
+                                    .stream_max_age = std::chrono::hours(24)},
+                                   [](const natsfleet::Message&) {});
+  if (!added) return added.error().describe();
+  if (auto started = fleet.start(); !started) return started.error().describe();
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (;;) {
+    const natsfleet::FleetHealth health = fleet.health();
+    if (health.ready) return {};
+    if (std::chrono::steady_clock::now() > give_up)
+      return health.subscriptions.empty() || health.subscriptions[0].last_error.empty()
+                 ? "not ready in 20 s"
+                 : health.subscriptions[0].last_error;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 int run_launcher(const std::string& self, std::vector<int> ports, std::vector<std::string> members,
                  std::string server, int auto_events, const std::string& web_root) {
-  std::unique_ptr<natsfleet::broker::EmbeddedBroker> broker;
+  std::unique_ptr<natsfleet::EmbeddedBroker> broker;
   if (server.empty()) {
-    broker = std::make_unique<natsfleet::broker::EmbeddedBroker>();
+    broker = std::make_unique<natsfleet::EmbeddedBroker>();
     if (auto started = broker->start(); !started) {
       std::fprintf(stderr, "sync-status: %s\n", started.error().describe().c_str());
       return 1;
     }
     server = broker->url();
   }
-  if (!ensure_stream(server)) {
-    std::fprintf(stderr, "sync-status: cannot create stream DAEMON_SYNC on %s\n", server.c_str());
+  // Publishes the events, and owns their stream.
+  natsfleet::Fleet publisher({.name = "sync-status-events", .servers = {server}});
+  if (auto problem = ensure_stream(publisher); !problem.empty()) {
+    std::fprintf(stderr, "sync-status: cannot create stream DAEMON_SYNC on %s: %s\n",
+                 server.c_str(), problem.c_str());
     return 1;
   }
   std::printf("broker %s\n", server.c_str());
@@ -153,8 +165,6 @@ int run_launcher(const std::string& self, std::vector<int> ports, std::vector<st
       "'kill a' or 'quit'\n");
   std::fflush(stdout);
 
-  natsfleet::Fleet publisher({.name = "sync-status-events", .servers = {server}});
-  (void)publisher.start();
   int sent = 0;
   auto publish = [&](const std::string& member, const nlohmann::json& fields) {
     nlohmann::json event = fields;

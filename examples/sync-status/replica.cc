@@ -9,7 +9,7 @@
 
 #include "natsfleet/natsfleet.h"
 #include "natsfleet/relay.h"
-#include "relay/websocket_gateway.h"
+#include "natsfleet/relay_gateway.h"
 
 namespace sync_status {
 namespace {
@@ -36,8 +36,8 @@ Status status_for(const std::string& payload, const std::string& replica, const 
     return out;
   }
   out.member = event["member"].get<std::string>();
-  if (auto bad = natsfleet::check_relay_key(out.member); !bad.empty()) {
-    out.error = bad;
+  if (auto checked = natsfleet::check_relay_key(out.member); !checked) {
+    out.error = checked.error().message;
     return out;
   }
   nlohmann::json status = {
@@ -97,15 +97,9 @@ int run_replica(const ReplicaOptions& options, const std::atomic<bool>& stop) {
 
   // The browsers: the gateway's sessions are the relay's; every attach re-ensures the relay's
   // subscription (the first one creates it).
-  natsfleet::relay::GatewayOptions gateway_options;
-  gateway_options.host = options.host;
-  gateway_options.port = static_cast<uint16_t>(options.port);
-  gateway_options.web_root = options.web_root;
-  natsfleet::relay::WebSocketGateway gateway(gateway_options, relay.sessions());
-  gateway.on_attach([&](const std::string&) {
-    if (auto ensured = relay.ensure_subscribed(); !ensured)
-      spdlog::warn("relay: {}", ensured.error().describe());
-  });
+  natsfleet::RelayGateway gateway(relay, {.host = options.host,
+                                          .port = static_cast<uint16_t>(options.port),
+                                          .web_root = options.web_root});
   if (auto started = fleet.start(); !started) {
     spdlog::error("{}", started.error().describe());
     return 2;

@@ -19,14 +19,9 @@ namespace natsfleet {
 
 using Headers = std::map<std::string, std::vector<std::string>>;
 
-namespace detail {
-// Sends progress signals for deliveries, one per subscription; implemented by the fleet.
-class DeliveryControl {
- public:
-  virtual ~DeliveryControl() = default;
-  virtual void in_progress(const std::string& reply) = 0;
-};
-}  // namespace detail
+// How a delivery's in_progress() reaches the broker: opaque, made by the fleet (one per
+// subscription). A Message built elsewhere (a test of a handler, say) has none.
+class DeliveryControl;
 
 // JetStream delivery facts, parsed from the `$JS.ACK...` reply subject.
 struct Delivery {
@@ -44,7 +39,7 @@ class Message {
   Message() = default;
   Message(std::string subject, std::string data, Headers headers,
           std::optional<Delivery> delivery = std::nullopt, std::string reply = {},
-          std::shared_ptr<detail::DeliveryControl> control = nullptr)
+          std::shared_ptr<DeliveryControl> control = nullptr)
       : subject_(std::move(subject)),
         data_(std::move(data)),
         headers_(std::move(headers)),
@@ -68,9 +63,7 @@ class Message {
 
   // Tells the broker the handler is still working, restarting the ack_wait clock. Call it from
   // long handlers more often than ack_wait. Does nothing for core NATS messages.
-  void in_progress() const {
-    if (control_ && !reply_.empty()) control_->in_progress(reply_);
-  }
+  void in_progress() const;
 
  private:
   std::string subject_;
@@ -78,7 +71,7 @@ class Message {
   Headers headers_;
   std::optional<Delivery> delivery_;
   std::string reply_;
-  std::shared_ptr<detail::DeliveryControl> control_;
+  std::shared_ptr<DeliveryControl> control_;
 };
 
 // What a work handler decided. Two kinds of failure, and they are treated differently:

@@ -8,6 +8,9 @@
 //   relay.attach("alice", session);                      // a browser of alice attached here
 //   relay.publish("alice", R"({"state":"synced"})", msg_id);  // from whichever replica handled it
 //
+// Browsers reach the sessions through natsfleet::RelayGateway (natsfleet/relay_gateway.h), or
+// through a WebSocket server of the service's own that calls attach() and detach().
+//
 // With the default JetStream source, statuses go through a stream the relay creates
 // (RELAY_<NAME>): a status published while a replica is away or the broker restarts is
 // delivered once the replica is back, and a publish repeated with the same message id (a
@@ -18,16 +21,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "natsfleet/error.h"
 #include "natsfleet/fleet.h"
 #include "natsfleet/spec.h"
 
 namespace natsfleet {
-
-namespace relay {
-class SessionRegistry;
-}
 
 // One client connection that takes statuses (a WebSocket, say). Called from any thread,
 // concurrently; must never block: deliver() queues or refuses.
@@ -95,17 +95,14 @@ class Relay {
 
   RelayStats stats() const;
 
-  // This replica's sessions by key: natsfleet's WebSocket gateway (src/relay) registers the
-  // sessions it accepts here, so they receive what the relay delivers.
-  relay::SessionRegistry& sessions();
-
   class Impl;
 
  private:
+  friend class RelayGateway;  // registers the sessions it accepts with this relay
   std::unique_ptr<Impl> impl_;
 };
 
-// Why `key` cannot be a relay key, or "" when it can.
-std::string check_relay_key(std::string_view key);
+// Whether `key` can be a relay key; fails with Errc::invalid_argument saying why not.
+[[nodiscard]] Result<void> check_relay_key(std::string_view key);
 
 }  // namespace natsfleet

@@ -9,8 +9,6 @@
 
 namespace natsfleet {
 
-using namespace std::chrono_literals;
-
 enum class WorkShape {
   pull,  // a shared durable pull consumer (heartbeats, pipelined pulls)
   // A durable push consumer with a deliver group, bound by a queue subscription on every replica:
@@ -37,28 +35,29 @@ struct WorkSpec {
   // keeps each message this replica holds alive with in-progress acks: one waiting for a
   // handler, and one whose handler runs long, once it has been held a third of ack_wait (and
   // again every third). Fast handlers never wait that long, so they cost nothing.
-  std::chrono::milliseconds ack_wait = 30s;
+  std::chrono::milliseconds ack_wait = std::chrono::seconds(30);
   // How long that keep-alive lasts. A message still waiting for a handler after this long is
   // given back (nak'd, so another replica takes it at once); a handler running longer is
   // presumed hung: its message gets no more in-progress acks and the broker redelivers it after
   // ack_wait (a delivery of its own; natsfleet sets it aside after twice max_deliver). 0: no
   // keep-alive at all (waiting messages and long handlers expire after ack_wait; a handler may
   // still call Message::in_progress() itself).
-  std::chrono::milliseconds keep_alive_limit = 5min;
+  std::chrono::milliseconds keep_alive_limit = std::chrono::minutes(5);
   int max_deliver = 5;  // then the message is terminated
   int max_ack_pending = 1000;
   StartAt start = StartAt::all;
   OnMissing on_missing = OnMissing::recreate;
-  std::chrono::milliseconds heartbeat = 5s;  // idle heartbeat asked of the broker on each pull
-  int concurrency = 1;                       // handlers in flight on this replica
-  int batch = 0;                             // messages buffered per replica; 0: derived
-  std::chrono::milliseconds pull_expires = 30s;
-  std::chrono::milliseconds nak_backoff_min = 1s;  // after a handler exception
-  std::chrono::milliseconds nak_backoff_max = 60s;
+  // The idle heartbeat asked of the broker on each pull.
+  std::chrono::milliseconds heartbeat = std::chrono::seconds(5);
+  int concurrency = 1;  // handlers in flight on this replica
+  int batch = 0;        // messages buffered per replica; 0: derived
+  std::chrono::milliseconds pull_expires = std::chrono::seconds(30);
+  std::chrono::milliseconds nak_backoff_min = std::chrono::seconds(1);  // after a handler exception
+  std::chrono::milliseconds nak_backoff_max = std::chrono::seconds(60);
   // While the downstream is down (Disposition::retry), held messages are tried again after
   // waits growing from retry_min to retry_max, with jitter.
-  std::chrono::milliseconds retry_min = 500ms;
-  std::chrono::milliseconds retry_max = 30s;
+  std::chrono::milliseconds retry_min = std::chrono::milliseconds(500);
+  std::chrono::milliseconds retry_max = std::chrono::seconds(30);
   // A terminated message (the handler's term, or rejected max_deliver times) is first published
   // here, with its data, its headers and its origin (include/natsfleet/dead_letter.h); only once
   // the stream holding this subject stored it is the original terminated. Empty: a terminated
@@ -81,8 +80,9 @@ struct BroadcastSpec {
   std::string subject;  // wildcards allowed
   int concurrency = 1;
   BroadcastSource source = BroadcastSource::core;
-  std::string stream;                        // jetstream only; found by subject when empty
-  std::chrono::milliseconds heartbeat = 5s;  // jetstream only: idle heartbeat on each pull
+  std::string stream;  // jetstream only; found by subject when empty
+  // jetstream only: the idle heartbeat asked of the broker on each pull.
+  std::chrono::milliseconds heartbeat = std::chrono::seconds(5);
   // jetstream only: create `stream` (file storage, holding `subject`, messages kept for
   // stream_max_age, duplicates by message id dropped for 2 minutes) when it does not exist.
   // For a broadcast that owns its stream, such as a relay's.

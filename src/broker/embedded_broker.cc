@@ -2,9 +2,14 @@
 
 #include <filesystem>
 
-namespace natsfleet::broker {
+namespace natsfleet {
 
-EmbeddedBroker::EmbeddedBroker(EmbeddedBrokerOptions options) : options_(std::move(options)) {}
+struct EmbeddedBroker::Process {
+  broker::NatsServerProcess server;
+};
+
+EmbeddedBroker::EmbeddedBroker(EmbeddedBrokerOptions options)
+    : options_(std::move(options)), process_(std::make_unique<Process>()) {}
 
 EmbeddedBroker::~EmbeddedBroker() {
   stop();
@@ -14,6 +19,8 @@ EmbeddedBroker::~EmbeddedBroker() {
   }
 }
 
+bool EmbeddedBroker::running() const { return process_->server.pid() > 0; }
+
 std::string EmbeddedBroker::url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
 
 Result<void> EmbeddedBroker::start() {
@@ -21,7 +28,7 @@ Result<void> EmbeddedBroker::start() {
   if (state_dir_.empty()) {
     state_dir_ = options_.state_dir;
     if (state_dir_.empty()) {
-      auto made = make_temp_directory("natsfleet-broker-");
+      auto made = broker::make_temp_directory("natsfleet-broker-");
       if (!made) return made.error();
       state_dir_ = made.value();
       owns_state_dir_ = true;
@@ -32,25 +39,27 @@ Result<void> EmbeddedBroker::start() {
       return Result<void>(Errc::invalid_argument, "cannot create broker state directory " +
                                                       state_dir_ + ": " + ec.message());
   }
-  if (port_ == 0) port_ = options_.port > 0 ? options_.port : free_loopback_port();
+  if (port_ == 0) port_ = options_.port > 0 ? options_.port : broker::free_loopback_port();
 
-  NatsServerCommand command;
+  broker::NatsServerCommand command;
   command.executable = options_.executable;
   command.args = {"--jetstream", "--store_dir", state_dir_ + "/jetstream", "--addr",
                   "127.0.0.1",   "--port",      std::to_string(port_),     "--log",
                   log_file()};
   command.log_file = log_file();
-  if (auto spawned = process_.spawn(command); !spawned) return spawned;
-  auto ready = process_.wait_ready([this] { return greets_client(port_); }, options_.ready_timeout);
+  auto& server = process_->server;
+  if (auto spawned = server.spawn(command); !spawned) return spawned;
+  auto ready =
+      server.wait_ready([this] { return broker::greets_client(port_); }, options_.ready_timeout);
   if (!ready) {
-    process_.kill();
+    server.kill();
     return ready;
   }
   return {};
 }
 
-void EmbeddedBroker::stop() { process_.stop(std::chrono::seconds(5)); }
+void EmbeddedBroker::stop() { process_->server.stop(std::chrono::seconds(5)); }
 
-void EmbeddedBroker::kill() { process_.kill(); }
+void EmbeddedBroker::kill() { process_->server.kill(); }
 
-}  // namespace natsfleet::broker
+}  // namespace natsfleet

@@ -259,6 +259,11 @@ class TableReader {
   std::string path_;
 };
 
+// What a check found wrong, or "" when nothing.
+std::string problem(const Result<void>& checked) {
+  return checked ? std::string() : checked.error().message;
+}
+
 // validate_work judges one field here, so that its answer can be blamed on that field's key: every
 // other field of the probe is valid, and max_ack_pending is as large as can be so that no
 // concurrency is refused for it.
@@ -266,7 +271,7 @@ std::string work_field_problem(const std::function<void(WorkSpec&)>& set) {
   WorkSpec probe{.name = "probe", .subject = "probe"};
   probe.max_ack_pending = Limits::kMaxAckPending;
   set(probe);
-  return validate_work(probe);
+  return problem(validate_work(probe));
 }
 
 std::vector<std::string> subject_tokens(const std::string& subject) {
@@ -281,7 +286,7 @@ std::vector<std::string> subject_tokens(const std::string& subject) {
 std::string broadcast_field_problem(const std::function<void(BroadcastSpec&)>& set) {
   BroadcastSpec probe{.name = "probe", .subject = "probe"};
   set(probe);
-  return validate_broadcast(probe);
+  return problem(validate_broadcast(probe));
 }
 
 // RFC 9110 token characters: anything else in a header name breaks the request.
@@ -359,7 +364,7 @@ class ConfigParser {
 
   void read_fleet(const TableReader& top, DaemonConfig& config) const {
     config.fleet.name = top.required_string("name", "the service name");
-    if (auto bad = check_name(config.fleet.name); !bad.empty()) top.fail("name", bad);
+    if (auto bad = problem(check_name(config.fleet.name)); !bad.empty()) top.fail("name", bad);
 
     if (auto servers = top.strings("servers")) {
       if (servers->empty()) top.fail("servers", "is empty: omit it for the embedded broker");
@@ -422,9 +427,9 @@ class ConfigParser {
     };
 
     spec.name = work.required_string("name", "the shared consumer's name");
-    if (auto bad = check_name(spec.name); !bad.empty()) work.fail("name", bad);
+    if (auto bad = problem(check_name(spec.name)); !bad.empty()) work.fail("name", bad);
     spec.subject = work.required_string("subject");
-    if (auto bad = check_subject(spec.subject); !bad.empty()) work.fail("subject", bad);
+    if (auto bad = problem(check_subject(spec.subject)); !bad.empty()) work.fail("subject", bad);
     if (auto stream = work.string("stream")) {
       spec.stream = *stream;
       check("stream", [&](WorkSpec& s) { s.stream = spec.stream; });
@@ -481,7 +486,7 @@ class ConfigParser {
     }
     // Each field passed alone, so what is left is a combination: max_ack_pending below
     // concurrency. Blame the key the user wrote.
-    if (auto bad = validate_work(spec); !bad.empty())
+    if (auto bad = problem(validate_work(spec)); !bad.empty())
       work.fail(work.find("max_ack_pending") || !work.find("concurrency") ? "max_ack_pending"
                                                                           : "concurrency",
                 bad);
@@ -501,9 +506,10 @@ class ConfigParser {
     config.line = broadcast.line();
     BroadcastSpec& spec = config.spec;
     spec.name = broadcast.required_string("name");
-    if (auto bad = check_name(spec.name); !bad.empty()) broadcast.fail("name", bad);
+    if (auto bad = problem(check_name(spec.name)); !bad.empty()) broadcast.fail("name", bad);
     spec.subject = broadcast.required_string("subject");
-    if (auto bad = check_subject(spec.subject); !bad.empty()) broadcast.fail("subject", bad);
+    if (auto bad = problem(check_subject(spec.subject)); !bad.empty())
+      broadcast.fail("subject", bad);
     if (auto concurrency = broadcast.integer("concurrency", 1, Limits::kMaxConcurrency)) {
       spec.concurrency = *concurrency;
       if (auto bad =
@@ -515,7 +521,7 @@ class ConfigParser {
       spec.source = *source == "core" ? BroadcastSource::core : BroadcastSource::jetstream;
     if (auto stream = broadcast.string("stream")) {
       spec.stream = *stream;
-      if (auto bad = check_name(spec.stream); !bad.empty()) broadcast.fail("stream", bad);
+      if (auto bad = problem(check_name(spec.stream)); !bad.empty()) broadcast.fail("stream", bad);
     }
     if (auto heartbeat =
             broadcast.duration("heartbeat", Limits::kMinHeartbeat, Limits::kMaxHeartbeat)) {
@@ -546,7 +552,7 @@ class ConfigParser {
                                         " tokens of subject " + in_quotes(spec.subject));
       spec.key_token = static_cast<int>(*key_token);
     }
-    if (auto bad = validate_broadcast(spec); !bad.empty()) broadcast.fail_table(bad);
+    if (auto bad = problem(validate_broadcast(spec)); !bad.empty()) broadcast.fail_table(bad);
     config.sink = read_sink(broadcast, config.sink_line);
     if (auto* websocket = std::get_if<sinks::WebSocketSinkOptions>(&config.sink)) {
       if (websocket->key_token == 0) {

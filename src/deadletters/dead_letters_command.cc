@@ -68,11 +68,11 @@ class Session {
           "no dead-letter subject: give --subject SUBJECT, or --config with a [[work]] "
           "that has dead_letter"};
     for (const auto& subject : options_.subjects)
-      if (auto bad = check_subject(subject, /*allow_wildcards=*/false); !bad.empty())
-        return Stop{"--subject: " + bad};
+      if (auto checked = check_subject(subject, /*allow_wildcards=*/false); !checked)
+        return Stop{"--subject: " + checked.error().message};
     if (!options_.to.empty())
-      if (auto bad = check_subject(options_.to, /*allow_wildcards=*/false); !bad.empty())
-        return Stop{"--to: " + bad};
+      if (auto checked = check_subject(options_.to, /*allow_wildcards=*/false); !checked)
+        return Stop{"--to: " + checked.error().message};
     auto connection = audit::connect_once({.servers = options_.servers,
                                            .name = "natsfleet-dead-letters",
                                            .credentials_file = options_.credentials_file,

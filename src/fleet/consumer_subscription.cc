@@ -13,6 +13,7 @@
 #include "consume/queue_intake.h"
 #include "fleet/consumer_shape.h"
 #include "fleet/dead_letter_copy.h"
+#include "fleet/delivery_control.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
 
@@ -22,7 +23,7 @@ namespace {
 using std::chrono::milliseconds;
 
 // Lets a long handler call Message::in_progress().
-class InProgress final : public detail::DeliveryControl {
+class InProgress final : public DeliveryControl {
  public:
   explicit InProgress(nats::Connection& connection) : connection_(connection) {}
   void in_progress(const std::string& reply) override {

@@ -128,7 +128,7 @@ class ConsumerSubscription final : public Supervised {
   // Which consumer on which stream, made right on the broker (supervisor thread only).
   ConsumerLifecycle lifecycle_;
   std::chrono::milliseconds tick_;
-  std::shared_ptr<detail::DeliveryControl> in_progress_;
+  std::shared_ptr<DeliveryControl> in_progress_;
 
   std::thread thread_;
   std::mutex wake_mu_;

@@ -63,8 +63,9 @@ class Fleet::Impl {
   Result<void> add_work(WorkSpec spec, WorkHandler handler) {
     std::lock_guard lock(mu_);
     if (started_) return Result<void>(Errc::invalid_argument, "add_work after start()");
-    if (auto bad = validate_work(spec); !bad.empty())
-      return Result<void>(Errc::invalid_argument, "work " + spec.name + ": " + bad);
+    if (auto checked = validate_work(spec); !checked)
+      return Result<void>(Errc::invalid_argument,
+                          "work " + spec.name + ": " + checked.error().message);
     if (!names_.insert(spec.name).second)
       return Result<void>(Errc::invalid_argument, "duplicate subscription name " + spec.name);
     if (!handler) return Result<void>(Errc::invalid_argument, "work " + spec.name + ": no handler");
@@ -76,8 +77,9 @@ class Fleet::Impl {
   // its subscription when the first session attaches).
   Result<void> add_broadcast(BroadcastSpec spec, BroadcastHandler handler) {
     std::lock_guard lock(mu_);
-    if (auto bad = validate_broadcast(spec); !bad.empty())
-      return Result<void>(Errc::invalid_argument, "broadcast " + spec.name + ": " + bad);
+    if (auto checked = validate_broadcast(spec); !checked)
+      return Result<void>(Errc::invalid_argument,
+                          "broadcast " + spec.name + ": " + checked.error().message);
     if (!handler)
       return Result<void>(Errc::invalid_argument, "broadcast " + spec.name + ": no handler");
     if (shutting_down_) return Result<void>(Errc::invalid_argument, "add_broadcast after shutdown");

@@ -4,8 +4,10 @@
 #include <cstdint>
 
 namespace natsfleet {
+namespace {
 
-std::string check_subject(std::string_view subject, bool allow_wildcards) {
+// What is wrong with a value, or "" when nothing is: the checks below chain these.
+std::string subject_problem(std::string_view subject, bool allow_wildcards = true) {
   if (subject.empty()) return "subject is empty";
   size_t start = 0;
   for (;;) {
@@ -28,8 +30,6 @@ std::string check_subject(std::string_view subject, bool allow_wildcards) {
     start = dot + 1;
   }
 }
-
-namespace {
 
 // True when a message published to `subject` (no wildcards) is matched by `pattern`.
 bool matches(std::string_view pattern, std::string_view subject) {
@@ -68,9 +68,7 @@ std::string out_of_range(std::string_view field, std::chrono::milliseconds value
   return std::string(field) + " must be at most " + words(max) + ", got " + words(value);
 }
 
-}  // namespace
-
-std::string check_name(std::string_view name) {
+std::string name_problem(std::string_view name) {
   if (name.empty()) return "name is empty";
   for (char c : name)
     if (std::isspace(static_cast<unsigned char>(c)) || c == '.' || c == '*' || c == '>' ||
@@ -80,25 +78,13 @@ std::string check_name(std::string_view name) {
   return {};
 }
 
-std::string subject_token(std::string_view subject, int token) {
-  size_t start = 0;
-  for (int i = 1; i < token; ++i) {
-    start = subject.find('.', start);
-    if (start == std::string_view::npos) return {};
-    ++start;
-  }
-  const size_t end = subject.find('.', start);
-  return std::string(
-      subject.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
-}
-
-std::string validate_work(const WorkSpec& spec) {
+std::string work_problem(const WorkSpec& spec) {
   using L = Limits;
   using std::chrono::milliseconds;
-  if (auto bad = check_name(spec.name); !bad.empty()) return bad;
-  if (auto bad = check_subject(spec.subject); !bad.empty()) return bad;
+  if (auto bad = name_problem(spec.name); !bad.empty()) return bad;
+  if (auto bad = subject_problem(spec.subject); !bad.empty()) return bad;
   if (!spec.stream.empty())
-    if (auto bad = check_name(spec.stream); !bad.empty()) return "stream " + bad;
+    if (auto bad = name_problem(spec.stream); !bad.empty()) return "stream " + bad;
   if (spec.concurrency < 1) return "concurrency must be at least 1";
   if (auto bad = out_of_range("concurrency", spec.concurrency, 1, L::kMaxConcurrency); !bad.empty())
     return bad;
@@ -147,7 +133,7 @@ std::string validate_work(const WorkSpec& spec) {
     return bad;
   if (spec.retry_max < spec.retry_min) return "retry_max is below retry_min";
   if (!spec.dead_letter.empty()) {
-    if (auto bad = check_subject(spec.dead_letter, /*allow_wildcards=*/false); !bad.empty())
+    if (auto bad = subject_problem(spec.dead_letter, /*allow_wildcards=*/false); !bad.empty())
       return "dead_letter " + bad + ": it is where messages are published, so it has no wildcards";
     // Its own dead letters would come back to the work that gave up on them, for ever.
     if (matches(spec.subject, spec.dead_letter))
@@ -157,10 +143,10 @@ std::string validate_work(const WorkSpec& spec) {
   return {};
 }
 
-std::string validate_broadcast(const BroadcastSpec& spec) {
+std::string broadcast_problem(const BroadcastSpec& spec) {
   using L = Limits;
-  if (auto bad = check_name(spec.name); !bad.empty()) return bad;
-  if (auto bad = check_subject(spec.subject); !bad.empty()) return bad;
+  if (auto bad = name_problem(spec.name); !bad.empty()) return bad;
+  if (auto bad = subject_problem(spec.subject); !bad.empty()) return bad;
   if (spec.concurrency < 1) return "concurrency must be at least 1";
   if (auto bad = out_of_range("concurrency", spec.concurrency, 1, L::kMaxConcurrency); !bad.empty())
     return bad;
@@ -172,7 +158,7 @@ std::string validate_broadcast(const BroadcastSpec& spec) {
     return bad;
   if (spec.source == BroadcastSource::jetstream) {
     if (!spec.stream.empty())
-      if (auto bad = check_name(spec.stream); !bad.empty()) return "stream " + bad;
+      if (auto bad = name_problem(spec.stream); !bad.empty()) return "stream " + bad;
     if (auto bad = out_of_range("heartbeat", spec.heartbeat, L::kMinHeartbeat, L::kMaxHeartbeat);
         !bad.empty())
       return bad;
@@ -184,6 +170,37 @@ std::string validate_broadcast(const BroadcastSpec& spec) {
         return bad;
   }
   return {};
+}
+
+Result<void> verdict(std::string problem) {
+  if (problem.empty()) return {};
+  return Result<void>(Errc::invalid_argument, std::move(problem));
+}
+
+}  // namespace
+
+Result<void> check_subject(std::string_view subject, bool allow_wildcards) {
+  return verdict(subject_problem(subject, allow_wildcards));
+}
+
+Result<void> check_name(std::string_view name) { return verdict(name_problem(name)); }
+
+Result<void> validate_work(const WorkSpec& spec) { return verdict(work_problem(spec)); }
+
+Result<void> validate_broadcast(const BroadcastSpec& spec) {
+  return verdict(broadcast_problem(spec));
+}
+
+std::string subject_token(std::string_view subject, int token) {
+  size_t start = 0;
+  for (int i = 1; i < token; ++i) {
+    start = subject.find('.', start);
+    if (start == std::string_view::npos) return {};
+    ++start;
+  }
+  const size_t end = subject.find('.', start);
+  return std::string(
+      subject.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
 }
 
 }  // namespace natsfleet

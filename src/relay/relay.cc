@@ -6,7 +6,7 @@
 #include <mutex>
 #include <unordered_set>
 
-#include "relay/session_registry.h"
+#include "relay/relay_internal.h"
 
 namespace natsfleet {
 namespace {
@@ -66,14 +66,17 @@ struct Inbound {
 
 }  // namespace
 
-std::string check_relay_key(std::string_view key) {
-  if (key.empty()) return "relay key is empty";
-  if (key.size() > 128) return "relay key is longer than 128 characters";
+Result<void> check_relay_key(std::string_view key) {
+  auto refused = [](std::string why) {
+    return Result<void>(Errc::invalid_argument, std::move(why));
+  };
+  if (key.empty()) return refused("relay key is empty");
+  if (key.size() > 128) return refused("relay key is longer than 128 characters");
   for (char c : key)
     if (c == '.' || c == '*' || c == '>' || std::isspace(static_cast<unsigned char>(c)) ||
         std::iscntrl(static_cast<unsigned char>(c)))
-      return "relay key '" + std::string(key) +
-             "' may not contain '.', '*', '>', spaces or control characters";
+      return refused("relay key '" + std::string(key) +
+                     "' may not contain '.', '*', '>', spaces or control characters");
   return {};
 }
 
@@ -114,8 +117,7 @@ class Relay::Impl {
   }
 
   Result<SessionId> attach(const std::string& key, std::shared_ptr<RelaySession> session) {
-    if (auto bad = check_relay_key(key); !bad.empty())
-      return Result<SessionId>(Errc::invalid_argument, bad);
+    if (auto checked = check_relay_key(key); !checked) return checked.error();
     if (!session) return Result<SessionId>(Errc::invalid_argument, "no session");
     const SessionId id = inbound_->registry.add(key, std::move(session));
     // Real traffic is the trigger: every attach makes sure the subscription exists.
@@ -130,8 +132,7 @@ class Relay::Impl {
 
   Result<void> publish(const std::string& key, const std::string& payload,
                        const std::string& msg_id) {
-    if (auto bad = check_relay_key(key); !bad.empty())
-      return Result<void>(Errc::invalid_argument, bad);
+    if (auto checked = check_relay_key(key); !checked) return checked;
     const std::string subject = options_.subject_prefix + "." + key;
     if (options_.source == BroadcastSource::core) return fleet_.publish(subject, payload, msg_id);
     auto stored = fleet_.publish_to_stream(subject, payload, msg_id, options_.publish_timeout);
@@ -154,7 +155,7 @@ class Relay::Impl {
     return s;
   }
 
-  relay::SessionRegistry& sessions() { return inbound_->registry; }
+  relay::SessionRegistry& registry() { return inbound_->registry; }
 
  private:
   Fleet& fleet_;
@@ -178,6 +179,11 @@ Result<void> Relay::publish(const std::string& key, const std::string& payload,
   return impl_->publish(key, payload, msg_id);
 }
 RelayStats Relay::stats() const { return impl_->stats(); }
-relay::SessionRegistry& Relay::sessions() { return impl_->sessions(); }
 
 }  // namespace natsfleet
+
+namespace natsfleet::relay {
+
+SessionRegistry& registry_of(Relay::Impl& relay) { return relay.registry(); }
+
+}  // namespace natsfleet::relay

@@ -198,7 +198,7 @@ TEST(Relay, KeysThatCannotBeASubjectTokenAreRefused) {
     EXPECT_FALSE(a.relay.attach(bad, std::make_shared<FakeSession>())) << bad;
     EXPECT_FALSE(a.relay.publish(bad, "x", "id")) << bad;
   }
-  EXPECT_EQ(check_relay_key("member-42_x@example:com"), "");
+  EXPECT_TRUE(check_relay_key("member-42_x@example:com").ok());
 }
 
 }  // namespace

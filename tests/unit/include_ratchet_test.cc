@@ -109,23 +109,4 @@ TEST(IncludeRatchet, EachLayerIncludesOnlyTheLayersBelowIt) {
   }();
 }
 
-TEST(IncludeRatchet, PublicHeadersIncludeNothingFromSrc) {
-  const fs::path include = fs::path(NATSFLEET_SOURCE_DIR) / "include" / "natsfleet";
-  const std::regex include_local(R"re(#\s*include\s*"([^"]+)")re");
-  std::vector<std::string> offenders;
-  for (const auto& entry : fs::directory_iterator(include)) {
-    std::ifstream in(entry.path());
-    std::string line;
-    std::smatch m;
-    while (std::getline(in, line))
-      if (std::regex_search(line, m, include_local) && m[1].str().rfind("natsfleet/", 0) != 0)
-        offenders.push_back(entry.path().filename().string() + " includes " + m[1].str());
-  }
-  EXPECT_TRUE(offenders.empty()) << "a public header includes a private one: " << [&] {
-    std::string all;
-    for (const auto& o : offenders) all += "\n  " + o;
-    return all;
-  }();
-}
-
 }  // namespace

@@ -11,37 +11,39 @@ namespace natsfleet {
 namespace {
 
 TEST(Validate, Subjects) {
-  EXPECT_EQ(check_subject("mail.outgoing"), "");
-  EXPECT_EQ(check_subject("member.*.status"), "");
-  EXPECT_EQ(check_subject("logs.>"), "");
-  EXPECT_NE(check_subject(""), "");
-  EXPECT_NE(check_subject("mail..outgoing"), "");
-  EXPECT_NE(check_subject(".mail"), "");
-  EXPECT_NE(check_subject("mail."), "");
-  EXPECT_NE(check_subject("mail outgoing"), "");
-  EXPECT_NE(check_subject("logs.>.x"), "");
-  EXPECT_NE(check_subject("logs.a*"), "");
-  EXPECT_NE(check_subject("logs.*", false), "");
+  EXPECT_TRUE(check_subject("mail.outgoing").ok());
+  EXPECT_TRUE(check_subject("member.*.status").ok());
+  EXPECT_TRUE(check_subject("logs.>").ok());
+  EXPECT_FALSE(check_subject("").ok());
+  EXPECT_FALSE(check_subject("mail..outgoing").ok());
+  EXPECT_FALSE(check_subject(".mail").ok());
+  EXPECT_FALSE(check_subject("mail.").ok());
+  EXPECT_FALSE(check_subject("mail outgoing").ok());
+  EXPECT_FALSE(check_subject("logs.>.x").ok());
+  EXPECT_FALSE(check_subject("logs.a*").ok());
+  EXPECT_FALSE(check_subject("logs.*", false).ok());
 }
 
 TEST(Validate, Names) {
-  EXPECT_EQ(check_name("mail-relay"), "");
-  EXPECT_NE(check_name(""), "");
-  EXPECT_NE(check_name("mail.relay"), "");
-  EXPECT_NE(check_name("mail relay"), "");
-  EXPECT_NE(check_name("mail*"), "");
+  EXPECT_TRUE(check_name("mail-relay").ok());
+  EXPECT_FALSE(check_name("").ok());
+  EXPECT_FALSE(check_name("mail.relay").ok());
+  EXPECT_FALSE(check_name("mail relay").ok());
+  EXPECT_FALSE(check_name("mail*").ok());
+  EXPECT_EQ(check_name("").error().code, Errc::invalid_argument);
+  EXPECT_EQ(check_name("").error().message, "name is empty");
 }
 
 TEST(Validate, WorkSpecCombinations) {
   WorkSpec ok{.name = "w", .subject = "a.b"};
-  EXPECT_EQ(validate_work(ok), "");
+  EXPECT_TRUE(validate_work(ok).ok());
   WorkSpec starved = ok;
   starved.concurrency = 8;
   starved.max_ack_pending = 4;
-  EXPECT_NE(validate_work(starved), "");
+  EXPECT_FALSE(validate_work(starved).ok());
   WorkSpec no_deliver = ok;
   no_deliver.max_deliver = 0;
-  EXPECT_NE(validate_work(no_deliver), "");
+  EXPECT_FALSE(validate_work(no_deliver).ok());
 }
 
 // Every number in a spec has a range: its bounds pass, one step beyond is refused with the field's
@@ -103,16 +105,19 @@ class SpecRangeTest : public testing::TestWithParam<SpecRange> {};
 
 TEST_P(SpecRangeTest, BoundsPassAndBeyondIsRefusedByName) {
   const SpecRange& r = GetParam();
-  auto problem = [&](long long value) {
-    if (r.set_work) {
-      WorkSpec spec{.name = "w", .subject = "a.b"};
-      spec.max_ack_pending = 1'000'000;  // no concurrency is refused for it
-      r.set_work(spec, value);
-      return validate_work(spec);
-    }
-    BroadcastSpec spec{.name = "b", .subject = "a.b"};
-    r.set_broadcast(spec, value);
-    return validate_broadcast(spec);
+  auto problem = [&](long long value) -> std::string {
+    auto checked = [&] {
+      if (r.set_work) {
+        WorkSpec spec{.name = "w", .subject = "a.b"};
+        spec.max_ack_pending = 1'000'000;  // no concurrency is refused for it
+        r.set_work(spec, value);
+        return validate_work(spec);
+      }
+      BroadcastSpec spec{.name = "b", .subject = "a.b"};
+      r.set_broadcast(spec, value);
+      return validate_broadcast(spec);
+    }();
+    return checked ? "" : checked.error().message;
   };
   EXPECT_EQ(problem(r.min), "") << r.field << " = " << r.min;
   EXPECT_EQ(problem(r.max), "") << r.field << " = " << r.max;
@@ -134,23 +139,24 @@ INSTANTIATE_TEST_SUITE_P(Validate, SpecRangeTest, testing::ValuesIn(kSpecRanges)
 TEST(Validate, DeadLetterIsAPlainSubjectTheWorkDoesNotConsume) {
   WorkSpec spec{.name = "w", .subject = "mail.*"};
   spec.dead_letter = "dead.mail";
-  EXPECT_EQ(validate_work(spec), "");
+  EXPECT_TRUE(validate_work(spec).ok());
   spec.dead_letter = "mail.dead.x";  // more tokens than mail.* matches
-  EXPECT_EQ(validate_work(spec), "");
+  EXPECT_TRUE(validate_work(spec).ok());
   for (const char* bad : {"dead.*", "dead.>", "dead mail", "dead..mail"}) {
     spec.dead_letter = bad;
-    EXPECT_NE(validate_work(spec).find("dead_letter"), std::string::npos) << bad;
+    EXPECT_NE(validate_work(spec).error().message.find("dead_letter"), std::string::npos) << bad;
   }
   for (const char* fed_back : {"mail.dead", "mail.x"}) {
     spec.dead_letter = fed_back;
-    EXPECT_NE(validate_work(spec).find("consumed again"), std::string::npos) << fed_back;
+    EXPECT_NE(validate_work(spec).error().message.find("consumed again"), std::string::npos)
+        << fed_back;
   }
   spec.subject = "mail.>";
   spec.dead_letter = "mail.dead.letters";
-  EXPECT_NE(validate_work(spec).find("consumed again"), std::string::npos);
+  EXPECT_NE(validate_work(spec).error().message.find("consumed again"), std::string::npos);
   spec.subject = "mail.outgoing";
   spec.dead_letter = "mail.outgoing";
-  EXPECT_NE(validate_work(spec).find("consumed again"), std::string::npos);
+  EXPECT_NE(validate_work(spec).error().message.find("consumed again"), std::string::npos);
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ TEST(MemberRoute, AcceptsTheSafeAlphabetUpTo64Characters) {
     EXPECT_FALSE(valid_member_id(bad)) << bad;
   }
   for (const char* good : {"alice", "A-Z_az:0@9", "bob@example"})
-    EXPECT_EQ(check_relay_key(good), "") << good;
+    EXPECT_TRUE(check_relay_key(good).ok()) << good;
 }
 
 TEST(MemberRoute, PercentDecodingRejectsMalformedEscapes) {

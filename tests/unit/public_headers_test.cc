@@ -1,0 +1,104 @@
+// include/natsfleet is the whole public API (STYLE.md): its headers include only the standard
+// library and each other, and name no internal namespace. Each one also compiles on its own with
+// include/ as the only include directory: tests/unit/CMakeLists.txt builds a translation unit per
+// header (natsfleet_public_headers), which this test depends on.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<fs::path> files_under(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    const auto ext = entry.path().extension();
+    if (entry.is_regular_file() && (ext == ".h" || ext == ".cc")) files.push_back(entry.path());
+  }
+  return files;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string all;
+  for (const auto& l : lines) all += "\n  " + l;
+  return all;
+}
+
+TEST(PublicHeaders, IncludeOnlyTheStandardLibraryAndEachOther) {
+  const fs::path root = NATSFLEET_SOURCE_DIR;
+  const std::regex include(R"re(^\s*#\s*include\s*([<"])([^>"]+)[>"])re");
+  // A standard header has no extension and no directory.
+  const std::regex standard(R"(^[a-z_]+$)");
+  std::vector<std::string> offenders;
+  const auto headers = files_under(root / "include" / "natsfleet");
+  EXPECT_GE(headers.size(), 10u) << "almost no public headers found: wrong root?";
+  for (const auto& header : headers) {
+    std::ifstream in(header);
+    int number = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++number;
+      std::smatch m;
+      if (!std::regex_search(line, m, include)) continue;
+      const bool quoted = m[1] == "\"";
+      const std::string path = m[2];
+      const bool ok = quoted
+                          ? path.rfind("natsfleet/", 0) == 0 && fs::exists(root / "include" / path)
+                          : std::regex_match(path, standard);
+      if (!ok)
+        offenders.push_back(header.filename().string() + ":" + std::to_string(number) + ": " +
+                            line);
+    }
+  }
+  EXPECT_TRUE(offenders.empty()) << "public headers including more than natsfleet/ and the "
+                                    "standard library:"
+                                 << joined(offenders);
+}
+
+TEST(PublicHeaders, NameNoInternalNamespace) {
+  const fs::path root = NATSFLEET_SOURCE_DIR;
+  // The layers' namespaces (src/<layer>) and the conventional one for hidden helpers.
+  const std::regex internal(
+      R"(\b(detail|nats|consume|fleet|relay|broker|config|sinks|health|audit|daemon|net|base)::)");
+  std::vector<std::string> offenders;
+  for (const auto& header : files_under(root / "include" / "natsfleet")) {
+    std::ifstream in(header);
+    int number = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++number;
+      const std::string code = line.substr(0, line.find("//"));
+      if (std::regex_search(code, internal))
+        offenders.push_back(header.filename().string() + ":" + std::to_string(number) + ": " +
+                            line);
+    }
+  }
+  EXPECT_TRUE(offenders.empty()) << "public headers naming internal types:" << joined(offenders);
+}
+
+// The examples are what a user writes: public headers and their own files, nothing from src/.
+TEST(PublicHeaders, ExamplesIncludeOnlyPublicHeaders) {
+  const fs::path root = NATSFLEET_SOURCE_DIR;
+  const std::regex quoted_include(R"re(^\s*#\s*include\s*"([^"]+)")re");
+  std::vector<std::string> offenders;
+  size_t scanned = 0;
+  for (const auto& file : files_under(root / "examples")) {
+    ++scanned;
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);) {
+      std::smatch m;
+      if (!std::regex_search(line, m, quoted_include)) continue;
+      const std::string path = m[1];
+      const bool ok = path.rfind("natsfleet/", 0) == 0 ? fs::exists(root / "include" / path)
+                                                       : fs::exists(file.parent_path() / path);
+      if (!ok) offenders.push_back(fs::relative(file, root).generic_string() + ": " + line);
+    }
+  }
+  EXPECT_GT(scanned, 0u);
+  EXPECT_TRUE(offenders.empty()) << "examples including internals:" << joined(offenders);
+}
+
+}  // namespace
