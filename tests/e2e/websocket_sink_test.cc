@@ -22,6 +22,7 @@
 #include "support/broker_client.h"
 #include "support/daemon_process.h"
 #include "support/nats_server.h"
+#include "support/websocket_client.h"
 
 namespace natsfleet::testing {
 namespace {
@@ -30,43 +31,6 @@ using namespace std::chrono_literals;
 namespace beast = boost::beast;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
-
-// A browser: connects to /ws?member=<id> and collects what it is sent until closed.
-class Browser {
- public:
-  Browser(int port, const std::string& member) : ws_(ioc_) {
-    tcp::resolver resolver(ioc_);
-    net::connect(ws_.next_layer(), resolver.resolve("127.0.0.1", std::to_string(port)));
-    ws_.handshake("127.0.0.1:" + std::to_string(port), "/ws?member=" + member);
-    reader_ = std::thread([this] {
-      beast::error_code ec;
-      for (;;) {
-        beast::flat_buffer buffer;
-        ws_.read(buffer, ec);
-        if (ec) return;
-        std::lock_guard lock(mu_);
-        got_.push_back(beast::buffers_to_string(buffer.data()));
-      }
-    });
-  }
-  ~Browser() {
-    beast::error_code ec;
-    ws_.next_layer().shutdown(tcp::socket::shutdown_both, ec);
-    ws_.next_layer().close(ec);
-    reader_.join();
-  }
-  std::vector<std::string> got() const {
-    std::lock_guard lock(mu_);
-    return got_;
-  }
-
- private:
-  net::io_context ioc_;
-  beast::websocket::stream<tcp::socket> ws_;
-  std::thread reader_;
-  mutable std::mutex mu_;
-  std::vector<std::string> got_;
-};
 
 std::string relay_config(const std::string& name, int ws_port, int health_port) {
   return "name = \"" + name + "\"\n" +
@@ -106,28 +70,29 @@ TEST(WebSocketSink, AStatusReachesEveryBrowserOfItsMemberOnEveryReplica) {
   ASSERT_TRUE(wait_for([&] { return readyz(health_a) == 200 && readyz(health_b) == 200; }, 15s))
       << a.log() << b.log();
 
-  Browser alice_on_a(ws_a, "alice");
-  Browser alice_on_b(ws_b, "alice");
-  Browser bob_on_b(ws_b, "bob");
+  auto alice_on_a = attach_browser(ws_a, "member=alice");
+  auto alice_on_b = attach_browser(ws_b, "member=alice");
+  auto bob_on_b = attach_browser(ws_b, "member=bob");
   ASSERT_TRUE(wait_for([&] { return attached(health_a) == 1 && attached(health_b) == 2; }, 15s))
       << a.log() << b.log();
   admin.publish("member.alice.status", R"({"state":"synced","messages":42})");
   admin.publish("member.bob.status", R"({"state":"failed","error":"IMAP login refused"})");
 
   const std::vector<std::string> alice = {R"({"state":"synced","messages":42})"};
-  ASSERT_TRUE(wait_for([&] { return alice_on_a.got() == alice && alice_on_b.got() == alice; }, 10s))
+  ASSERT_TRUE(wait_for(
+      [&] { return alice_on_a->messages() == alice && alice_on_b->messages() == alice; }, 10s))
       << a.log() << b.log();
   ASSERT_TRUE(wait_for(
       [&] {
-        return bob_on_b.got() ==
+        return bob_on_b->messages() ==
                std::vector<std::string>{R"({"state":"failed","error":"IMAP login refused"})"};
       },
       10s));
   // A last status for alice: whatever else were to reach her would have come before it.
   admin.publish("member.alice.status", R"({"state":"idle"})");
-  ASSERT_TRUE(wait_for([&] { return alice_on_a.got().size() >= 2; }, 10s)) << a.log();
-  EXPECT_EQ(alice_on_a.got(), (std::vector<std::string>{R"({"state":"synced","messages":42})",
-                                                        R"({"state":"idle"})"}))
+  ASSERT_TRUE(wait_for([&] { return alice_on_a->messages().size() >= 2; }, 10s)) << a.log();
+  EXPECT_EQ(alice_on_a->messages(), (std::vector<std::string>{R"({"state":"synced","messages":42})",
+                                                              R"({"state":"idle"})"}))
       << "nothing more, nothing of bob's";
 }
 
@@ -201,7 +166,7 @@ TEST(WebSocketSink, UnderADescriptorLimitSessionsPastTheBudgetAreRefusedAndRecon
   ASSERT_LT(max_sessions, 1100u);
   EXPECT_NE(log.find("NO MEMBER AUTHENTICATION"), std::string::npos) << log;
 
-  Browser watcher(ws_port, "watch");
+  auto watcher = attach_browser(ws_port, "member=watch");
   net::io_context ioc;
   std::vector<IdleSession> sessions;
   std::map<unsigned, std::size_t> statuses;
@@ -241,7 +206,8 @@ TEST(WebSocketSink, UnderADescriptorLimitSessionsPastTheBudgetAreRefusedAndRecon
   EXPECT_TRUE(wait_for([&] { return readyz(health_port) == 200; }, 30s)) << d.log();
   admin.publish("member.watch.status", R"({"state":"synced"})");
   EXPECT_TRUE(wait_for(
-      [&] { return watcher.got() == std::vector<std::string>{R"({"state":"synced"})"}; }, 15s))
+      [&] { return watcher->messages() == std::vector<std::string>{R"({"state":"synced"})"}; },
+      15s))
       << d.log();
 
   // Sessions that leave make room for new ones.
@@ -312,14 +278,14 @@ TEST(WebSocketSink, SignedMemberTokensAttachAndTheSecretShowsNowhere) {
                                             .count()) +
                       300;
   const std::string token = mint_with_openssl(secret_file, "alice", expiry);
-  Browser alice(ws_port, "alice&token=" + token);
+  auto alice = attach_browser(ws_port, "member=alice&token=" + token);
   net::io_context ioc;
   EXPECT_EQ(open_idle_session(ioc, ws_port, "alice").status, 401u);
   EXPECT_EQ(open_idle_session(ioc, ws_port, "bob&token=" + token).status, 403u);
   ASSERT_TRUE(wait_for([&] { return attached(health_port) == 1; }, 15s)) << d.log();
   admin.publish("member.alice.status", R"({"state":"synced"})");
   EXPECT_TRUE(wait_for(
-      [&] { return alice.got() == std::vector<std::string>{R"({"state":"synced"})"}; }, 10s))
+      [&] { return alice->messages() == std::vector<std::string>{R"({"state":"synced"})"}; }, 10s))
       << d.log();
 
   int code = 0;

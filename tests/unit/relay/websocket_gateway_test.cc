@@ -1,6 +1,7 @@
 #include "relay/websocket_gateway.h"
 #include "relay/member_token.h"
 #include "support/nats_server.h"
+#include "support/websocket_client.h"
 
 #include <gtest/gtest.h>
 
@@ -41,6 +42,8 @@ namespace fs = std::filesystem;
 using tcp = net::ip::tcp;
 using namespace std::chrono_literals;
 
+using natsfleet::testing::WsClient;
+
 // Generous bound for one exchange on loopback; only reached when something hangs.
 constexpr auto kDeadline = 5s;
 
@@ -58,110 +61,6 @@ natsfleet::testing::HttpReply http_get(int port, const std::string& target,
                                        std::string_view method = "GET") {
   return natsfleet::testing::http_request(port, method, target, kDeadline);
 }
-
-// A browser stand-in: upgrades on construction (status() is 101 on success, else the HTTP status
-// of the refusal); after start_reading() a thread of its own reads every frame, answering the
-// server's pings as a browser does. A client that never calls start_reading() is silent and
-// takes nothing off its socket.
-class WsClient {
- public:
-  using Headers = std::vector<std::pair<std::string, std::string>>;
-
-  WsClient(int port, const std::string& target, bool small_receive_buffer = false,
-           Headers headers = {})
-      : ws_(ioc_) {
-    ws_.set_option(websocket::stream_base::decorator([headers](websocket::request_type& req) {
-      for (const auto& [name, value] : headers) req.set(name, value);
-    }));
-    auto& stream = beast::get_lowest_layer(ws_);
-    const tcp::endpoint server(net::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port));
-    if (small_receive_buffer) {
-      // Fills up after a few frames, so a silent client backs up the server quickly.
-      stream.socket().open(tcp::v4());
-      stream.socket().set_option(net::socket_base::receive_buffer_size(4096));
-    }
-    beast::error_code ec;
-    stream.expires_after(kDeadline);
-    stream.async_connect(server, [&](beast::error_code e) { ec = e; });
-    run();
-    if (ec) throw std::runtime_error("connect: " + ec.message());
-    websocket::response_type res;
-    stream.expires_after(kDeadline);
-    ws_.async_handshake(res, "127.0.0.1", target, [&](beast::error_code e) { ec = e; });
-    run();
-    status_ = res.result_int();
-    stream.expires_never();
-    if (ec && ec != websocket::error::upgrade_declined) {
-      throw std::runtime_error("handshake: " + ec.message());
-    }
-  }
-
-  ~WsClient() {
-    ioc_.stop();
-    if (reader_.joinable()) reader_.join();
-  }
-
-  unsigned status() const { return status_; }
-
-  void start_reading() {
-    // Restarted here, not on the reader thread, so the destructor's stop() cannot be undone.
-    ioc_.restart();
-    read_next();
-    reader_ = std::thread([this] { ioc_.run(); });
-  }
-
-  // Starts a clean close from the client's side (needs start_reading()).
-  void close() {
-    net::post(ioc_, [this] { ws_.async_close(websocket::close_code::normal, [](auto) {}); });
-  }
-
-  std::vector<std::string> messages() const {
-    std::lock_guard lock(mu_);
-    return messages_;
-  }
-  std::size_t count() const {
-    std::lock_guard lock(mu_);
-    return messages_.size();
-  }
-  bool closed() const {
-    std::lock_guard lock(mu_);
-    return closed_;
-  }
-  websocket::close_reason close_reason() const {
-    std::lock_guard lock(mu_);
-    return reason_;
-  }
-
- private:
-  void run() {
-    ioc_.restart();
-    ioc_.run();
-  }
-
-  void read_next() {
-    ws_.async_read(buffer_, [this](beast::error_code ec, std::size_t) {
-      std::lock_guard lock(mu_);
-      if (ec) {
-        closed_ = true;
-        reason_ = ws_.reason();
-        return;
-      }
-      messages_.push_back(beast::buffers_to_string(buffer_.data()));
-      buffer_.consume(buffer_.size());
-      read_next();
-    });
-  }
-
-  net::io_context ioc_;
-  websocket::stream<beast::tcp_stream> ws_;
-  beast::flat_buffer buffer_;
-  unsigned status_ = 0;
-  std::thread reader_;
-  mutable std::mutex mu_;
-  std::vector<std::string> messages_;
-  bool closed_ = false;
-  websocket::close_reason reason_;
-};
 
 std::unique_ptr<WsClient> attach(int port, const std::string& member) {
   auto client = std::make_unique<WsClient>(port, "/ws?member=" + member);
