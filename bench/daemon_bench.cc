@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <nats/nats.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,9 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/child_process.h"
 #include "broker/embedded_broker.h"
-
-extern char** environ;
 
 namespace {
 
@@ -99,33 +97,26 @@ size_t count_lines(const std::string& path) {
 }
 
 struct Daemon {
-  pid_t pid = -1;
+  natsfleet::base::ChildProcess process;
   std::string dir, name;
   Daemon(const std::string& d, const std::string& n, const std::string& config,
          const std::string& url)
       : dir(d), name(n) {
     std::ofstream(dir + "/" + name + ".toml") << config;
-    std::vector<std::string> args = {NATSFLEET_CLI_BIN, "run", dir + "/" + name + ".toml",
-                                     "--server", url};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    const std::string log = dir + "/" + name + ".log";
-    posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) die("spawn");
-    posix_spawn_file_actions_destroy(&fa);
+    auto started = natsfleet::base::ChildProcess::start(
+        {NATSFLEET_CLI_BIN, "run", dir + "/" + name + ".toml", "--server", url},
+        {.stderr_path = dir + "/" + name + ".log", .search_path = false});
+    if (!started) die("spawn: " + started.error().describe());
+    process = std::move(started.value());
   }
   ~Daemon() { stop(SIGTERM); }
   void stop(int sig) {
-    if (pid <= 0) return;
-    ::kill(pid, sig);
-    ::waitpid(pid, nullptr, 0);
-    pid = -1;
+    if (process.pid() <= 0) return;
+    process.signal(sig);
+    process.wait();
   }
   long rss_kib() const {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    std::ifstream in("/proc/" + std::to_string(process.pid()) + "/status");
     for (std::string line; std::getline(in, line);)
       if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
     return -1;
@@ -261,7 +252,7 @@ int main(int argc, char** argv) {
              broker.url());
     std::this_thread::sleep_for(2s);
     // b hangs with messages in hand, then dies.
-    ::kill(b.pid, SIGSTOP);
+    b.process.signal(SIGSTOP);
     admin.publish("sv.jobs", 200, 10, "held");
     std::this_thread::sleep_for(200ms);
     const size_t a_before = count_lines(a_sink);

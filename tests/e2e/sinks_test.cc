@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 
 #include <fstream>
@@ -11,11 +10,10 @@
 #include <sstream>
 #include <thread>
 
+#include "base/child_process.h"
 #include "support/broker_client.h"
 #include "support/daemon_process.h"
 #include "support/nats_server.h"
-
-extern char** environ;
 
 namespace natsfleet::testing {
 namespace {
@@ -117,18 +115,8 @@ TEST(HttpSink, FiveHundredIsRetriedWithoutUsingADeliveryThenAcked) {
   const std::string log = dir.path() + "/requests.txt";
   std::vector<std::string> args = {"/usr/bin/python3", kTestData + "/flaky_http.py",
                                    std::to_string(http_port), "3", log};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t http_pid = -1;
-  ASSERT_EQ(posix_spawn(&http_pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
-  struct Reaper {
-    pid_t pid;
-    ~Reaper() {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-  } reaper{http_pid};
+  auto http_server = base::ChildProcess::start(args);  // killed and reaped at the end
+  ASSERT_TRUE(http_server) << http_server.error().describe();
   int status = 0;
   ASSERT_TRUE(wait_for(
       [&] {

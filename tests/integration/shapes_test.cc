@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 
 #include <atomic>
@@ -14,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "base/child_process.h"
 #include "consume/ack_metadata.h"
 #include "fleet/consumer_shape.h"
 #include "natsfleet/fleet.h"
@@ -21,8 +21,6 @@
 #include "support/fast_fleet.h"
 #include "support/nats_server.h"
 #include "support/recorder.h"
-
-extern char** environ;
 
 namespace natsfleet::testing {
 namespace {
@@ -212,22 +210,15 @@ class ReplicaProcess {
         NATSFLEET_REPLICA_BIN, "--server", url,     "--work", "jobs-queue",
         "--subject",           "jobs.run", "--out", out};
     args.insert(args.end(), extra.begin(), extra.end());
-    std::vector<char*> argv;
-    for (auto& s : args) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    if (posix_spawn(&pid_, argv[0], nullptr, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    auto started = base::ChildProcess::start(args, {.search_path = false});
+    EXPECT_TRUE(started) << started.error().describe();
+    if (started) child_ = std::move(started.value());
   }
-  ~ReplicaProcess() { kill_now(); }
-  bool running() const { return pid_ > 0; }
-  void kill_now() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
+  bool running() const { return child_.pid() > 0; }
+  void kill_now() { child_.kill(); }
 
  private:
-  pid_t pid_ = -1;
+  base::ChildProcess child_;  // killed and reaped when the test ends
 };
 
 std::set<std::string> lines_of(const std::string& path) {

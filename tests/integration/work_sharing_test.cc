@@ -2,20 +2,18 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <set>
 
+#include "base/child_process.h"
 #include "natsfleet/fleet.h"
 #include "support/broker_client.h"
 #include "support/fast_fleet.h"
 #include "support/nats_server.h"
 #include "support/recorder.h"
-
-extern char** environ;
 
 namespace natsfleet::testing {
 namespace {
@@ -84,11 +82,8 @@ TEST(WorkSharing, SurvivorHandlesWorkOfAReplicaKilledMidFlight) {
                                    "--ack-wait-ms",
                                    "2000",
                                    "--hold"};
-  std::vector<char*> argv;
-  for (auto& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  pid_t doomed = -1;
-  ASSERT_EQ(posix_spawn(&doomed, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+  auto doomed = base::ChildProcess::start(args, {.search_path = false});
+  ASSERT_TRUE(doomed) << doomed.error().describe();
 
   auto held_lines = [&] {
     std::ifstream in(out);
@@ -100,8 +95,7 @@ TEST(WorkSharing, SurvivorHandlesWorkOfAReplicaKilledMidFlight) {
   ASSERT_TRUE(wait_for([&] { return admin.api().consumer_info("JOBS", "jobs-worker").ok(); }, 10s));
   admin.publish_many("jobs.run", 50);
   ASSERT_TRUE(wait_for([&] { return held_lines() == 50; }, 10s)) << held_lines();
-  kill(doomed, SIGKILL);
-  waitpid(doomed, nullptr, 0);
+  doomed->kill();
 
   Recorder seen;
   Fleet survivor(fast_options({server.url()}, "survivor"));
