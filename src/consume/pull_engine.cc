@@ -238,8 +238,14 @@ void PullEngine::refill() {
     if (want == 0) return;
     reply = inbox_;
   }
-  // A failed publish (connection closing) is recovered by tick()/restart_pulls().
-  (void)connection_.publish(pull_subject_, pull_body(want), reply);
+  // While disconnected nats.c would keep the pull and send it after the reconnect, for an inbox
+  // that a gap may have replaced by then: the broker would hand what it asks for to nobody. The
+  // reconnect pulls afresh (restart_pulls). A failed publish (connection closing) is recovered
+  // the same way, or by tick().
+  if (!connection_.connected() || !connection_.publish(pull_subject_, pull_body(want), reply)) {
+    std::lock_guard lock(mu_);
+    flow_.unsent(want);
+  }
 }
 
 }  // namespace natsfleet::consume

@@ -33,6 +33,11 @@ void PullWindow::released(uint64_t messages) {
   requested_ -= std::min<int64_t>(requested_, static_cast<int64_t>(messages));
 }
 
+void PullWindow::unsent(int64_t messages) {
+  requested_ -= std::clamp<int64_t>(messages, 0, requested_);
+  if (pulls_ > 0) --pulls_;
+}
+
 void PullWindow::heard(Clock::time_point now) { last_heard_ = now; }
 
 void PullWindow::forget_requests(Clock::time_point now) {

@@ -34,6 +34,8 @@ class PullWindow {
   void done();
   // The broker ended requests holding `messages` undelivered (expired, or done early).
   void released(uint64_t messages);
+  // The pull next_pull just counted could not be sent: as if it had not been asked for.
+  void unsent(int64_t messages);
   // A status or heartbeat: the broker is alive.
   void heard(Clock::time_point now);
   // Forgets outstanding requests (they may be gone), as of `now`.

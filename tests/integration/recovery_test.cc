@@ -264,6 +264,49 @@ TEST(Restart, PullsResumeAfterABrokerRestartWithItsStore) {
   EXPECT_EQ(r.fatals(), 0);
 }
 
+// Handlers that finish while the broker is away free room in the pull window, and a pull sent
+// then would wait in nats.c's reconnect buffer. After an outage longer than a gap, the engine
+// listens on a fresh inbox; a pull for the old one, flushed once the broker is back, would have
+// the broker hand the first new messages to nobody, to be redelivered only after ack_wait. No
+// pull may leave while disconnected: every message published after the outage is handled on its
+// first delivery.
+TEST(Restart, WorkFinishedDuringALongOutageSendsNoFreshMessageToAForsakenInbox) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  auto spec = fast_work("jobs-worker", "jobs.run");
+  spec.ack_wait = 3s;  // a gap: 1.5 s of silence
+  spec.batch = 4;      // a small window, so each handler's finish frees room for a pull
+  std::atomic<bool> broker_down{false};
+  std::atomic<int> entered{0};
+  Recorder seen;
+  Fleet fleet(fast_options({server.url()}, "replica"));
+  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
+    // The first messages are still in the handler when the broker goes.
+    if (m.data().rfind("before-", 0) == 0) {
+      ++entered;
+      while (!broker_down) std::this_thread::sleep_for(5ms);
+    }
+    seen.record("replica", m);
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(fleet.start());
+  ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 10s));
+  // Four in hand, four left on the broker for the next pull.
+  admin.publish_many("jobs.run", 8, "before-");
+  ASSERT_TRUE(wait_for([&] { return entered > 0; }, 10s));
+
+  server.stop();
+  broker_down = true;
+  ASSERT_TRUE(seen.wait_distinct(4, 10s));  // handled; their acks wait for the broker
+  std::this_thread::sleep_for(2500ms);      // the outage outlasts a gap
+  server.restart();
+  ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 10s));
+  admin.publish_many("jobs.run", 20, "after-");
+  ASSERT_TRUE(seen.wait_distinct(28, 20s)) << fleet.health().subscriptions.at(0).last_error;
+  EXPECT_EQ(seen.redelivered(), 0u) << "messages published after the outage reached a dead inbox";
+}
+
 TEST(Pause, PausedBrokerIsAWarningNotFatalAndConsumptionResumes) {
   NatsServer server;
   BrokerClient admin(server.url());

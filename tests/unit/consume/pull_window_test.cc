@@ -47,6 +47,17 @@ TEST(PullWindow, WhatTheBrokerReleasedIsAskedForAgain) {
   EXPECT_EQ(w.requested(), 0);
 }
 
+TEST(PullWindow, APullThatCouldNotBeSentIsNotCountedAndNoSilenceFollowsIt) {
+  auto w = window(8, 15s);
+  ASSERT_EQ(w.next_pull(t0), 8);
+  w.unsent(8);  // disconnected: the pull never left
+  EXPECT_EQ(w.requested(), 0);
+  EXPECT_EQ(w.pulls(), 0u);
+  EXPECT_FALSE(w.gap(t0 + 60s)) << "nothing was asked for, so no silence is owed";
+  EXPECT_FALSE(w.heartbeat_missed(t0 + 60s));
+  EXPECT_EQ(w.next_pull(t0 + 60s), 8) << "asked for again once it can be sent";
+}
+
 TEST(PullWindow, ASilenceIsAGapOnlyWithRequestsOutstandingAndOnlyOnce) {
   auto w = window(4, 15s);
   EXPECT_FALSE(w.gap(t0 + 1h)) << "nothing asked for: silence is expected";
