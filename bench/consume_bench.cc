@@ -1,17 +1,24 @@
-// Consumption throughput: natsfleet's pull engine against a raw nats.c fetch loop, same broker,
-// same stream, same run. Each side consumes every message of the stream through its own durable
-// consumer and acks each one. Prints both rates and their ratio (natsfleet / raw).
+// Consumption throughput: natsfleet's work subscription (its defaults: the window sized by the
+// engine) against raw nats.c fetch loops with batches of 256 and 1,000, same broker, same stream,
+// same run. Each side consumes every message of the stream through its own durable consumer and
+// acks each one. Prints the rates, their ratios and the client CPU each spent per message (this
+// process's user + system time; the broker is another process). Then the handler latency of a
+// natsfleet consumer fed at half the rate it reached: p50 and p99 from publish to handler.
 //
 //   natsfleet-bench [--messages N] [--size BYTES] [--rounds R]
 //
 // This is the only place outside src/nats/ that includes nats.c: it is the baseline.
 #include <nats/nats.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,21 +33,64 @@ using namespace std::chrono_literals;
 
 constexpr const char* kStream = "BENCH";
 constexpr const char* kSubject = "bench.jobs";
+constexpr const char* kLatencyStream = "LATENCY";
+constexpr const char* kLatencySubject = "bench.latency";
 
 [[noreturn]] void die(const char* what, natsStatus s) {
   std::fprintf(stderr, "bench: %s: %s\n", what, natsStatus_GetText(s));
   std::exit(1);
 }
 
-void fill_stream(const std::string& url, int messages, int size) {
+// This process's CPU time (user + system), in microseconds.
+double cpu_us() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// A rate and what it cost this process, measured over the same span.
+struct Rate {
+  double per_second = 0;
+  double cpu_us_per_message = 0;
+};
+
+// Starts at the first message in hand, stops at the last: binding and the first request's round
+// trip are not throughput, for either side.
+class Span {
+ public:
+  void begin() {
+    start_ = Clock::now();
+    cpu_start_ = cpu_us();
+  }
+  Rate end(int messages) const {
+    const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    return {messages / seconds, (cpu_us() - cpu_start_) / messages};
+  }
+
+ private:
+  Clock::time_point start_;
+  double cpu_start_ = 0;
+};
+
+struct Connection {
   natsConnection* nc = nullptr;
-  if (auto s = natsConnection_ConnectTo(&nc, url.c_str()); s != NATS_OK) die("connect", s);
   jsCtx* js = nullptr;
-  natsConnection_JetStream(&js, nc, nullptr);
+  explicit Connection(const std::string& url) {
+    if (auto s = natsConnection_ConnectTo(&nc, url.c_str()); s != NATS_OK) die("connect", s);
+    natsConnection_JetStream(&js, nc, nullptr);
+  }
+  ~Connection() {
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+  }
+};
+
+void add_stream(jsCtx* js, const char* name, const char* subject) {
   jsStreamConfig cfg;
   jsStreamConfig_Init(&cfg);
-  cfg.Name = kStream;
-  const char* subjects[] = {kSubject};
+  cfg.Name = name;
+  const char* subjects[] = {subject};
   cfg.Subjects = subjects;
   cfg.SubjectsLen = 1;
   cfg.Storage = js_MemoryStorage;
@@ -48,84 +98,156 @@ void fill_stream(const std::string& url, int messages, int size) {
   jsErrCode jerr{};
   if (auto s = js_AddStream(&si, js, &cfg, nullptr, &jerr); s != NATS_OK) die("add stream", s);
   jsStreamInfo_Destroy(si);
+}
+
+void fill_stream(const std::string& url, int messages, int size) {
+  Connection c(url);
+  add_stream(c.js, kStream, kSubject);
   std::string payload(static_cast<size_t>(size), 'x');
   jsPubOptions po;
   jsPubOptions_Init(&po);
   for (int i = 0; i < messages; ++i) {
-    if (auto s = js_PublishAsync(js, kSubject, payload.data(), size, &po); s != NATS_OK)
+    if (auto s = js_PublishAsync(c.js, kSubject, payload.data(), size, &po); s != NATS_OK)
       die("publish", s);
   }
-  if (auto s = js_PublishAsyncComplete(js, nullptr); s != NATS_OK) die("publish complete", s);
-  jsCtx_Destroy(js);
-  natsConnection_Destroy(nc);
+  if (auto s = js_PublishAsyncComplete(c.js, nullptr); s != NATS_OK) die("publish complete", s);
 }
 
 // The baseline: what an application writes with nats.c alone, a synchronous fetch loop.
-double raw_fetch_loop(const std::string& url, int messages, const std::string& durable) {
-  natsConnection* nc = nullptr;
-  if (auto s = natsConnection_ConnectTo(&nc, url.c_str()); s != NATS_OK) die("connect", s);
-  jsCtx* js = nullptr;
-  natsConnection_JetStream(&js, nc, nullptr);
+Rate raw_fetch_loop(const std::string& url, int messages, int batch, const std::string& durable) {
+  Connection c(url);
   jsSubOptions so;
   jsSubOptions_Init(&so);
   so.Stream = kStream;
   so.Config.AckPolicy = js_AckExplicit;
-  so.Config.MaxAckPending = 1000;
+  so.Config.MaxAckPending = std::max(1000, batch);
   natsSubscription* sub = nullptr;
   jsErrCode jerr{};
-  if (auto s = js_PullSubscribe(&sub, js, kSubject, durable.c_str(), nullptr, &so, &jerr);
+  if (auto s = js_PullSubscribe(&sub, c.js, kSubject, durable.c_str(), nullptr, &so, &jerr);
       s != NATS_OK)
     die("pull subscribe", s);
-  const auto start = Clock::now();
+  Span span;
   int got = 0;
   while (got < messages) {
     natsMsgList list{};
-    natsStatus s = natsSubscription_Fetch(&list, sub, 256, 5000, &jerr);
+    natsStatus s = natsSubscription_Fetch(&list, sub, batch, 5000, &jerr);
     if (s != NATS_OK && s != NATS_TIMEOUT) die("fetch", s);
+    if (got == 0 && list.Count > 0) span.begin();
     for (int i = 0; i < list.Count; ++i) natsMsg_Ack(list.Msgs[i], nullptr);
     got += list.Count;
     natsMsgList_Destroy(&list);
   }
-  natsConnection_Flush(nc);
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  natsConnection_Flush(c.nc);
+  const Rate rate = span.end(messages - 1);
   natsSubscription_Unsubscribe(sub);  // deletes the consumer it created: fine for a bench
   natsSubscription_Destroy(sub);
-  jsCtx_Destroy(js);
-  natsConnection_Destroy(nc);
-  return messages / seconds;
+  return rate;
 }
 
-double natsfleet_consume(const std::string& url, int messages, const std::string& durable) {
-  natsfleet::FleetOptions options;
-  options.name = "bench";
-  options.servers = {url};
-  natsfleet::Fleet fleet(options);
-  std::atomic<int> got{0};
+natsfleet::WorkSpec work_spec(const std::string& name, const char* stream, const char* subject) {
   natsfleet::WorkSpec spec;
-  spec.name = durable;
-  spec.subject = kSubject;
-  spec.stream = kStream;
-  spec.batch = 256;
-  spec.max_ack_pending = 1000;
-  (void)fleet.add_work(spec, [&](const natsfleet::Message&) {
-    got.fetch_add(1, std::memory_order_relaxed);
+  spec.name = name;
+  spec.subject = subject;
+  spec.stream = stream;
+  spec.max_ack_pending = 1000;  // as the raw loops' consumers
+  return spec;
+}
+
+Rate natsfleet_consume(const std::string& url, int messages, const std::string& durable) {
+  natsfleet::Fleet fleet({.name = "bench", .servers = {url}});
+  std::atomic<int> got{0};
+  Span span;
+  (void)fleet.add_work(work_spec(durable, kStream, kSubject), [&](const natsfleet::Message&) {
+    const int n = got.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (n == 1) span.begin();
+    if (n == messages) got.notify_all();
     return natsfleet::Disposition::ack();
   });
   if (!fleet.start()) std::exit(1);
-  // Timed from the first message: binding (consumer creation) is not throughput.
-  while (got.load() == 0) std::this_thread::sleep_for(100us);
-  const auto start = Clock::now();
-  const int first = got.load();
-  while (got.load() < messages) std::this_thread::sleep_for(100us);
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (int n = got.load(); n < messages; n = got.load()) got.wait(n);
+  const Rate rate = span.end(messages - 1);
   fleet.shutdown(5s);
-  return (messages - first) / seconds;
+  return rate;
+}
+
+// Publish -> handler latency at `rate` messages/s for `seconds`, paced by one publisher.
+std::vector<double> latency_at(const std::string& url, double rate, double seconds) {
+  Connection c(url);
+  add_stream(c.js, kLatencyStream, kLatencySubject);
+  const int count = std::max(100, static_cast<int>(rate * seconds));
+  std::vector<double> ms;
+  ms.reserve(static_cast<size_t>(count));
+  std::mutex mu;
+  std::atomic<int> got{0};
+  const auto epoch = Clock::now();
+  natsfleet::Fleet fleet({.name = "bench-latency", .servers = {url}});
+  (void)fleet.add_work(
+      work_spec("latency", kLatencyStream, kLatencySubject), [&](const natsfleet::Message& m) {
+        const double sent_us = std::strtod(m.data().c_str(), nullptr);
+        const double now_us =
+            std::chrono::duration<double, std::micro>(Clock::now() - epoch).count();
+        {
+          std::lock_guard lock(mu);
+          ms.push_back((now_us - sent_us) / 1000.0);
+        }
+        if (got.fetch_add(1) + 1 == count) got.notify_all();
+        return natsfleet::Disposition::ack();
+      });
+  if (!fleet.start()) std::exit(1);
+  while (!fleet.health().ready) std::this_thread::sleep_for(10ms);
+  jsPubOptions po;
+  jsPubOptions_Init(&po);
+  const auto interval = std::chrono::duration<double>(1.0 / rate);
+  const auto start = Clock::now();
+  std::string body(128, 'x');
+  for (int i = 0; i < count; ++i) {
+    std::this_thread::sleep_until(start +
+                                  std::chrono::duration_cast<Clock::duration>(interval * i));
+    const auto sent = std::chrono::duration<double, std::micro>(Clock::now() - epoch).count();
+    const std::string stamp = std::to_string(sent);
+    body.replace(0, stamp.size() + 1, stamp + " ");
+    if (auto s =
+            js_PublishAsync(c.js, kLatencySubject, body.data(), static_cast<int>(body.size()), &po);
+        s != NATS_OK)
+      die("publish", s);
+  }
+  if (auto s = js_PublishAsyncComplete(c.js, nullptr); s != NATS_OK) die("publish complete", s);
+  for (int n = got.load(); n < count; n = got.load()) got.wait(n);
+  fleet.shutdown(5s);
+  return ms;
 }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return one + " " + five + " " + fifteen;
+}
+
+struct Side {
+  const char* label;
+  std::vector<Rate> rounds;
+  double rate() const {
+    std::vector<double> v;
+    for (const auto& r : rounds) v.push_back(r.per_second);
+    return median(v);
+  }
+  double cpu() const {
+    std::vector<double> v;
+    for (const auto& r : rounds) v.push_back(r.cpu_us_per_message);
+    return median(v);
+  }
+};
 
 }  // namespace
 
@@ -139,24 +261,41 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--rounds"))
       rounds = std::atoi(argv[i + 1]);
   }
+  const std::string load = load_average();
   natsfleet::broker::EmbeddedBroker broker;
   if (auto started = broker.start(); !started) {
     std::fprintf(stderr, "bench: %s\n", started.error().describe().c_str());
     return 1;
   }
   fill_stream(broker.url(), messages, size);
-  std::printf("consume %d messages of %d bytes, ack each, %d rounds (median), broker %s\n",
-              messages, size, rounds, broker.url().c_str());
-  std::vector<double> raw, fleet;
+  std::printf(
+      "consume %d messages of %d bytes, ack each, %d rounds (median), broker %s, load average "
+      "at start %s\n",
+      messages, size, rounds, broker.url().c_str(), load.c_str());
+  Side raw{"raw nats.c fetch loop, batch 256"}, raw_1000{"raw nats.c fetch loop, batch 1000"},
+      fleet{"natsfleet work subscription"};
   for (int r = 0; r < rounds; ++r) {
-    raw.push_back(raw_fetch_loop(broker.url(), messages, "raw-" + std::to_string(r)));
-    fleet.push_back(natsfleet_consume(broker.url(), messages, "fleet-" + std::to_string(r)));
-    std::printf("  round %d: raw nats.c fetch loop %.0f msg/s, natsfleet %.0f msg/s\n", r + 1,
-                raw.back(), fleet.back());
+    const std::string n = std::to_string(r);
+    raw.rounds.push_back(raw_fetch_loop(broker.url(), messages, 256, "raw-" + n));
+    raw_1000.rounds.push_back(raw_fetch_loop(broker.url(), messages, 1000, "raw1000-" + n));
+    fleet.rounds.push_back(natsfleet_consume(broker.url(), messages, "fleet-" + n));
+    std::printf("  round %d: raw/256 %.0f msg/s, raw/1000 %.0f msg/s, natsfleet %.0f msg/s\n",
+                r + 1, raw.rounds.back().per_second, raw_1000.rounds.back().per_second,
+                fleet.rounds.back().per_second);
   }
-  const double raw_rate = median(raw), fleet_rate = median(fleet);
-  std::printf("raw nats.c fetch loop: %.0f msg/s\n", raw_rate);
-  std::printf("natsfleet pull engine: %.0f msg/s\n", fleet_rate);
-  std::printf("ratio natsfleet/raw:   %.2f\n", fleet_rate / raw_rate);
+  for (const Side* side : {&raw, &raw_1000, &fleet})
+    std::printf("%-36s %8.0f msg/s  client CPU %5.2f us/msg\n", side->label, side->rate(),
+                side->cpu());
+  std::printf("ratio natsfleet/raw: %.2f   (target >= 1.2)\n", fleet.rate() / raw.rate());
+  std::printf("ratio natsfleet/raw batch 1000: %.2f   (target >= 1.0)\n",
+              fleet.rate() / raw_1000.rate());
+
+  const double paced = fleet.rate() / 2;
+  const auto latencies = latency_at(broker.url(), paced, 5.0);
+  std::printf(
+      "handler latency at %.0f msg/s (half the natsfleet rate), publish -> handler, %zu "
+      "messages: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
+      paced, latencies.size(), percentile(latencies, 0.50), percentile(latencies, 0.99),
+      percentile(latencies, 1.0));
   return 0;
 }
