@@ -5,7 +5,12 @@
 // process's user + system time; the broker is another process). Then the handler latency of a
 // natsfleet consumer fed at half the rate it reached: p50 and p99 from publish to handler.
 //
-//   natsfleet-bench [--messages N] [--size BYTES] [--rounds R]
+//   natsfleet-bench [--messages N] [--size BYTES] [--rounds R] [--only natsfleet|raw]
+//                   [--server URL]
+//
+// --only runs one side's rounds and skips the latency run: for `perf record` of one side.
+// --server uses a running broker (with no stream named BENCH or LATENCY) instead of starting
+// one, so that `perf stat` counts this process alone.
 //
 // This is the only place outside src/nats/ that includes nats.c: it is the baseline.
 #include <nats/nats.h>
@@ -253,6 +258,7 @@ struct Side {
 
 int main(int argc, char** argv) {
   int messages = 100'000, size = 128, rounds = 3;
+  std::string only, server;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--messages"))
       messages = std::atoi(argv[i + 1]);
@@ -260,29 +266,49 @@ int main(int argc, char** argv) {
       size = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--rounds"))
       rounds = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--only"))
+      only = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--server"))
+      server = argv[i + 1];
   }
   const std::string load = load_average();
-  natsfleet::broker::EmbeddedBroker broker;
-  if (auto started = broker.start(); !started) {
-    std::fprintf(stderr, "bench: %s\n", started.error().describe().c_str());
-    return 1;
+  natsfleet::broker::EmbeddedBroker embedded;
+  if (server.empty()) {
+    if (auto started = embedded.start(); !started) {
+      std::fprintf(stderr, "bench: %s\n", started.error().describe().c_str());
+      return 1;
+    }
+    server = embedded.url();
   }
-  fill_stream(broker.url(), messages, size);
+  fill_stream(server, messages, size);
   std::printf(
       "consume %d messages of %d bytes, ack each, %d rounds (median), broker %s, load average "
       "at start %s\n",
-      messages, size, rounds, broker.url().c_str(), load.c_str());
+      messages, size, rounds, server.c_str(), load.c_str());
   Side raw{"raw nats.c fetch loop, batch 256"}, raw_1000{"raw nats.c fetch loop, batch 1000"},
       fleet{"natsfleet work subscription"};
   for (int r = 0; r < rounds; ++r) {
     const std::string n = std::to_string(r);
-    raw.rounds.push_back(raw_fetch_loop(broker.url(), messages, 256, "raw-" + n));
-    raw_1000.rounds.push_back(raw_fetch_loop(broker.url(), messages, 1000, "raw1000-" + n));
-    fleet.rounds.push_back(natsfleet_consume(broker.url(), messages, "fleet-" + n));
+    if (only == "natsfleet") {
+      const Rate rate = natsfleet_consume(server, messages, "fleet-" + n);
+      std::printf("  round %d: natsfleet %.0f msg/s, client CPU %.2f us/msg\n", r + 1,
+                  rate.per_second, rate.cpu_us_per_message);
+      continue;
+    }
+    if (only == "raw") {
+      const Rate rate = raw_fetch_loop(server, messages, 256, "raw-" + n);
+      std::printf("  round %d: raw/256 %.0f msg/s, client CPU %.2f us/msg\n", r + 1,
+                  rate.per_second, rate.cpu_us_per_message);
+      continue;
+    }
+    raw.rounds.push_back(raw_fetch_loop(server, messages, 256, "raw-" + n));
+    raw_1000.rounds.push_back(raw_fetch_loop(server, messages, 1000, "raw1000-" + n));
+    fleet.rounds.push_back(natsfleet_consume(server, messages, "fleet-" + n));
     std::printf("  round %d: raw/256 %.0f msg/s, raw/1000 %.0f msg/s, natsfleet %.0f msg/s\n",
                 r + 1, raw.rounds.back().per_second, raw_1000.rounds.back().per_second,
                 fleet.rounds.back().per_second);
   }
+  if (!only.empty()) return 0;
   for (const Side* side : {&raw, &raw_1000, &fleet})
     std::printf("%-36s %8.0f msg/s  client CPU %5.2f us/msg\n", side->label, side->rate(),
                 side->cpu());
@@ -291,7 +317,7 @@ int main(int argc, char** argv) {
               fleet.rate() / raw_1000.rate());
 
   const double paced = fleet.rate() / 2;
-  const auto latencies = latency_at(broker.url(), paced, 5.0);
+  const auto latencies = latency_at(server, paced, 5.0);
   std::printf(
       "handler latency at %.0f msg/s (half the natsfleet rate), publish -> handler, %zu "
       "messages: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
