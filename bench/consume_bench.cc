@@ -175,31 +175,41 @@ Rate natsfleet_consume(const std::string& url, int messages, const std::string& 
   return rate;
 }
 
-// Publish -> handler latency at `rate` messages/s for `seconds`, paced by one publisher.
-std::vector<double> latency_at(const std::string& url, double rate, double seconds) {
-  Connection c(url);
-  add_stream(c.js, kLatencyStream, kLatencySubject);
-  const int count = std::max(100, static_cast<int>(rate * seconds));
-  std::vector<double> ms;
-  ms.reserve(static_cast<size_t>(count));
-  std::mutex mu;
-  std::atomic<int> got{0};
-  const auto epoch = Clock::now();
-  natsfleet::Fleet fleet({.name = "bench-latency", .servers = {url}});
-  (void)fleet.add_work(
-      work_spec("latency", kLatencyStream, kLatencySubject), [&](const natsfleet::Message& m) {
-        const double sent_us = std::strtod(m.data().c_str(), nullptr);
-        const double now_us =
-            std::chrono::duration<double, std::micro>(Clock::now() - epoch).count();
-        {
-          std::lock_guard lock(mu);
-          ms.push_back((now_us - sent_us) / 1000.0);
-        }
-        if (got.fetch_add(1) + 1 == count) got.notify_all();
-        return natsfleet::Disposition::ack();
-      });
-  if (!fleet.start()) std::exit(1);
-  while (!fleet.health().ready) std::this_thread::sleep_for(10ms);
+// Publish -> handler latencies, in milliseconds: the payload starts with its send time.
+class Latencies {
+ public:
+  explicit Latencies(int expected) : expected_(expected) { ms_.reserve(expected); }
+  void record(const char* data) {
+    const double sent_us = std::strtod(data, nullptr);
+    const double now_us = std::chrono::duration<double, std::micro>(Clock::now() - epoch_).count();
+    {
+      std::lock_guard lock(mu_);
+      ms_.push_back((now_us - sent_us) / 1000.0);
+    }
+    if (got_.fetch_add(1) + 1 == expected_) got_.notify_all();
+  }
+  double now_us() const {
+    return std::chrono::duration<double, std::micro>(Clock::now() - epoch_).count();
+  }
+  int got() const { return got_.load(); }
+  void wait_all() {
+    for (int n = got_.load(); n < expected_; n = got_.load()) got_.wait(n);
+  }
+  std::vector<double> ms() {
+    std::lock_guard lock(mu_);
+    return ms_;
+  }
+
+ private:
+  const int expected_;
+  const Clock::time_point epoch_ = Clock::now();
+  std::mutex mu_;
+  std::vector<double> ms_;
+  std::atomic<int> got_{0};
+};
+
+// Publishes `count` stamped messages at `rate` per second, from one thread.
+void publish_paced(jsCtx* js, const char* subject, double rate, int count, Latencies& stamps) {
   jsPubOptions po;
   jsPubOptions_Init(&po);
   const auto interval = std::chrono::duration<double>(1.0 / rate);
@@ -208,18 +218,67 @@ std::vector<double> latency_at(const std::string& url, double rate, double secon
   for (int i = 0; i < count; ++i) {
     std::this_thread::sleep_until(start +
                                   std::chrono::duration_cast<Clock::duration>(interval * i));
-    const auto sent = std::chrono::duration<double, std::micro>(Clock::now() - epoch).count();
-    const std::string stamp = std::to_string(sent);
+    const std::string stamp = std::to_string(stamps.now_us());
     body.replace(0, stamp.size() + 1, stamp + " ");
-    if (auto s =
-            js_PublishAsync(c.js, kLatencySubject, body.data(), static_cast<int>(body.size()), &po);
+    if (auto s = js_PublishAsync(js, subject, body.data(), static_cast<int>(body.size()), &po);
         s != NATS_OK)
       die("publish", s);
   }
-  if (auto s = js_PublishAsyncComplete(c.js, nullptr); s != NATS_OK) die("publish complete", s);
-  for (int n = got.load(); n < count; n = got.load()) got.wait(n);
+  if (auto s = js_PublishAsyncComplete(js, nullptr); s != NATS_OK) die("publish complete", s);
+}
+
+// Publish -> handler latency of a natsfleet work subscription at `rate` messages/s.
+std::vector<double> natsfleet_latency(const std::string& url, double rate, int count) {
+  Connection c(url);
+  add_stream(c.js, kLatencyStream, kLatencySubject);
+  Latencies latencies(count);
+  natsfleet::Fleet fleet({.name = "bench-latency", .servers = {url}});
+  (void)fleet.add_work(work_spec("latency", kLatencyStream, kLatencySubject),
+                       [&](const natsfleet::Message& m) {
+                         latencies.record(m.data().c_str());
+                         return natsfleet::Disposition::ack();
+                       });
+  if (!fleet.start()) std::exit(1);
+  while (!fleet.health().ready) std::this_thread::sleep_for(10ms);
+  publish_paced(c.js, kLatencySubject, rate, count, latencies);
+  latencies.wait_all();
   fleet.shutdown(5s);
-  return ms;
+  return latencies.ms();
+}
+
+// The same for the raw fetch loop (batch 256), on a stream of its own.
+std::vector<double> raw_latency(const std::string& url, double rate, int count) {
+  Connection c(url);
+  add_stream(c.js, "LATENCY_RAW", "bench.latency-raw");
+  Latencies latencies(count);
+  jsSubOptions so;
+  jsSubOptions_Init(&so);
+  so.Stream = "LATENCY_RAW";
+  so.Config.AckPolicy = js_AckExplicit;
+  so.Config.MaxAckPending = 1000;
+  natsSubscription* sub = nullptr;
+  jsErrCode jerr{};
+  if (auto s =
+          js_PullSubscribe(&sub, c.js, "bench.latency-raw", "latency-raw", nullptr, &so, &jerr);
+      s != NATS_OK)
+    die("pull subscribe", s);
+  std::thread consumer([&] {
+    while (latencies.got() < count) {
+      natsMsgList list{};
+      natsStatus s = natsSubscription_Fetch(&list, sub, 256, 500, &jerr);
+      if (s != NATS_OK && s != NATS_TIMEOUT) die("fetch", s);
+      for (int i = 0; i < list.Count; ++i) {
+        latencies.record(natsMsg_GetData(list.Msgs[i]));
+        natsMsg_Ack(list.Msgs[i], nullptr);
+      }
+      natsMsgList_Destroy(&list);
+    }
+  });
+  Connection publisher(url);
+  publish_paced(publisher.js, "bench.latency-raw", rate, count, latencies);
+  consumer.join();
+  natsSubscription_Destroy(sub);
+  return latencies.ms();
 }
 
 double median(std::vector<double> v) {
@@ -316,12 +375,18 @@ int main(int argc, char** argv) {
   std::printf("ratio natsfleet/raw batch 1000: %.2f   (target >= 1.0)\n",
               fleet.rate() / raw_1000.rate());
 
+  // Half the natsfleet rate, for both: the broker also stores what is published meanwhile.
   const double paced = fleet.rate() / 2;
-  const auto latencies = latency_at(server, paced, 5.0);
+  const int count = static_cast<int>(paced * 5);
   std::printf(
-      "handler latency at %.0f msg/s (half the natsfleet rate), publish -> handler, %zu "
-      "messages: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
-      paced, latencies.size(), percentile(latencies, 0.50), percentile(latencies, 0.99),
-      percentile(latencies, 1.0));
+      "handler latency at %.0f msg/s (half the natsfleet rate), publish -> handler, %d "
+      "messages each:\n",
+      paced, count);
+  const auto show = [](const char* label, const std::vector<double>& ms) {
+    std::printf("  %-30s p50 %8.3f ms  p99 %8.3f ms  max %8.3f ms\n", label, percentile(ms, 0.50),
+                percentile(ms, 0.99), percentile(ms, 1.0));
+  };
+  show("raw nats.c fetch loop, 256", raw_latency(server, paced, count));
+  show("natsfleet work subscription", natsfleet_latency(server, paced, count));
   return 0;
 }
