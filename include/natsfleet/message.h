@@ -60,6 +60,9 @@ class Message {
   uint64_t stream_seq() const { return delivery_ ? delivery_->stream_seq : 0; }
   uint64_t consumer_seq() const { return delivery_ ? delivery_->consumer_seq : 0; }
   uint64_t delivered() const { return delivery_ ? delivery_->delivered : 1; }
+  // Where the broker takes this delivery's answer (JetStream's `$JS.ACK...` subject); empty for
+  // a core NATS message without a reply subject.
+  const std::string& reply() const { return reply_; }
 
   // Tells the broker the handler is still working, restarting the ack_wait clock. Call it from
   // long handlers more often than ack_wait. Does nothing for core NATS messages.

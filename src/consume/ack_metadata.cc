@@ -1,7 +1,6 @@
 #include "consume/ack_metadata.h"
 
 #include <charconv>
-#include <vector>
 
 namespace natsfleet::consume {
 namespace {
@@ -15,30 +14,34 @@ bool parse_number(std::string_view token, T& out) {
 }  // namespace
 
 std::optional<Delivery> parse_ack_subject(std::string_view reply) {
-  std::vector<std::string_view> tokens;
+  // $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending> (9 tokens), or the v2
+  // form with domain and account hash after "ACK" and a random token at the end (11 or more).
+  constexpr size_t kMaxTokens = 16;
+  std::string_view tokens[kMaxTokens];
+  size_t count = 0;
   size_t start = 0;
-  while (start <= reply.size()) {
-    size_t dot = reply.find('.', start);
-    if (dot == std::string_view::npos) dot = reply.size();
-    tokens.push_back(reply.substr(start, dot - start));
+  for (;;) {
+    if (count == kMaxTokens) return std::nullopt;
+    const size_t dot = reply.find('.', start);
+    tokens[count++] = reply.substr(start, dot == std::string_view::npos ? dot : dot - start);
+    if (dot == std::string_view::npos) break;
     start = dot + 1;
   }
-  if (tokens.size() < 9 || tokens[0] != "$JS" || tokens[1] != "ACK") return std::nullopt;
-  // The v2 form inserts domain and account hash after "ACK" and appends a random token.
+  if (count < 9 || tokens[0] != "$JS" || tokens[1] != "ACK") return std::nullopt;
   size_t base = 2;
-  if (tokens.size() >= 11)
+  if (count >= 11)
     base = 4;
-  else if (tokens.size() != 9)
+  else if (count != 9)
     return std::nullopt;
 
   Delivery d;
-  d.stream = std::string(tokens[base]);
-  d.consumer = std::string(tokens[base + 1]);
   if (!parse_number(tokens[base + 2], d.delivered) ||
       !parse_number(tokens[base + 3], d.stream_seq) ||
       !parse_number(tokens[base + 4], d.consumer_seq) ||
       !parse_number(tokens[base + 5], d.timestamp_ns) || !parse_number(tokens[base + 6], d.pending))
     return std::nullopt;
+  d.stream = std::string(tokens[base]);
+  d.consumer = std::string(tokens[base + 1]);
   return d;
 }
 

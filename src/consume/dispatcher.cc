@@ -49,27 +49,29 @@ Dispatcher::Submitted Dispatcher::submit(nats::InboundMessage&& msg, Placement p
         options_.key && (placement == Placement::replace ||
                          (options_.max_queued > 0 && queue.size() >= options_.max_queued));
     if (keyed) key = options_.key(msg);
+    constexpr size_t kNone = static_cast<size_t>(-1);
+    auto first_where = [&](auto&& pred) {
+      for (size_t i = 0; i < queue.size(); ++i)
+        if (pred(queue[i])) return i;
+      return kNone;
+    };
     auto same_key = [&] {
-      return std::find_if(queue.begin(), queue.end(), [&](const Item& item) {
-        return !item.probe && options_.key(item.msg) == key;
-      });
+      return first_where(
+          [&](const Item& item) { return !item.probe && options_.key(item.msg) == key; });
     };
     if (placement == Placement::replace && !key.empty()) {
-      if (auto it = same_key(); it != queue.end()) {
-        result.displaced = std::exchange(it->msg, std::move(msg));
-        it->arrived = now;
-        it->touched = touched;
+      if (const size_t i = same_key(); i != kNone) {
+        Item& it = queue[i];
+        result.displaced = std::exchange(it.msg, std::move(msg));
+        it.arrived = now;
+        it.touched = touched;
         return result;  // nobody new to wake: the queue holds as many as before
       }
     }
     if (options_.max_queued > 0 && queue.size() >= options_.max_queued) {
-      auto victim = key.empty() ? queue.end() : same_key();
-      if (victim == queue.end())
-        victim = std::find_if(queue.begin(), queue.end(), [](const Item& i) { return !i.probe; });
-      if (victim != queue.end()) {
-        result.displaced = std::move(victim->msg);
-        queue.erase(victim);
-      }
+      size_t victim = key.empty() ? kNone : same_key();
+      if (victim == kNone) victim = first_where([](const Item& i) { return !i.probe; });
+      if (victim != kNone) result.displaced = queue.erase(victim).msg;
     }
     switch (placement) {
       case Placement::front:
@@ -89,6 +91,26 @@ Dispatcher::Submitted Dispatcher::submit(nats::InboundMessage&& msg, Placement p
   return result;
 }
 
+void Dispatcher::submit_all(std::vector<nats::InboundMessage>& batch) {
+  if (batch.empty()) return;
+  const auto now = options_.clock();
+  int wake = 0;
+  {
+    std::lock_guard lock(state_->mu);
+    if (state_->stopping) return;
+    for (auto& msg : batch) {
+      auto touched = std::max(msg.received, msg.kept_alive);
+      if (touched == Clock::time_point{}) touched = now;
+      state_->queue.push_back(Item{std::move(msg), false, now, touched});
+    }
+    wake = std::min(state_->waiting, static_cast<int>(batch.size()));
+  }
+  batch.clear();
+  // As many idle threads as there are messages, not all of them: a woken thread that finds
+  // nothing left only goes back to sleep.
+  for (int i = 0; i < wake; ++i) state_->work_ready.notify_one();
+}
+
 size_t Dispatcher::queued() const {
   std::lock_guard lock(state_->mu);
   return state_->queue.size();
@@ -99,23 +121,23 @@ Dispatcher::KeepAlive Dispatcher::keep_alive(Clock::time_point now, Clock::durat
   KeepAlive result;
   std::lock_guard lock(state_->mu);
   auto& queue = state_->queue;
-  for (auto it = queue.begin(); it != queue.end();) {
+  for (size_t i = 0; i < queue.size();) {
+    Item& item = queue[i];
     // Stale: not kept alive in time (the process was paused), so the broker has likely handed
     // it on. It is neither kept alive nor given back here: its handler thread skips it.
-    if (it->msg.reply.empty() || now - it->touched >= stale_after) {
-      ++it;
+    if (item.msg.reply.empty() || now - item.touched >= stale_after) {
+      ++i;
       continue;
     }
-    if (!it->probe && now - it->arrived >= limit) {
-      result.expired.push_back(std::move(it->msg));
-      it = queue.erase(it);
+    if (!item.probe && now - item.arrived >= limit) {
+      result.expired.push_back(queue.erase(i).msg);
       continue;
     }
-    if (now - it->touched >= every) {
-      it->touched = now;
-      result.due.push_back(it->msg.reply);
+    if (now - item.touched >= every) {
+      item.touched = now;
+      result.due.push_back(item.msg.reply);
     }
-    ++it;
+    ++i;
   }
   for (auto& slot : state_->slots) {
     if (!slot.active || slot.overran || slot.reply.empty()) continue;
@@ -137,8 +159,7 @@ void Dispatcher::worker(const std::shared_ptr<State>& state, size_t slot_index) 
     state->work_ready.wait(lock, [&] { return state->stopping || !state->queue.empty(); });
     --state->waiting;
     if (state->stopping) break;
-    Item item = std::move(state->queue.front());
-    state->queue.pop_front();
+    Item item = state->queue.pop_front();
     ++state->running;
     // Its wait so far counts against ack_wait: it stays due when its last ack was.
     auto& slot = state->slots[slot_index];
@@ -158,12 +179,12 @@ void Dispatcher::worker(const std::shared_ptr<State>& state, size_t slot_index) 
 }
 
 bool Dispatcher::stop(std::chrono::milliseconds deadline, const Reject& reject) {
-  std::deque<Item> leftover;
+  std::vector<Item> leftover;
   bool finished;
   {
     std::unique_lock lock(state_->mu);
     state_->stopping = true;
-    leftover.swap(state_->queue);
+    leftover = state_->queue.take_all();
     state_->work_ready.notify_all();
     finished = state_->idle.wait_for(lock, deadline, [&] { return state_->running == 0; });
   }

@@ -10,7 +10,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -19,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/ring_queue.h"
 #include "nats/connection.h"
 
 namespace natsfleet::consume {
@@ -69,6 +69,10 @@ class Dispatcher {
   Dispatcher& operator=(const Dispatcher&) = delete;
 
   Submitted submit(nats::InboundMessage&& msg, Placement placement = Placement::back);
+  // Ordinary deliveries (Placement::back) with one lock and at most one wake-up per idle
+  // handler thread. Only for an unbounded queue (max_queued 0): nothing is displaced. After
+  // stop() every message is left in `batch` for the caller to nak; otherwise `batch` is emptied.
+  void submit_all(std::vector<nats::InboundMessage>& batch);
   // Refuses new work, rejects the queue, waits for running handlers until `deadline`. Returns
   // false when some handler was still running at the deadline; join() waits for it.
   bool stop(std::chrono::milliseconds deadline, const Reject& reject);
@@ -106,7 +110,7 @@ class Dispatcher {
     std::mutex mu;
     std::condition_variable work_ready;
     std::condition_variable idle;
-    std::deque<Item> queue;
+    base::RingQueue<Item> queue;
     std::vector<Running> slots;  // one per handler thread
     int running = 0;
     int waiting = 0;  // idle workers: a submit wakes one only when someone waits

@@ -49,9 +49,10 @@ Result<void> PullEngine::subscribe_inbox() {
     std::lock_guard lock(mu_);
     generation = generation_ + 1;
   }
-  auto sub = connection_.subscribe(inbox, "", [this, generation](nats::InboundMessage&& m) {
-    on_message(std::move(m), generation);
-  });
+  auto sub = connection_.subscribe_batches(
+      inbox, "", [this, generation](std::vector<nats::InboundMessage>& batch) {
+        on_batch(batch, generation);
+      });
   if (!sub) return sub.error();
   std::unique_ptr<nats::Subscription> old;
   {
@@ -88,56 +89,59 @@ int64_t PullEngine::outstanding() const {
   return flow_.requested();
 }
 
-void PullEngine::on_message(nats::InboundMessage&& msg, uint64_t generation) {
+void PullEngine::on_batch(std::vector<nats::InboundMessage>& batch, uint64_t generation) {
+  bool released = false;
+  std::vector<PullStatus> signals;
+  size_t kept = 0;  // ordinary messages to deliver move to the front, in order
   {
     std::lock_guard lock(mu_);
     if (!running_) return;
-    if (generation != generation_ || new_inbox_due_) {
-      if (msg.status == 0) ++stale_dropped_;
-      return;
-    }
-    const auto at = now();  // one clock read per message
-    if (gap_locked(at)) {
-      if (msg.status == 0) ++stale_dropped_;
-      return;
-    }
-    if (msg.status == 0) flow_.delivered(at);
-  }
-  if (msg.status == 0) {
-    deliver_(std::move(msg));
-    return;
-  }
-  PullStatus status = classify_pull_status(msg.status, msg.description, msg.headers);
-  {
-    std::lock_guard lock(mu_);
-    if (!running_) return;
-    flow_.heard(now());
-    switch (status.signal) {
-      case PullSignal::heartbeat:
-      case PullSignal::no_messages:
-      case PullSignal::other:
-        return;
-      case PullSignal::request_expired:
-      case PullSignal::request_done:
-        flow_.released(status.pending_messages);
-        break;
-      default:
-        break;
+    const auto at = now();  // one clock read per burst
+    for (auto& msg : batch) {
+      // From an old inbox, or after a gap (which marks the inbox for replacement): stale.
+      if (generation != generation_ || new_inbox_due_ || gap_locked(at)) {
+        if (msg.status == 0) ++stale_dropped_;
+        continue;
+      }
+      if (msg.status == 0) {
+        flow_.delivered(at);
+        if (&batch[kept] != &msg) batch[kept] = std::move(msg);
+        ++kept;
+        continue;
+      }
+      PullStatus status = classify_pull_status(msg.status, msg.description, msg.headers);
+      flow_.heard(at);
+      switch (status.signal) {
+        case PullSignal::heartbeat:
+        case PullSignal::no_messages:
+        case PullSignal::other:
+          break;
+        case PullSignal::request_expired:
+        case PullSignal::request_done:
+          flow_.released(status.pending_messages);
+          released = true;
+          break;
+        default:
+          signals.push_back(std::move(status));
+          break;
+      }
     }
   }
-  if (status.signal == PullSignal::request_expired || status.signal == PullSignal::request_done) {
-    refill();
-    return;
-  }
-  signal_(status);
+  batch.resize(kept);
+  if (!batch.empty()) deliver_(batch);
+  if (released) refill();
+  for (const auto& status : signals) signal_(status);
 }
 
 void PullEngine::message_done() {
+  int64_t want = 0;
+  std::string reply;
   {
     std::lock_guard lock(mu_);
     flow_.done();
+    want = next_pull_locked(reply);
   }
-  refill();
+  if (want > 0) send_pull(want, reply);
 }
 
 bool PullEngine::gap_locked(Clock::time_point at) {
@@ -228,16 +232,14 @@ std::string PullEngine::pull_body(int64_t batch) const {
   return body.dump();
 }
 
-void PullEngine::refill() {
-  int64_t want = 0;
-  std::string reply;
-  {
-    std::lock_guard lock(mu_);
-    if (!running_ || !pulling_ || new_inbox_due_) return;
-    want = flow_.next_pull(now());
-    if (want == 0) return;
-    reply = inbox_;
-  }
+int64_t PullEngine::next_pull_locked(std::string& reply) {
+  if (!running_ || !pulling_ || new_inbox_due_) return 0;
+  const int64_t want = flow_.next_pull(now());
+  if (want > 0) reply = inbox_;
+  return want;
+}
+
+void PullEngine::send_pull(int64_t want, const std::string& reply) {
   // While disconnected nats.c would keep the pull and send it after the reconnect, for an inbox
   // that a gap may have replaced by then: the broker would hand what it asks for to nobody. The
   // reconnect pulls afresh (restart_pulls). A failed publish (connection closing) is recovered
@@ -246,6 +248,16 @@ void PullEngine::refill() {
     std::lock_guard lock(mu_);
     flow_.unsent(want);
   }
+}
+
+void PullEngine::refill() {
+  int64_t want = 0;
+  std::string reply;
+  {
+    std::lock_guard lock(mu_);
+    want = next_pull_locked(reply);
+  }
+  if (want > 0) send_pull(want, reply);
 }
 
 }  // namespace natsfleet::consume

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "consume/intake.h"
 #include "consume/pull_status.h"
@@ -40,8 +41,9 @@ class PullEngine final : public Intake {
     // The time source (tests may pass their own).
     Clock::time_point (*clock)() = &Clock::now;
   };
-  // An ordinary message (to hand to a handler; call message_done() when it is finished).
-  using Deliver = std::function<void(nats::InboundMessage&&)>;
+  // Ordinary messages, in arrival order (to hand to handlers; call message_done() when each is
+  // finished). The callee moves out what it takes.
+  using Deliver = std::function<void(std::vector<nats::InboundMessage>&)>;
   // A status the engine cannot settle itself: consumer deleted, no responders, bad request,
   // push consumer, leadership change, max waiting.
   using Signal = std::function<void(const PullStatus&)>;
@@ -81,13 +83,17 @@ class PullEngine final : public Intake {
   std::chrono::milliseconds gap_after() const { return gap_after_; }
 
  private:
-  void on_message(nats::InboundMessage&& msg, uint64_t generation);
+  // A burst from the inbox: statuses are settled here, ordinary messages delivered together.
+  void on_batch(std::vector<nats::InboundMessage>& batch, uint64_t generation);
   // A gap (see above) as of `at`: marks the inbox for replacement and forgets the requests.
   bool gap_locked(Clock::time_point at);
   Clock::time_point now() const { return options_.clock(); }
   // Subscribes a fresh inbox (the generation after a gap) and drops the old subscription.
   Result<void> subscribe_inbox();
-  // Computes under the lock how much to ask for; sends outside it.
+  // Computes under the lock how much to ask for (0: nothing now) and the inbox to ask for it on;
+  // send_pull() sends it outside the lock.
+  int64_t next_pull_locked(std::string& reply);
+  void send_pull(int64_t want, const std::string& reply);
   void refill();
   std::string pull_body(int64_t batch) const;
 

@@ -34,7 +34,10 @@ class InProgress final : public DeliveryControl {
   nats::Connection& connection_;
 };
 
-constexpr int kMaxWindow = 256;
+// A window is at most this many messages, and at most this many bytes of them (by the average
+// size seen): what a replica holds for one subscription stays bounded whatever the payloads.
+constexpr int kMaxWindow = 1000;
+constexpr int64_t kMaxWindowBytes = 32 * 1024 * 1024;
 
 std::string random_suffix() {
   std::random_device device;
@@ -364,8 +367,13 @@ void ConsumerSubscription::install_intake(const nats::ConsumerConfig& config) {
         .heartbeat = spec_.heartbeat,
         .ack_wait = spec_.ack_wait,
     };
+    // Pulled work is bounded by the window, so the queue needs no bound and displaces nothing.
+    auto deliver_all = [this](std::vector<nats::InboundMessage>& batch) {
+      dispatcher_->submit_all(batch);
+      for (auto& refused : batch) give_back(std::move(refused));
+    };
     engine_ = std::make_unique<consume::PullEngine>(
-        *ctx_.connection, options, std::move(deliver),
+        *ctx_.connection, options, std::move(deliver_all),
         [this](const consume::PullStatus& s) { on_pull_signal(s); });
   }
   if (auto started = engine_->start(); !started) {
@@ -585,8 +593,12 @@ void ConsumerSubscription::go_fatal(const std::string& reason) {
   ctx_.fatal(spec_.name, reason);
 }
 
-void ConsumerSubscription::adapt_window(Clock::duration handler_time) {
+void ConsumerSubscription::adapt_window(Clock::duration handler_time, size_t message_bytes) {
   if (spec_.batch > 0) return;  // fixed by the spec
+  const auto bytes = static_cast<int64_t>(message_bytes);
+  const int64_t bytes_avg = bytes_avg_.load(std::memory_order_relaxed);
+  const int64_t bytes_next = bytes_avg == 0 ? bytes : bytes_avg + (bytes - bytes_avg) / 8;
+  bytes_avg_.store(bytes_next, std::memory_order_relaxed);
   // An average of recent handler times, in nanoseconds (races between handler threads only blur
   // the average).
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(handler_time).count();
@@ -604,8 +616,10 @@ void ConsumerSubscription::adapt_window(Clock::duration handler_time) {
   // the last message in it starts well within ack_wait. Never below concurrency: each handler
   // may hold one, kept alive while it runs.
   const int64_t fits = ack_wait_ns / 2 * spec_.concurrency / std::max<int64_t>(next, 1);
+  const int64_t most = std::min<int64_t>(
+      {kMaxWindow, spec_.max_ack_pending, kMaxWindowBytes / std::max<int64_t>(bytes_next, 1)});
   const int window = static_cast<int>(
-      std::clamp<int64_t>(fits, spec_.concurrency, std::min(kMaxWindow, spec_.max_ack_pending)));
+      std::clamp<int64_t>(fits, spec_.concurrency, std::max<int64_t>(most, spec_.concurrency)));
   if (window_.exchange(window, std::memory_order_relaxed) == window) return;
   std::lock_guard lock(engine_mu_);
   if (engine_) engine_->set_window(window);
@@ -614,8 +628,10 @@ void ConsumerSubscription::adapt_window(Clock::duration handler_time) {
 void ConsumerSubscription::resend_recent_acks() {
   std::deque<std::string> acks;
   {
+    // Oldest first: from the slot the next ack would take, round the ring.
     std::lock_guard lock(recent_acks_mu_);
-    acks = recent_acks_;
+    const size_t n = recent_acks_.size();
+    for (size_t i = 0; i < n; ++i) acks.push_back(recent_acks_[(recent_acks_next_ + i) % n]);
   }
   if (acks.empty()) return;
   // An ack of a message already acked is ignored by the broker: sending again is safe. The last
@@ -637,10 +653,11 @@ void ConsumerSubscription::send_ack(const std::string& reply, std::string_view b
 }
 
 void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
+  const auto started = Clock::now();
   // Waited here since before a gap (see consume::PullEngine): the broker has likely handed it to
   // another replica meanwhile. Neither handled nor answered: its redelivery decides who has it.
   if (!probe && in.received != Clock::time_point{} &&
-      Clock::now() - std::max(in.received, in.kept_alive) >= stale_after_) {
+      started - std::max(in.received, in.kept_alive) >= stale_after_) {
     stale_skipped_++;
     std::lock_guard lock(engine_mu_);
     if (engine_) engine_->message_done();
@@ -650,7 +667,7 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
   const uint64_t id = delivery ? delivery->stream_seq : 0;
   // While the downstream is down, a fresh message waits untried for its turn as a probe.
   if (!probe && gate_.down()) {
-    auto back = gate_.hold(std::move(in), id, Clock::now());
+    auto back = gate_.hold(std::move(in), id, started);
     if (!back) return;
     in = std::move(*back);
   }
@@ -659,13 +676,14 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
     status_.counters.received++;
     if (delivered > 1) status_.counters.redelivered++;
   }
-  Message message(std::move(in.subject), std::move(in.data), std::move(in.headers), delivery,
-                  in.reply, in_progress_);
+  Message message(std::move(in.subject), std::move(in.data), std::move(in.headers),
+                  std::move(delivery), std::move(in.reply), in_progress_);
+  const std::string& reply = message.reply();
 
   // Delivered again and again with no verdict: every replica that took it died or timed out
   // (a message that crashes its process). Set it aside rather than loop for ever.
   if (spec_.max_deliver > 0 && delivered > 2 * static_cast<uint64_t>(spec_.max_deliver)) {
-    settle(message, in.reply,
+    settle(message, reply,
            Disposition::term().because(fmt::format(
                "delivered {} times with no verdict (replicas died or timed out handling it)",
                delivered)));
@@ -673,30 +691,28 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
     if (engine_) engine_->message_done();
     return;
   }
-  const auto started = Clock::now();
   Disposition outcome = run_handler(message, delivered);
   const auto now = Clock::now();
-  if (!gate_.down()) adapt_window(now - started);
+  if (!gate_.down()) adapt_window(now - started, message.data().size());
 
   if (outcome.kind() == Disposition::Kind::retry) {
     status_.counters.retried++;
     SPDLOG_LOGGER_DEBUG(ctx_.log, "work {}: retryable failure of stream sequence {}: {}",
                         spec_.name, id, outcome.reason());
     // Still in hand: no ack, no nak, no delivery used. The gate decides what comes next.
-    nats::InboundMessage again{message.subject(), in.reply, message.data(), message.headers()};
+    nats::InboundMessage again{message.subject(), reply, message.data(), message.headers()};
     apply(gate_.failed(std::move(again), id, probe, outcome.reason(), outcome.delay(), now));
     return;
   }
-  if (delivery) {
+  if (id > 0) {
     uint64_t seen = last_handled_seq_.load(std::memory_order_relaxed);
-    while (seen < delivery->stream_seq &&
-           !last_handled_seq_.compare_exchange_weak(seen, delivery->stream_seq)) {
+    while (seen < id && !last_handled_seq_.compare_exchange_weak(seen, id)) {
     }
   }
   // Any answer but "retry" shows the downstream works.
   DownstreamGate::Outcome gate;
   if (!gate_.quiet()) gate = gate_.succeeded(probe, now);
-  settle(message, in.reply, std::move(outcome));
+  settle(message, reply, std::move(outcome));
   {
     std::lock_guard lock(engine_mu_);
     if (engine_) engine_->message_done();
@@ -742,9 +758,12 @@ void ConsumerSubscription::settle(const Message& message, const std::string& rep
       status_.counters.acked++;
       if (!reply.empty()) {
         std::lock_guard lock(recent_acks_mu_);
-        recent_acks_.push_back(reply);
-        if (recent_acks_.size() > static_cast<size_t>(std::max(spec_.max_ack_pending, 1)))
-          recent_acks_.pop_front();
+        if (recent_acks_.size() < static_cast<size_t>(std::max(spec_.max_ack_pending, 1))) {
+          recent_acks_.push_back(reply);
+        } else {
+          recent_acks_[recent_acks_next_] = reply;  // reuses that string's storage
+          recent_acks_next_ = (recent_acks_next_ + 1) % recent_acks_.size();
+        }
       }
       return;
     case Disposition::Kind::retry:  // not reached: retries are held, never settled

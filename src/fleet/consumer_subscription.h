@@ -41,6 +41,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "consume/dispatcher.h"
 #include "consume/intake.h"
@@ -108,8 +109,9 @@ class ConsumerSubscription final : public Supervised {
   void send_ack(const std::string& reply, std::string_view body);
   // Sizes the pull window from measured handler times: what this replica's handlers finish in
   // half of ack_wait. Large for fast handlers (throughput), small for slow ones (a message
-  // waits little before its handler starts).
-  void adapt_window(Clock::duration handler_time);
+  // waits little before its handler starts); never more than kMaxWindowBytes of messages of
+  // the average size seen.
+  void adapt_window(Clock::duration handler_time, size_t message_bytes);
   // Naks a message this replica will not handle, so another replica gets it at once.
   void give_back(nats::InboundMessage&& msg);
 
@@ -141,6 +143,7 @@ class ConsumerSubscription final : public Supervised {
   std::optional<consume::PullStatus> signal_;  // the latest unsettled status from the engine
 
   std::atomic<int64_t> handler_ns_avg_{0};
+  std::atomic<int64_t> bytes_avg_{0};  // payload bytes, averaged as handler times are
   std::atomic<uint64_t> handled_since_adapt_{0};
   std::atomic<int> window_{0};  // the last window adapt_window set (0: none yet)
   const std::chrono::milliseconds keep_alive_every_;
@@ -160,9 +163,11 @@ class ConsumerSubscription final : public Supervised {
   // The reply subjects of the latest acks, sent again after a recovery or a leader change: an
   // ack that reached a consumer leader just before it died is lost, and the next leader would
   // hand what was handled to another replica. The broker holds at most max_ack_pending unacked,
-  // so that many are kept.
+  // so that many are kept: a ring whose strings keep their storage, so recording an ack
+  // allocates nothing once it has gone round.
   std::mutex recent_acks_mu_;
-  std::deque<std::string> recent_acks_;
+  std::vector<std::string> recent_acks_;  // grows to max_ack_pending, then wraps
+  size_t recent_acks_next_ = 0;           // where the next ack goes once it is full
   void resend_recent_acks();
   std::atomic<uint64_t> stale_skipped_{0};
   Clock::time_point down_since_{};

@@ -1,5 +1,6 @@
 #include "nats/connection.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -141,22 +142,44 @@ Result<MsgPtr> message_with_headers(const std::string& subject, const std::strin
 }  // namespace
 
 // The callback's home. nats.c holds a heap shared_ptr to it until the subscription completes,
-// so a late delivery never touches freed memory; `callback` is cleared on unsubscribe.
+// so a late delivery never touches freed memory; `callback` is kept until the slot dies.
+//
+// Messages are copied out as they come and handed over in bursts: while nats.c already has the
+// next message queued, the copy waits in `batch_`. The nats.c messages are destroyed kSpent at a
+// time (or kSpentBytes of payload): each destroy hands a message to nats.c's collector thread,
+// which is woken whenever it sleeps, so one at a time costs a wake-up per message.
 class Subscription::Slot {
  public:
-  explicit Slot(MessageCallback cb) : callback_(std::move(cb)) {}
+  explicit Slot(BatchCallback cb) : callback_(std::move(cb)) {
+    batch_.reserve(Connection::kMaxBatch);
+    spent_.reserve(kSpent);
+  }
+  ~Slot() { release_spent(); }
 
-  void deliver(natsMsg* raw) noexcept {
-    MsgPtr msg(raw);
+  void deliver(natsSubscription* sub, natsMsg* raw) noexcept {
     std::lock_guard lock(mu_);
-    if (!active_) return;
-    guarded("message", [&] {
-      InboundMessage in;
-      copy_message(msg.get(), in);
-      in.received = std::chrono::steady_clock::now();
-      msg.reset();
-      callback_(std::move(in));
-    });
+    bool more = false;
+    if (active_) {
+      guarded("message", [&] {
+        auto& in = batch_.emplace_back();
+        copy_message(raw, in);
+        in.received = std::chrono::steady_clock::now();
+        batch_bytes_ += in.data.size();
+        int pending = 0;
+        more = batch_.size() < Connection::kMaxBatch && batch_bytes_ < Connection::kMaxBatchBytes &&
+               natsSubscription_GetPending(sub, &pending, nullptr) == NATS_OK && pending > 0;
+      });
+    } else {
+      batch_.clear();
+      batch_bytes_ = 0;
+    }
+    spent_.push_back(raw);  // reserved, and released once full: cannot throw
+    spent_bytes_ += static_cast<size_t>(std::max(natsMsg_GetDataLength(raw), 0));
+    if (spent_.size() == kSpent || spent_bytes_ >= kSpentBytes) release_spent();
+    if (more || batch_.empty()) return;  // when more: the next callback follows on this thread
+    guarded("message", [&] { callback_(batch_); });
+    batch_.clear();
+    batch_bytes_ = 0;
   }
 
   void stop() {
@@ -170,19 +193,32 @@ class Subscription::Slot {
     active_ = false;
   }
 
-  static void on_message(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
+  static void on_message(natsConnection*, natsSubscription* sub, natsMsg* msg, void* closure) {
     auto* slot = static_cast<std::shared_ptr<Slot>*>(closure)->get();
     slot->delivering_thread_ = std::this_thread::get_id();
-    slot->deliver(msg);
+    slot->deliver(sub, msg);
     slot->delivering_thread_ = std::thread::id();
   }
 
   static void on_complete(void* closure) { delete static_cast<std::shared_ptr<Slot>*>(closure); }
 
  private:
+  static constexpr size_t kSpent = 256;
+  static constexpr size_t kSpentBytes = 1024 * 1024;
+
+  void release_spent() noexcept {
+    for (natsMsg* m : spent_) natsMsg_Destroy(m);
+    spent_.clear();
+    spent_bytes_ = 0;
+  }
+
   std::mutex mu_;
-  MessageCallback callback_;  // kept until the slot dies: clearing it could free a running lambda
+  BatchCallback callback_;  // kept until the slot dies: clearing it could free a running lambda
   bool active_ = true;
+  std::vector<InboundMessage> batch_;  // copied, not yet handed over
+  size_t batch_bytes_ = 0;
+  std::vector<natsMsg*> spent_;  // copied already; destroyed together
+  size_t spent_bytes_ = 0;
   std::atomic<std::thread::id> delivering_thread_{};
 };
 
@@ -341,6 +377,15 @@ Result<InboundMessage> Connection::request(const std::string& subject, const std
 Result<std::unique_ptr<Subscription>> Connection::subscribe(const std::string& subject,
                                                             const std::string& queue,
                                                             MessageCallback callback) {
+  return subscribe_batches(subject, queue,
+                           [callback = std::move(callback)](std::vector<InboundMessage>& batch) {
+                             for (auto& m : batch) callback(std::move(m));
+                           });
+}
+
+Result<std::unique_ptr<Subscription>> Connection::subscribe_batches(const std::string& subject,
+                                                                    const std::string& queue,
+                                                                    BatchCallback callback) {
   auto slot = std::make_shared<Subscription::Slot>(std::move(callback));
   auto* closure = new std::shared_ptr<Subscription::Slot>(slot);
   natsSubscription* sub = nullptr;
