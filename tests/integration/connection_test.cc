@@ -1,0 +1,161 @@
+// nats::Connection's batched subscriptions on a real broker: what nats.c has queued is handed
+// over together, in order, within the bounds; a message with nothing behind it is handed over at
+// once, never held for a next one.
+#include "nats/connection.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "support/nats_server.h"
+#include "support/wait_for.h"
+
+namespace natsfleet::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::unique_ptr<nats::Connection> connect(const NatsServer& server) {
+  auto conn = nats::Connection::open({.servers = {server.url()}, .name = "connection-test"}, {});
+  EXPECT_TRUE(conn) << conn.error().describe();
+  EXPECT_TRUE(wait_for([&] { return conn.value()->connected(); }, 10s));
+  return std::move(conn.value());
+}
+
+// Records every batch; the first callback blocks until release(), so that what is published
+// meanwhile queues up in nats.c.
+class BatchRecorder {
+ public:
+  void on_batch(std::vector<nats::InboundMessage>& batch) {
+    std::unique_lock lock(mu_);
+    sizes_.push_back(batch.size());
+    for (auto& m : batch) {
+      seen_.push_back(std::move(m.data));
+    }
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return released_; });
+  }
+  void release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  size_t count() {
+    std::lock_guard lock(mu_);
+    return seen_.size();
+  }
+  std::vector<std::string> seen() {
+    std::lock_guard lock(mu_);
+    return seen_;
+  }
+  std::vector<size_t> sizes() {
+    std::lock_guard lock(mu_);
+    return sizes_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool released_ = false;
+  std::vector<std::string> seen_;
+  std::vector<size_t> sizes_;
+};
+
+TEST(ConnectionBatches, WhatQueuedMeanwhileArrivesTogetherInOrderWithinTheCount) {
+  NatsServer server;
+  auto conn = connect(server);
+  BatchRecorder recorder;
+  auto sub = conn->subscribe_batches(
+      "batch.count", "", [&](std::vector<nats::InboundMessage>& b) { recorder.on_batch(b); });
+  ASSERT_TRUE(sub) << sub.error().describe();
+  ASSERT_TRUE(conn->flush(5s));
+
+  constexpr int kMessages = 1000;
+  ASSERT_TRUE(conn->publish("batch.count", "0"));
+  ASSERT_TRUE(wait_for([&] { return recorder.count() == 1; }, 10s));
+  // The callback is blocked: these queue up in nats.c behind it.
+  for (int i = 1; i < kMessages; ++i) ASSERT_TRUE(conn->publish("batch.count", std::to_string(i)));
+  ASSERT_TRUE(conn->flush(5s));
+  recorder.release();
+  ASSERT_TRUE(wait_for([&] { return recorder.count() == kMessages; }, 10s)) << recorder.count();
+
+  const auto seen = recorder.seen();
+  for (int i = 0; i < kMessages; ++i) ASSERT_EQ(seen[static_cast<size_t>(i)], std::to_string(i));
+  const auto sizes = recorder.sizes();
+  EXPECT_EQ(sizes.front(), 1u);
+  size_t largest = 0;
+  for (size_t n : sizes) {
+    EXPECT_LE(n, nats::Connection::kMaxBatch);
+    largest = std::max(largest, n);
+  }
+  // 999 messages queued behind one callback: they come in full batches, not one at a time.
+  EXPECT_EQ(largest, nats::Connection::kMaxBatch);
+  EXPECT_LT(sizes.size(), 1u + (kMessages - 1) / 16);
+}
+
+TEST(ConnectionBatches, ABatchStopsAtTheByteBound) {
+  NatsServer server;
+  auto conn = connect(server);
+  BatchRecorder recorder;
+  auto sub = conn->subscribe_batches(
+      "batch.bytes", "", [&](std::vector<nats::InboundMessage>& b) { recorder.on_batch(b); });
+  ASSERT_TRUE(sub) << sub.error().describe();
+  ASSERT_TRUE(conn->flush(5s));
+
+  const std::string big(100 * 1024, 'x');
+  ASSERT_TRUE(conn->publish("batch.bytes", big));
+  ASSERT_TRUE(wait_for([&] { return recorder.count() == 1; }, 10s));
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(conn->publish("batch.bytes", big));
+  ASSERT_TRUE(conn->flush(5s));
+  recorder.release();
+  ASSERT_TRUE(wait_for([&] { return recorder.count() == 21; }, 10s)) << recorder.count();
+  // 100 KiB each: the third reaches 256 KiB and closes its batch.
+  for (size_t n : recorder.sizes()) EXPECT_LE(n, 3u);
+}
+
+TEST(ConnectionBatches, AMessageWithNothingBehindItIsHandedOverAtOnce) {
+  NatsServer server;
+  auto conn = connect(server);
+  std::atomic<int> got{0};
+  auto sub = conn->subscribe_batches("batch.alone", "", [&](std::vector<nats::InboundMessage>& b) {
+    got += static_cast<int>(b.size());
+  });
+  ASSERT_TRUE(sub) << sub.error().describe();
+  ASSERT_TRUE(conn->flush(5s));
+  for (int i = 1; i <= 3; ++i) {
+    ASSERT_TRUE(conn->publish("batch.alone", "one"));
+    // Nothing follows it: held for a next message, it would never arrive.
+    EXPECT_TRUE(wait_for([&] { return got.load() == i; }, 10s)) << "message " << i;
+  }
+}
+
+TEST(ConnectionBatches, ThePerMessageFormSeesEveryMessageInOrder) {
+  NatsServer server;
+  auto conn = connect(server);
+  std::mutex mu;
+  std::vector<std::string> seen;
+  auto sub = conn->subscribe("batch.each", "", [&](nats::InboundMessage&& m) {
+    std::lock_guard lock(mu);
+    seen.push_back(std::move(m.data));
+  });
+  ASSERT_TRUE(sub) << sub.error().describe();
+  ASSERT_TRUE(conn->flush(5s));
+  for (int i = 0; i < 500; ++i) ASSERT_TRUE(conn->publish("batch.each", std::to_string(i)));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        std::lock_guard lock(mu);
+        return seen.size() == 500;
+      },
+      10s));
+  std::lock_guard lock(mu);
+  for (int i = 0; i < 500; ++i) EXPECT_EQ(seen[static_cast<size_t>(i)], std::to_string(i));
+}
+
+}  // namespace
+}  // namespace natsfleet::testing
