@@ -1,5 +1,8 @@
 #include "base/json_text.h"
 
+#include <cstdint>
+#include <cstring>
+
 namespace natsfleet::base {
 namespace {
 
@@ -39,12 +42,15 @@ void append_json_string(std::string& out, std::string_view text) {
   const size_t n = text.size();
   size_t i = 0;
   while (i < n) {
-    const unsigned char c = p[i];
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-      out += static_cast<char>(c);
-      ++i;
+    // A run of characters that need no escape goes in at once.
+    size_t run = i;
+    while (run < n && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' && p[run] != '\\') ++run;
+    if (run > i) {
+      out.append(text.data() + i, run - i);
+      i = run;
       continue;
     }
+    const unsigned char c = p[i];
     switch (c) {
       case '"':
         out += "\\\"";
@@ -97,7 +103,14 @@ std::string json_string(std::string_view text) {
 
 bool is_valid_utf8(std::string_view bytes) {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  for (size_t i = 0; i < bytes.size();) {
+  size_t i = 0;
+  // ASCII, eight bytes at a time: most payloads are, and each is a whole sequence.
+  for (; i + 8 <= bytes.size(); i += 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, p + i, sizeof word);
+    if (word & 0x8080808080808080ULL) break;
+  }
+  while (i < bytes.size()) {
     const size_t len = utf8_sequence(p + i, bytes.size() - i);
     if (len == 0) return false;
     i += len;

@@ -1,5 +1,7 @@
 #include "base/utc_time.h"
 
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 
@@ -15,14 +17,31 @@ std::string format_utc_millis(int64_t unix_ns) {
     milli += 1000;
     --secs;
   }
-  const time_t t = static_cast<time_t>(secs);
-  tm parts{};
-  gmtime_r(&t, &parts);
-  char buf[80];  // ample for any year tm can hold
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", parts.tm_year + 1900,
-                parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec,
-                static_cast<int>(milli));
-  return buf;
+  // Records come many a second: the date and time of the last second seen are kept per thread,
+  // so most calls only write the milliseconds.
+  thread_local int64_t cached_secs = INT64_MIN;
+  thread_local char cached[48];
+  thread_local size_t cached_len = 0;
+  if (secs != cached_secs) {
+    const time_t t = static_cast<time_t>(secs);
+    tm parts{};
+    gmtime_r(&t, &parts);
+    // Years of four digits (0..9999) are the record format; others are written as they come.
+    const int n =
+        std::snprintf(cached, sizeof cached, "%04d-%02d-%02dT%02d:%02d:%02d.", parts.tm_year + 1900,
+                      parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec);
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof cached) return "invalid-time";
+    cached_len = static_cast<size_t>(n);
+    cached_secs = secs;
+  }
+  std::string out;
+  out.reserve(cached_len + 4);
+  out.append(cached, cached_len);
+  out += static_cast<char>('0' + milli / 100);
+  out += static_cast<char>('0' + milli / 10 % 10);
+  out += static_cast<char>('0' + milli % 10);
+  out += 'Z';
+  return out;
 }
 
 std::string format_utc_millis(std::chrono::system_clock::time_point time) {

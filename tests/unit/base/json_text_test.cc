@@ -49,5 +49,25 @@ TEST(JsonText, AcceptsStrictUtf8Only) {
   EXPECT_FALSE(is_valid_utf8("\xe2\x82"));          // truncated
 }
 
+TEST(JsonText, LongTextIsJudgedAndEscapedWhereverTheOddByteFalls) {
+  // Long ASCII is taken in runs (and eight bytes at a time by the UTF-8 check): the byte that
+  // ends a run may sit at any offset.
+  for (size_t at = 0; at < 40; ++at) {
+    std::string text(40, 'a');
+    text[at] = '\xff';
+    EXPECT_FALSE(is_valid_utf8(text)) << at;
+    text[at] = '"';
+    EXPECT_TRUE(is_valid_utf8(text)) << at;
+    EXPECT_EQ(json_string(text),
+              "\"" + std::string(at, 'a') + "\\\"" + std::string(39 - at, 'a') + "\"")
+        << at;
+  }
+  std::string tail(64, 'b');
+  tail += "\xc3\xa9";
+  EXPECT_TRUE(is_valid_utf8(tail));
+  tail.pop_back();
+  EXPECT_FALSE(is_valid_utf8(tail)) << "truncated after 64 ASCII bytes";
+}
+
 }  // namespace
 }  // namespace natsfleet::base

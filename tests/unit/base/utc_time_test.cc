@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 namespace natsfleet::base {
 namespace {
 
@@ -15,6 +17,18 @@ TEST(UtcTime, WritesRfc3339WithMilliseconds) {
 TEST(UtcTime, FloorsInstantsBefore1970) {
   EXPECT_EQ(format_utc_millis(int64_t{-1}), "1969-12-31T23:59:59.999Z");
   EXPECT_EQ(format_utc_millis(int64_t{-1'000'000'000}), "1969-12-31T23:59:59.000Z");
+}
+
+TEST(UtcTime, EachCallHasItsOwnSecondWhateverCameBefore) {
+  // Calls in one second share its date and time; a call in another second (later, earlier, or
+  // the same second after another) must not reuse them.
+  const int64_t second = 1'795'988'985'000'000'000;
+  EXPECT_EQ(format_utc_millis(second + 5'000'000), "2026-11-29T21:49:45.005Z");
+  EXPECT_EQ(format_utc_millis(second + 999'000'000), "2026-11-29T21:49:45.999Z");
+  EXPECT_EQ(format_utc_millis(second + 1'000'000'000), "2026-11-29T21:49:46.000Z");
+  EXPECT_EQ(format_utc_millis(second - 86'400'000'000'000), "2026-11-28T21:49:45.000Z");
+  EXPECT_EQ(format_utc_millis(second + 42'000'000), "2026-11-29T21:49:45.042Z");
+  EXPECT_EQ(format_utc_millis(INT64_MAX), "2262-04-11T23:47:16.854Z");
 }
 
 TEST(UtcTime, ClockTimeMatchesNanoseconds) {
