@@ -21,15 +21,20 @@ void ConsumerLifecycle::log_once(const std::string& text) {
   if (logged_.insert(text).second) log_->info("{}", text);
 }
 
-Result<nats::ConsumerInfo> ConsumerLifecycle::bind(const std::string& stream,
-                                                   uint64_t last_handled) {
-  if (auto info = api_.stream_info(stream)) stream_created_ = info->created;
-  auto info = options_.scope == Scope::shared ? reconcile(stream)
+Result<nats::ConsumerInfo> ConsumerLifecycle::bind(const std::string& stream, uint64_t last_handled,
+                                                   const Wait& wait) {
+  uint64_t last_seq = 0;
+  if (auto info = api_.stream_info(stream)) {
+    stream_created_ = info->created;
+    last_seq = info->last_seq;
+  }
+  auto info = options_.scope == Scope::shared ? reconcile(stream, last_seq, wait)
                                               : ensure_replica_consumer(stream, last_handled);
   if (!info) return info;
   stream_ = stream;
   consumer_ = info->name;
   ack_floor_ = info->ack_floor_stream_seq;
+  bound_before_ = true;
   return info;
 }
 
@@ -44,13 +49,29 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::create_or_read(const std::string& 
   return made.error();
 }
 
-Result<nats::ConsumerInfo> ConsumerLifecycle::reconcile(const std::string& stream) {
+Result<nats::ConsumerInfo> ConsumerLifecycle::reconcile(const std::string& stream,
+                                                        uint64_t stream_last_seq,
+                                                        const Wait& wait) {
   auto existing = api_.consumer_info(stream, spec_.name);
   if (!existing && !existing.error().is_consumer_not_found()) return existing.error();
   if (!existing) {
     // A finished migration retired the original: its successor carries the work.
     const auto successor = successor_name(spec_.name, stream, spec_.subject, spec_.shape);
     if (auto moved = api_.consumer_info(stream, successor)) return adopt(stream, std::move(*moved));
+    // Deleted a moment ago, perhaps: the replicas that were bound recreate it after their ack
+    // floor. This one knows no floor; created first, from the start, it would win the race and
+    // every message the fleet handled would be handled again.
+    if (wait && options_.first_create_wait.count() > 0 && !bound_before_ &&
+        spec_.start == StartAt::all && stream_last_seq > 0) {
+      log_->info(
+          "work {}: consumer {} is not on stream {}, which holds messages; waiting {} ms for a "
+          "replica that knew it to recreate it after its ack floor before creating it from the "
+          "stream's start",
+          spec_.name, spec_.name, stream, options_.first_create_wait.count());
+      if (!wait(options_.first_create_wait))
+        return Result<nats::ConsumerInfo>(Errc::shutting_down, "stopping");
+      return reconcile(stream, stream_last_seq, {});
+    }
     bool created = false;
     auto info = create_or_read(stream, desired_consumer_config(spec_), &created);
     if (!info) return info;
@@ -147,8 +168,7 @@ ConsumerLifecycle::Lookup ConsumerLifecycle::look_up(Error* error) {
   return Lookup::unreachable;
 }
 
-ConsumerLifecycle::Lookup ConsumerLifecycle::confirm(
-    Error* error, const std::function<bool(std::chrono::milliseconds)>& wait) {
+ConsumerLifecycle::Lookup ConsumerLifecycle::confirm(Error* error, const Wait& wait) {
   Lookup first = look_up(error);
   if (first == Lookup::present || first == Lookup::unreachable) return first;
   // A new leader may briefly not know the consumer; a recovering cluster may not know the

@@ -46,22 +46,32 @@ class ConsumerLifecycle {
     std::chrono::milliseconds broadcast_inactive{60'000};
     int missing_lookups = 3;
     std::chrono::milliseconds missing_window{3'000};
+    // shared, start "all": how long a replica's first bind that finds the consumer missing on a
+    // stream holding messages waits before creating it from the stream's start. The consumer
+    // may have been deleted a moment ago, and the replicas that were bound to it recreate it
+    // after the ack floor they saw; created first from the start, it would replay the whole
+    // stream to the fleet. 0: no wait.
+    std::chrono::milliseconds first_create_wait{0};
   };
+  // Sleeps for the time given; false when the subscription is stopping.
+  using Wait = std::function<bool(std::chrono::milliseconds)>;
 
   ConsumerLifecycle(const WorkSpec& spec, Options options, nats::ConsumerApi& api,
                     std::shared_ptr<spdlog::logger> log);
 
   // The consumer to consume on `stream`, made right on the broker first. Remembers the stream,
   // the consumer and its ack floor. A replica's own consumer, when made anew, resumes after the
-  // higher of its last ack floor and `last_handled`.
-  Result<nats::ConsumerInfo> bind(const std::string& stream, uint64_t last_handled = 0);
+  // higher of its last ack floor and `last_handled`. `wait` serves first_create_wait (none: no
+  // wait).
+  Result<nats::ConsumerInfo> bind(const std::string& stream, uint64_t last_handled = 0,
+                                  const Wait& wait = {});
 
   // One lookup of the bound consumer; raises the ack floor when present.
   Lookup look_up(Error* error);
   // look_up, and when the consumer or stream seems missing, again `missing_lookups` times over
   // `missing_window` (a new leader may briefly not know it): only a verdict that holds across the
   // window counts. `wait(d)` sleeps and returns false when the subscription is stopping.
-  Lookup confirm(Error* error, const std::function<bool(std::chrono::milliseconds)>& wait);
+  Lookup confirm(Error* error, const Wait& wait);
 
   // Recreates the bound consumer after the last ack floor seen (or, per_replica, after
   // `last_handled` when higher); from the stream's start when the stream was created anew.
@@ -81,7 +91,8 @@ class ConsumerLifecycle {
   uint64_t ack_floor() const { return ack_floor_; }
 
  private:
-  Result<nats::ConsumerInfo> reconcile(const std::string& stream);
+  Result<nats::ConsumerInfo> reconcile(const std::string& stream, uint64_t stream_last_seq,
+                                       const Wait& wait);
   Result<nats::ConsumerInfo> adopt(const std::string& stream, nats::ConsumerInfo info);
   Result<nats::ConsumerInfo> migrate(const std::string& stream, const nats::ConsumerInfo& old,
                                      const std::string& problem);
@@ -104,7 +115,8 @@ class ConsumerLifecycle {
   std::string consumer_;
   std::string stream_created_;  // the stream's creation time: a recreated stream differs
   uint64_t ack_floor_ = 0;
-  std::string predecessor_;  // a wrong-shape consumer awaiting retirement
+  bool bound_before_ = false;  // this process has bound the consumer at least once
+  std::string predecessor_;    // a wrong-shape consumer awaiting retirement
   Clock::time_point predecessor_unbound_since_{};
 };
 

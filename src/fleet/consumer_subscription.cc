@@ -82,6 +82,9 @@ ConsumerLifecycle::Options lifecycle_options(const WorkSpec& spec, ConsumerLifec
   options.broadcast_inactive = fleet.broadcast_inactive;
   options.missing_lookups = fleet.missing_lookups;
   options.missing_window = fleet.missing_window;
+  // What the bound replicas take to see the consumer gone (a 409 at once, or two missed
+  // heartbeats) and confirm it (missing_window), with a heartbeat to spare.
+  options.first_create_wait = fleet.missing_window + spec.heartbeat;
   return options;
 }
 
@@ -296,7 +299,12 @@ Result<void> ConsumerSubscription::bind() {
       return holder.error();
     }
   }
-  auto info = lifecycle_.bind(*stream, last_handled_seq_.load());
+  // The whole wait: a reconnect or a signal meanwhile must not cut it short.
+  auto info = lifecycle_.bind(*stream, last_handled_seq_.load(), [this](milliseconds d) {
+    for (const auto until = Clock::now() + d; !stopping() && Clock::now() < until;)
+      wait_for(std::chrono::duration_cast<milliseconds>(until - Clock::now()) + milliseconds(1));
+    return !stopping();
+  });
   if (!info) return info.error();
 
   last_floor_seen_ = lifecycle_.ack_floor();

@@ -152,6 +152,7 @@ class Lifecycle : public ::testing::Test {
     options.retire_grace = 30s;
     options.missing_lookups = 3;
     options.missing_window = 2s;
+    options.first_create_wait = 5s;
     return ConsumerLifecycle(spec, options, broker, log_);
   }
   std::string log() const { return lines_.str(); }
@@ -175,6 +176,72 @@ TEST_F(Lifecycle, NoConsumerIsCreatedAsTheSpecAsks) {
   EXPECT_EQ(lifecycle.consumer(), "sync-listener");
   EXPECT_EQ(lifecycle.stream(), "DAEMON_SYNC");
   EXPECT_NE(log().find("created shared pull consumer sync-listener"), std::string::npos) << log();
+}
+
+// A replica starting just after the consumer was deleted knows no ack floor; the replicas that
+// were bound recreate it after theirs. Created from the start first, it would make the fleet
+// handle the whole stream again (chaos seed 1202: 53,211 of 55,248 messages twice).
+TEST_F(Lifecycle, AFirstBindFindingNoConsumerOnAFullStreamWaitsForAPeerToRecreateIt) {
+  auto lifecycle = make();
+  std::vector<std::chrono::milliseconds> waits;
+  auto info = lifecycle.bind("DAEMON_SYNC", 0, [&](std::chrono::milliseconds d) {
+    waits.push_back(d);
+    // Meanwhile a bound replica recreates it after the ack floor it saw.
+    broker.add_consumer("DAEMON_SYNC", config_starting_at(spec, 301, spec.name), 300);
+    return true;
+  });
+  ASSERT_TRUE(info) << info.error().describe();
+  EXPECT_EQ(waits, (std::vector<std::chrono::milliseconds>{5s}));
+  EXPECT_EQ(info->config.opt_start_seq, 301u) << "the peer's, not one from the stream's start";
+  EXPECT_EQ(broker.count("create sync-listener"), 0);
+  EXPECT_EQ(lifecycle.ack_floor(), 300u);
+  EXPECT_NE(log().find("waiting 5000 ms for a replica that knew it"), std::string::npos) << log();
+}
+
+TEST_F(Lifecycle, WhenNoPeerRecreatesItTheFirstBindCreatesItAfterTheWait) {
+  auto lifecycle = make();
+  int waited = 0;
+  auto info = lifecycle.bind("DAEMON_SYNC", 0, [&](std::chrono::milliseconds) {
+    ++waited;
+    return true;
+  });
+  ASSERT_TRUE(info) << info.error().describe();
+  EXPECT_EQ(waited, 1);
+  EXPECT_EQ(info->config, desired_consumer_config(spec));
+}
+
+TEST_F(Lifecycle, NothingToReplayMeansNoWait) {
+  int waited = 0;
+  auto count_waits = [&](std::chrono::milliseconds) {
+    ++waited;
+    return true;
+  };
+  broker.add_stream("EMPTY", 0);
+  auto on_empty = make();
+  ASSERT_TRUE(on_empty.bind("EMPTY", 0, count_waits));
+  spec.start = StartAt::new_messages;
+  auto only_new = make();
+  ASSERT_TRUE(only_new.bind("DAEMON_SYNC", 0, count_waits));
+  EXPECT_EQ(waited, 0) << "an empty stream, or a consumer of new messages, replays nothing";
+}
+
+TEST_F(Lifecycle, OnlyAFirstBindWaits) {
+  auto lifecycle = make();
+  ASSERT_TRUE(lifecycle.bind("DAEMON_SYNC"));
+  broker.consumers.clear();
+  int waited = 0;
+  ASSERT_TRUE(lifecycle.bind("DAEMON_SYNC", 0, [&](std::chrono::milliseconds) {
+    ++waited;
+    return true;
+  }));
+  EXPECT_EQ(waited, 0) << "a replica that was bound recovers through recreate, and knows a floor";
+}
+
+TEST_F(Lifecycle, AStopDuringTheWaitCreatesNothing) {
+  auto lifecycle = make();
+  auto info = lifecycle.bind("DAEMON_SYNC", 0, [](std::chrono::milliseconds) { return false; });
+  EXPECT_FALSE(info);
+  EXPECT_EQ(broker.count("create sync-listener"), 0);
 }
 
 TEST_F(Lifecycle, APeerThatCreatedItAMomentEarlierIsBoundTo) {
