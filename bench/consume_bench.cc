@@ -3,13 +3,14 @@
 // same run. Each side consumes every message of the stream through its own durable consumer and
 // acks each one. Prints the rates, their ratios and the client CPU each spent per message (this
 // process's user + system time; the broker is another process). Then the handler latency of a
-// natsfleet consumer fed at half the rate it reached: p50 and p99 from publish to handler.
+// natsfleet consumer and of the raw loop, both fed at half the rate natsfleet reaches when it
+// handles what is being published: p50 and p99 from publish to handler.
 //
 //   natsfleet-bench [--messages N] [--size BYTES] [--rounds R] [--only natsfleet|raw]
 //                   [--server URL]
 //
 // --only runs one side's rounds and skips the latency run: for `perf record` of one side.
-// --server uses a running broker (with no stream named BENCH or LATENCY) instead of starting
+// --server uses a running broker (with no stream named BENCH or LATENCY_*) instead of starting
 // one, so that `perf stat` counts this process alone.
 //
 // This is the only place outside src/nats/ that includes nats.c: it is the baseline.
@@ -208,16 +209,18 @@ class Latencies {
   std::atomic<int> got_{0};
 };
 
-// Publishes `count` stamped messages at `rate` per second, from one thread.
+// Publishes `count` stamped messages at `rate` per second (as fast as the broker takes them
+// when `rate` is 0), from one thread.
 void publish_paced(jsCtx* js, const char* subject, double rate, int count, Latencies& stamps) {
   jsPubOptions po;
   jsPubOptions_Init(&po);
-  const auto interval = std::chrono::duration<double>(1.0 / rate);
+  const auto interval = std::chrono::duration<double>(rate > 0 ? 1.0 / rate : 0.0);
   const auto start = Clock::now();
   std::string body(128, 'x');
   for (int i = 0; i < count; ++i) {
-    std::this_thread::sleep_until(start +
-                                  std::chrono::duration_cast<Clock::duration>(interval * i));
+    if (rate > 0)
+      std::this_thread::sleep_until(start +
+                                    std::chrono::duration_cast<Clock::duration>(interval * i));
     const std::string stamp = std::to_string(stamps.now_us());
     body.replace(0, stamp.size() + 1, stamp + " ");
     if (auto s = js_PublishAsync(js, subject, body.data(), static_cast<int>(body.size()), &po);
@@ -227,23 +230,35 @@ void publish_paced(jsCtx* js, const char* subject, double rate, int count, Laten
   if (auto s = js_PublishAsyncComplete(js, nullptr); s != NATS_OK) die("publish complete", s);
 }
 
-// Publish -> handler latency of a natsfleet work subscription at `rate` messages/s.
-std::vector<double> natsfleet_latency(const std::string& url, double rate, int count) {
+// Publish -> handler latencies, and the rate at which messages went through (from the first
+// publish to the last handler call).
+struct Pipeline {
+  std::vector<double> ms;
+  double per_second = 0;
+};
+
+// A natsfleet work subscription fed at `rate` messages/s (0: as fast as the broker takes them),
+// on a stream of its own named after `tag`.
+Pipeline natsfleet_latency(const std::string& url, const std::string& tag, double rate, int count) {
   Connection c(url);
-  add_stream(c.js, kLatencyStream, kLatencySubject);
+  const std::string stream = std::string(kLatencyStream) + "_" + tag;
+  const std::string subject = std::string(kLatencySubject) + "." + tag;
+  add_stream(c.js, stream.c_str(), subject.c_str());
   Latencies latencies(count);
   natsfleet::Fleet fleet({.name = "bench-latency", .servers = {url}});
-  (void)fleet.add_work(work_spec("latency", kLatencyStream, kLatencySubject),
+  (void)fleet.add_work(work_spec("latency", stream.c_str(), subject.c_str()),
                        [&](const natsfleet::Message& m) {
                          latencies.record(m.data().c_str());
                          return natsfleet::Disposition::ack();
                        });
   if (!fleet.start()) std::exit(1);
   while (!fleet.health().ready) std::this_thread::sleep_for(10ms);
-  publish_paced(c.js, kLatencySubject, rate, count, latencies);
+  const auto start = Clock::now();
+  publish_paced(c.js, subject.c_str(), rate, count, latencies);
   latencies.wait_all();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   fleet.shutdown(5s);
-  return latencies.ms();
+  return {latencies.ms(), count / seconds};
 }
 
 // The same for the raw fetch loop (batch 256), on a stream of its own.
@@ -375,18 +390,22 @@ int main(int argc, char** argv) {
   std::printf("ratio natsfleet/raw batch 1000: %.2f   (target >= 1.0)\n",
               fleet.rate() / raw_1000.rate());
 
-  // Half the natsfleet rate, for both: the broker also stores what is published meanwhile.
-  const double paced = fleet.rate() / 2;
-  const int count = static_cast<int>(paced * 5);
+  // The maximum here is what natsfleet handles while the same broker also stores what is
+  // published meanwhile (the consume-only rate above would saturate it); both sides are then
+  // fed at half of that.
+  const int burst = std::max(messages / 2, 1000);
+  const double maximum = natsfleet_latency(server, "max", 0, burst).per_second;
+  const double paced = maximum / 2;
+  const int count = std::max(static_cast<int>(paced * 5), 1000);
   std::printf(
-      "handler latency at %.0f msg/s (half the natsfleet rate), publish -> handler, %d "
-      "messages each:\n",
-      paced, count);
+      "publish and handle at once, unpaced: %.0f msg/s through natsfleet (%d messages)\n"
+      "handler latency at %.0f msg/s (half that), publish -> handler, %d messages each:\n",
+      maximum, burst, paced, count);
   const auto show = [](const char* label, const std::vector<double>& ms) {
     std::printf("  %-30s p50 %8.3f ms  p99 %8.3f ms  max %8.3f ms\n", label, percentile(ms, 0.50),
                 percentile(ms, 0.99), percentile(ms, 1.0));
   };
   show("raw nats.c fetch loop, 256", raw_latency(server, paced, count));
-  show("natsfleet work subscription", natsfleet_latency(server, paced, count));
+  show("natsfleet work subscription", natsfleet_latency(server, "paced", paced, count).ms);
   return 0;
 }
