@@ -11,6 +11,8 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "natsfleet/error.h"
 
@@ -21,6 +23,9 @@ struct EmbeddedBrokerOptions {
   std::string state_dir;                   // empty: a new temporary directory
   int port = 0;                            // 0: a free loopback port, kept across restarts
   std::chrono::milliseconds ready_timeout = std::chrono::seconds(10);
+  // Subject mappings, source -> destination in nats-server's syntax: per-key ordered work
+  // needs its partition mapping (Fleet::broker_mappings() lists a fleet's).
+  std::vector<std::pair<std::string, std::string>> mappings;
 };
 
 class EmbeddedBroker {

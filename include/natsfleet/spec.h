@@ -26,6 +26,13 @@ enum class OnMissing {
   exit,      // report fatal, so the orchestrator restarts the process
 };
 
+enum class Ordering {
+  none,  // messages are handled in parallel, in any order, on any replica
+  // Messages of one key (a subject token) are handled one after another, in stream order, on
+  // one replica at a time; different keys run in parallel. See "Ordered work" in the README.
+  per_key,
+};
+
 struct WorkSpec {
   std::string name;     // the shared durable's name: every replica declaring it shares the work
   std::string subject;  // the filter subject; also how the stream is found
@@ -64,6 +71,14 @@ struct WorkSpec {
   // message is only logged. The stream must exist: a missing one fails the bind, by name.
   std::string dead_letter;
   std::string description;
+  // per_key: `subject` is what publishers use; key_token (1-based) names the `*` token that
+  // holds the key. The broker maps each subject to a partition (a subject mapping with
+  // partition(), which fleet::PartitionPlan prints); each partition is a durable pull consumer
+  // holding at most one unacked message, so the broker itself keeps each partition in order.
+  // Up to `concurrency` partitions are handled at once on this replica.
+  Ordering ordering = Ordering::none;
+  int key_token = 0;
+  int partitions = 16;
 };
 
 enum class BroadcastSource {

@@ -1,6 +1,7 @@
 #include "broker/embedded_broker.h"
 
 #include <filesystem>
+#include <fstream>
 
 namespace natsfleet {
 
@@ -46,6 +47,19 @@ Result<void> EmbeddedBroker::start() {
   command.args = {"--jetstream", "--store_dir", state_dir_ + "/jetstream", "--addr",
                   "127.0.0.1",   "--port",      std::to_string(port_),     "--log",
                   log_file()};
+  if (!options_.mappings.empty()) {
+    // Mappings have no command-line flag: a config file holds them, the flags the rest.
+    const std::string conf = state_dir_ + "/nats-server.conf";
+    std::ofstream out(conf, std::ios::trunc);
+    out << "mappings {\n";
+    for (const auto& [source, destination] : options_.mappings)
+      out << "  \"" << source << "\": \"" << destination << "\"\n";
+    out << "}\n";
+    out.close();
+    if (!out)
+      return Result<void>(Errc::invalid_argument, "cannot write broker config " + conf);
+    command.args.insert(command.args.begin(), {"--config", conf});
+  }
   command.log_file = log_file();
   auto& server = process_->server;
   if (auto spawned = server.spawn(command); !spawned) return spawned;

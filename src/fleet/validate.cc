@@ -3,6 +3,8 @@
 #include <cctype>
 #include <cstdint>
 
+#include "fleet/partition_plan.h"
+
 namespace natsfleet {
 namespace {
 
@@ -132,6 +134,14 @@ std::string work_problem(const WorkSpec& spec) {
       !bad.empty())
     return bad;
   if (spec.retry_max < spec.retry_min) return "retry_max is below retry_min";
+  if (spec.ordering == Ordering::per_key) {
+    if (auto plan = fleet::PartitionPlan::make(spec.subject, spec.key_token, spec.partitions);
+        !plan)
+      return plan.error().message;
+    if (spec.shape != WorkShape::pull) return "ordering = per-key needs the pull shape";
+  } else if (spec.key_token != 0) {
+    return "key_token applies to ordering = per-key only";
+  }
   if (!spec.dead_letter.empty()) {
     if (auto bad = subject_problem(spec.dead_letter, /*allow_wildcards=*/false); !bad.empty())
       return "dead_letter " + bad + ": it is where messages are published, so it has no wildcards";

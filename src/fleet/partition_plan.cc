@@ -1,0 +1,126 @@
+#include "fleet/partition_plan.h"
+
+#include <charconv>
+#include <vector>
+
+#include "base/fnv_hash.h"
+#include "natsfleet/validate.h"
+
+namespace natsfleet::fleet {
+namespace {
+
+std::vector<std::string_view> tokens_of(std::string_view subject) {
+  std::vector<std::string_view> tokens;
+  for (size_t start = 0;;) {
+    const size_t dot = subject.find('.', start);
+    tokens.push_back(subject.substr(start, dot == std::string_view::npos ? dot : dot - start));
+    if (dot == std::string_view::npos) return tokens;
+    start = dot + 1;
+  }
+}
+
+std::string joined(const std::vector<std::string_view>& tokens) {
+  std::string out;
+  for (const auto& t : tokens) {
+    if (!out.empty()) out += '.';
+    out += t;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<PartitionPlan> PartitionPlan::make(std::string_view subject, int key_token,
+                                          int partitions) {
+  using R = Result<PartitionPlan>;
+  if (auto ok = check_subject(subject); !ok) return ok.error();
+  if (partitions < 1 || partitions > Limits::kMaxPartitions)
+    return R(Errc::invalid_argument, "partitions must be between 1 and " +
+                                         std::to_string(Limits::kMaxPartitions) + ", got " +
+                                         std::to_string(partitions));
+  const auto tokens = tokens_of(subject);
+  const int count = static_cast<int>(tokens.size());
+  if (key_token < 1 || key_token > count)
+    return R(Errc::invalid_argument, "key_token " + std::to_string(key_token) +
+                                         " must name one of the " + std::to_string(count) +
+                                         " tokens of subject '" + std::string(subject) + "'");
+  if (tokens[key_token - 1] != "*")
+    return R(Errc::invalid_argument,
+             "key_token " + std::to_string(key_token) + " of subject '" + std::string(subject) +
+                 "' is '" + std::string(tokens[key_token - 1]) +
+                 "': the key must be a '*' token, so that each key is a subject of its own");
+  PartitionPlan plan;
+  plan.source_ = subject;
+  plan.key_token_ = key_token;
+  plan.partitions_ = partitions;
+  const bool tail = tokens.back() == ">";
+  plan.partition_token_ = tail ? count : count + 1;
+  // Destination: every `*` as {{wildcard(i)}}, the partition before a trailing `>`.
+  std::vector<std::string> destination;
+  int wildcard = 0, key_wildcard = 0;
+  for (int i = 0; i < count; ++i) {
+    if (tokens[i] == "*") {
+      ++wildcard;
+      if (i + 1 == key_token) key_wildcard = wildcard;
+      destination.push_back("{{wildcard(" + std::to_string(wildcard) + ")}}");
+    } else if (tokens[i] != ">") {
+      destination.emplace_back(tokens[i]);
+    }
+  }
+  destination.push_back("{{partition(" + std::to_string(partitions) + "," +
+                        std::to_string(key_wildcard) + ")}}");
+  if (tail) destination.emplace_back(">");
+  for (const auto& t : destination) {
+    if (!plan.destination_.empty()) plan.destination_ += '.';
+    plan.destination_ += t;
+  }
+  plan.stored_ = plan.with_token("*");
+  return plan;
+}
+
+std::string PartitionPlan::with_token(std::string_view token) const {
+  auto tokens = tokens_of(source_);
+  tokens.insert(tokens.begin() + (partition_token_ - 1), token);
+  return joined(tokens);
+}
+
+std::string PartitionPlan::mapping_line() const {
+  return "\"" + source_ + "\": \"" + destination_ + "\"";
+}
+
+std::string PartitionPlan::filter(int partition) const {
+  return with_token(std::to_string(partition));
+}
+
+int PartitionPlan::partition_of(std::string_view key) const {
+  return static_cast<int>(base::fnv1a_32(key) % static_cast<uint32_t>(partitions_));
+}
+
+std::string PartitionPlan::mapped(std::string_view published) const {
+  auto tokens = tokens_of(published);
+  const std::string partition =
+      std::to_string(partition_of(tokens.size() >= static_cast<size_t>(key_token_)
+                                      ? tokens[key_token_ - 1]
+                                      : std::string_view{}));
+  const size_t at = std::min(tokens.size(), static_cast<size_t>(partition_token_ - 1));
+  tokens.insert(tokens.begin() + static_cast<std::ptrdiff_t>(at), partition);
+  return joined(tokens);
+}
+
+int PartitionPlan::partition_in(std::string_view stored) const {
+  const auto tokens = tokens_of(stored);
+  if (tokens.size() < static_cast<size_t>(partition_token_)) return -1;
+  const std::string_view token = tokens[partition_token_ - 1];
+  int value = -1;
+  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+  if (ec != std::errc{} || end != token.data() + token.size() || value < 0 ||
+      value >= partitions_)
+    return -1;
+  return value;
+}
+
+std::string partition_consumer(std::string_view name, int partition) {
+  return std::string(name) + "-p" + std::to_string(partition);
+}
+
+}  // namespace natsfleet::fleet

@@ -1,0 +1,62 @@
+// How per-key ordered work (WorkSpec::ordering = per_key) lays its messages out on the broker.
+//
+// Publishers use plain subjects, say `orders.*` with the key in token 2. The broker maps each
+// one to a partition with a deterministic subject mapping, which appends the partition number
+// as a token (before a trailing `>`):
+//
+//   mappings { "orders.*": "orders.{{wildcard(1)}}.{{partition(16,1)}}" }
+//   orders.42  is stored as  orders.42.7      (7 = fnv1a_32("42") % 16)
+//
+// Partition p is the durable pull consumer `<name>-p<p>` filtering `orders.*.<p>`, with
+// max_ack_pending 1: the broker hands out a partition's next message only once the previous one
+// was acked or terminated, and redelivers before it delivers anything new, so each partition,
+// hence each key, is handled in stream order by one replica at a time, whichever replica pulls.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "natsfleet/error.h"
+
+namespace natsfleet::fleet {
+
+class PartitionPlan {
+ public:
+  // `subject` as publishers use it; `key_token` 1-based, naming one of its `*` tokens.
+  static Result<PartitionPlan> make(std::string_view subject, int key_token, int partitions);
+
+  int partitions() const { return partitions_; }
+  int key_token() const { return key_token_; }
+  // The subject publishers use: the mapping's source.
+  const std::string& source() const { return source_; }
+  // The mapping's destination, in the broker's syntax.
+  const std::string& destination() const { return destination_; }
+  // The mapping as a line of nats-server configuration: "<source>": "<destination>".
+  std::string mapping_line() const;
+  // What a stream must hold: the mapped subjects, every partition.
+  const std::string& stored_subjects() const { return stored_; }
+  // The filter subject of partition p.
+  std::string filter(int partition) const;
+  // The partition the broker maps `key` to, computed as nats-server does.
+  int partition_of(std::string_view key) const;
+  // A published subject (no wildcards, matching source()) as the broker stores it.
+  std::string mapped(std::string_view published) const;
+  // The partition number in a stored subject, or -1 when it holds none.
+  int partition_in(std::string_view stored) const;
+
+ private:
+  std::string with_token(std::string_view token) const;
+
+  std::string source_;
+  std::string destination_;
+  std::string stored_;
+  int key_token_ = 0;
+  int partitions_ = 0;
+  int partition_token_ = 0;  // 1-based, in a stored subject
+};
+
+// The durable consumer of partition p of the work `name`.
+std::string partition_consumer(std::string_view name, int partition);
+
+}  // namespace natsfleet::fleet
