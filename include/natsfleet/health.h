@@ -44,6 +44,17 @@ struct SubscriptionHealth {
   bool downstream_down = false;
   std::string downstream_error;  // the last retryable failure, while down
   uint64_t held = 0;             // messages held for a retry
+  // Per-key ordered work (WorkSpec::ordering): one subscription per partition under one name.
+  // A partition is this replica's while it handles that partition's message: the broker hands
+  // each partition's next message to whichever replica pulls, once the previous one is settled.
+  int partitions = 0;
+  std::vector<int> partitions_held;  // handled here right now
+  // Messages this replica took over: redelivered to it after the replica holding their
+  // partition did not answer within ack_wait (a handover).
+  uint64_t partition_takeovers = 0;
+  // Redelivered messages of a partition this replica had already handled past (an ack the
+  // broker lost): acked again without calling the handler, so a key never goes back in time.
+  uint64_t repeats_skipped = 0;
 };
 
 struct FleetHealth {

@@ -15,6 +15,7 @@
 #include "base/endpoint.h"
 #include "broker/embedded_broker.h"
 #include "daemon/descriptor_budget.h"
+#include "fleet/partition_plan.h"
 #include "health/daemon_metrics.h"
 #include "health/health_server.h"
 #include "nats/connection.h"
@@ -106,6 +107,12 @@ std::unique_ptr<broker::EmbeddedBroker> start_embedded_broker(const config::Daem
   broker::EmbeddedBrokerOptions options;
   options.state_dir = dir.string();
   options.port = port;
+  // Per-key ordered work needs the broker to map its subject to partitions.
+  for (const auto& work : cfg.work)
+    if (work.spec.ordering == Ordering::per_key)
+      if (auto plan = fleet::PartitionPlan::make(work.spec.subject, work.spec.key_token,
+                                                 work.spec.partitions))
+        options.mappings.emplace_back(plan->source(), plan->destination());
   auto b = std::make_unique<broker::EmbeddedBroker>(options);
   auto started = b->start();
   if (!started && port != 0) {
@@ -145,13 +152,19 @@ bool ensure_streams(const std::string& url, const config::DaemonConfig& cfg, spd
     return true;
   };
   for (const auto& work : cfg.work) {
-    auto held = api.find_stream(work.spec.subject);
+    // Per-key ordered work is stored under its partitioned subjects (fleet/partition_plan.h).
+    std::string subject = work.spec.subject;
+    if (work.spec.ordering == Ordering::per_key)
+      if (auto plan = fleet::PartitionPlan::make(work.spec.subject, work.spec.key_token,
+                                                 work.spec.partitions))
+        subject = plan->stored_subjects();
+    auto held = api.find_stream(subject);
     std::string name = held ? *held : work.spec.stream;
     if (name.empty()) {
       name = work.spec.name;
       for (char& c : name) c = c == '-' ? '_' : static_cast<char>(std::toupper(c));
     }
-    if (!held && !create(name, work.spec.subject)) return false;
+    if (!held && !create(name, subject)) return false;
     // The work's dead letters get a stream of their own: a terminated message is only let go once
     // a stream has stored its copy.
     if (!work.spec.dead_letter.empty() && !api.find_stream(work.spec.dead_letter) &&

@@ -12,6 +12,7 @@
 #include "fleet/broadcast_subscription.h"
 #include "fleet/consumer_subscription.h"
 #include "fleet/jetstream_broadcast.h"
+#include "fleet/ordered_work.h"
 #include "fleet/subject_stream_cache.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
@@ -159,7 +160,10 @@ class Fleet::Impl {
       std::lock_guard subs_lock(subs_mu_);
       for (auto& [spec, handler] : work_) {
         starting = "work " + spec.name;
-        subs_.push_back(std::make_unique<fleet::ConsumerSubscription>(spec, handler, context_));
+        if (spec.ordering == Ordering::per_key)
+          subs_.push_back(std::make_unique<fleet::OrderedWork>(spec, handler, context_));
+        else
+          subs_.push_back(std::make_unique<fleet::ConsumerSubscription>(spec, handler, context_));
       }
       for (auto& [spec, handler] : broadcast_) {
         starting = "broadcast " + spec.name;

@@ -30,8 +30,7 @@ std::string joined(const std::vector<std::string_view>& tokens) {
 
 }  // namespace
 
-Result<PartitionPlan> PartitionPlan::make(std::string_view subject, int key_token,
-                                          int partitions) {
+Result<PartitionPlan> PartitionPlan::make(std::string_view subject, int key_token, int partitions) {
   using R = Result<PartitionPlan>;
   if (auto ok = check_subject(subject); !ok) return ok.error();
   if (partitions < 1 || partitions > Limits::kMaxPartitions)
@@ -98,10 +97,9 @@ int PartitionPlan::partition_of(std::string_view key) const {
 
 std::string PartitionPlan::mapped(std::string_view published) const {
   auto tokens = tokens_of(published);
-  const std::string partition =
-      std::to_string(partition_of(tokens.size() >= static_cast<size_t>(key_token_)
-                                      ? tokens[key_token_ - 1]
-                                      : std::string_view{}));
+  const std::string partition = std::to_string(
+      partition_of(tokens.size() >= static_cast<size_t>(key_token_) ? tokens[key_token_ - 1]
+                                                                    : std::string_view{}));
   const size_t at = std::min(tokens.size(), static_cast<size_t>(partition_token_ - 1));
   tokens.insert(tokens.begin() + static_cast<std::ptrdiff_t>(at), partition);
   return joined(tokens);
@@ -113,8 +111,7 @@ int PartitionPlan::partition_in(std::string_view stored) const {
   const std::string_view token = tokens[partition_token_ - 1];
   int value = -1;
   const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
-  if (ec != std::errc{} || end != token.data() + token.size() || value < 0 ||
-      value >= partitions_)
+  if (ec != std::errc{} || end != token.data() + token.size() || value < 0 || value >= partitions_)
     return -1;
   return value;
 }

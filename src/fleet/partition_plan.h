@@ -28,6 +28,8 @@ class PartitionPlan {
 
   int partitions() const { return partitions_; }
   int key_token() const { return key_token_; }
+  // 1-based: the token of a stored subject that holds the partition number.
+  int partition_token() const { return partition_token_; }
   // The subject publishers use: the mapping's source.
   const std::string& source() const { return source_; }
   // The mapping's destination, in the broker's syntax.

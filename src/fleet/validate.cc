@@ -139,6 +139,10 @@ std::string work_problem(const WorkSpec& spec) {
         !plan)
       return plan.error().message;
     if (spec.shape != WorkShape::pull) return "ordering = per-key needs the pull shape";
+    // A message that waited on a paused replica longer than this is dropped there unhandled,
+    // well before the broker's ack_wait hands it (and its key) to another replica.
+    if (spec.heartbeat * 4 > spec.ack_wait)
+      return "ordering = per-key needs heartbeat at most a quarter of ack_wait";
   } else if (spec.key_token != 0) {
     return "key_token applies to ordering = per-key only";
   }

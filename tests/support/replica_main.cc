@@ -2,12 +2,17 @@
 // subscription and appends "<stream_seq> <data>" for each message it handles to --out.
 //
 //   fleet_replica --server URL --work NAME --subject SUBJ --out FILE [--ack-wait-ms N] [--hold]
-//                 [--push-queue]
+//                 [--push-queue] [--key-token N [--partitions P]] [--handle-ms N]
+//                 [--concurrency N]
 //
 // With --hold it records messages and never answers them: they are in flight when it dies.
+// With --key-token the work is ordered per key, and each line starts with the monotonic clock
+// (nanoseconds, comparable across processes on one machine) at which it was handled.
+// --handle-ms makes each handler take that long, after its line is written.
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <mutex>
 #include <string>
@@ -21,6 +26,7 @@ int main(int argc, char** argv) {
   bool hold = false;
   bool push_queue = false;
   int ack_wait_ms = 2000;
+  int key_token = 0, partitions = 16, handle_ms = 0, concurrency = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -38,6 +44,14 @@ int main(int argc, char** argv) {
       hold = true;
     else if (a == "--push-queue")
       push_queue = true;
+    else if (a == "--key-token")
+      key_token = std::stoi(next());
+    else if (a == "--partitions")
+      partitions = std::stoi(next());
+    else if (a == "--handle-ms")
+      handle_ms = std::stoi(next());
+    else if (a == "--concurrency")
+      concurrency = std::stoi(next());
   }
   std::mutex mu;
   std::ofstream file(out, std::ios::app);
@@ -47,12 +61,24 @@ int main(int argc, char** argv) {
   spec.concurrency = hold ? 64 : 1;
   spec.max_ack_pending = 1000;
   if (push_queue) spec.shape = natsfleet::WorkShape::push_queue;
+  if (key_token > 0) {
+    spec.ordering = natsfleet::Ordering::per_key;
+    spec.key_token = key_token;
+    spec.partitions = partitions;
+  }
+  if (concurrency > 0) spec.concurrency = concurrency;
   auto added = fleet.add_work(spec, [&](const natsfleet::Message& m) {
     {
       std::lock_guard lock(mu);
+      if (key_token > 0) {
+        timespec now{};
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        file << now.tv_sec * 1'000'000'000LL + now.tv_nsec << ' ';
+      }
       file << m.stream_seq() << ' ' << m.data() << '\n';
       file.flush();
     }
+    if (handle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(handle_ms));
     if (hold)
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(60));
     return natsfleet::Disposition::ack();

@@ -1,0 +1,303 @@
+#include "fleet/ordered_work.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <random>
+
+#include "fleet/consumer_subscription.h"
+#include "nats/connection.h"
+
+namespace natsfleet::fleet {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr const char* kProbeToken = "natsfleet-probe";
+constexpr int kProbeAttempts = 3;
+constexpr milliseconds kProbeTimeout{2000};
+
+std::vector<std::string> split(std::string_view subject) {
+  std::vector<std::string> tokens;
+  for (size_t start = 0;;) {
+    const size_t dot = subject.find('.', start);
+    tokens.emplace_back(subject.substr(start, dot == std::string_view::npos ? dot : dot - start));
+    if (dot == std::string_view::npos) return tokens;
+    start = dot + 1;
+  }
+}
+
+std::string join(const std::vector<std::string>& tokens) {
+  std::string out;
+  for (const auto& t : tokens) out += (out.empty() ? "" : ".") + t;
+  return out;
+}
+
+// The partition subscriptions' spec: one durable per partition, one message in flight on the
+// whole fleet, so the broker orders the partition.
+WorkSpec partition_spec(const WorkSpec& work, const PartitionPlan& plan, int partition) {
+  WorkSpec spec = work;
+  spec.name = partition_consumer(work.name, partition);
+  spec.subject = plan.filter(partition);
+  spec.max_ack_pending = 1;
+  spec.concurrency = 1;
+  spec.batch = 1;
+  spec.ordering = Ordering::none;
+  spec.key_token = 0;
+  spec.description =
+      "partition " + std::to_string(partition) + " of " + work.name + " (per-key order, natsfleet)";
+  return spec;
+}
+
+int severity(SubscriptionState s) {
+  switch (s) {
+    case SubscriptionState::fatal:
+      return 5;
+    case SubscriptionState::recovering:
+      return 4;
+    case SubscriptionState::stalled:
+      return 3;
+    case SubscriptionState::binding:
+      return 2;
+    case SubscriptionState::bound:
+      return 1;
+    case SubscriptionState::stopped:
+      return 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string probe_partition_mapping(nats::Connection& connection, const PartitionPlan& plan,
+                                    milliseconds timeout) {
+  // A subject of the work's own that no real message uses: a random key, every other wildcard
+  // a fixed token.
+  std::random_device random;
+  const std::string key = std::string(kProbeToken) + "-" + std::to_string(random());
+  auto tokens = split(plan.source());
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] == "*" || tokens[i] == ">")
+      tokens[i] = static_cast<int>(i) + 1 == plan.key_token() ? key : kProbeToken;
+  const std::string published = join(tokens);
+  const std::string expected = plan.mapped(published);
+  auto anywhere = split(expected);
+  anywhere[plan.partition_token() - 1] = "*";
+
+  std::mutex mu;
+  std::condition_variable landed_cv;
+  std::string landed;
+  auto on_message = [&](nats::InboundMessage&& m) {
+    std::lock_guard lock(mu);
+    if (landed.empty()) landed = m.subject;
+    landed_cv.notify_all();
+  };
+  auto mapped_sub = connection.subscribe(join(anywhere), "", on_message);
+  if (!mapped_sub)
+    return "cannot subscribe to " + join(anywhere) + ": " + mapped_sub.error().message;
+  auto plain_sub = connection.subscribe(published, "", on_message);
+  if (!plain_sub) return "cannot subscribe to " + published + ": " + plain_sub.error().message;
+  // No stream has this name, so whichever stream holds the subject refuses to store it.
+  const Headers headers{{"Nats-Expected-Stream", {std::string(kProbeToken) + "-stores-nothing"}}};
+  if (auto sent = connection.publish(published, "", headers); !sent)
+    return "cannot publish the probe " + published + ": " + sent.error().message;
+  std::string where;
+  {
+    std::unique_lock lock(mu);
+    landed_cv.wait_for(lock, timeout, [&] { return !landed.empty(); });
+    where = landed;
+  }
+  mapped_sub.value().reset();
+  plain_sub.value().reset();
+  if (where == expected) return {};
+  if (where.empty())
+    return "a probe published to " + published + " reached no subscriber within " +
+           std::to_string(timeout.count()) + " ms (is publishing and subscribing allowed?)";
+  if (where == published) return "the broker has no subject mapping for " + plan.source();
+  return "the broker maps " + published + " to " + where + ", the plan expects " + expected +
+         " (another mapping, or another partition count)";
+}
+
+OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& context)
+    : spec_(std::move(spec)),
+      handler_(std::move(handler)),
+      ctx_(context),
+      plan_(PartitionPlan::make(spec_.subject, spec_.key_token, spec_.partitions).value()),
+      state_(std::make_unique<Partition[]>(static_cast<size_t>(spec_.partitions))),
+      slots_(spec_.concurrency) {
+  for (int p = 0; p < plan_.partitions(); ++p)
+    partitions_.push_back(std::make_unique<ConsumerSubscription>(
+        partition_spec(spec_, plan_, p), [this, p](const Message& m) { return handle(p, m); },
+        ctx_));
+}
+
+OrderedWork::~OrderedWork() {
+  begin_shutdown();
+  finish_handlers(Clock::now());
+  join();
+  wait_handlers();
+}
+
+void OrderedWork::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+void OrderedWork::run() {
+  for (int attempt = 1;; ++attempt) {
+    {
+      std::unique_lock lock(mu_);
+      // Connected before this thread began, or told so since.
+      while (!stopping_ && !connected_ && !ctx_.connection->connected())
+        wake_.wait_for(lock, milliseconds(100));
+      if (stopping_) return;
+    }
+    const std::string problem = probe_partition_mapping(*ctx_.connection, plan_, kProbeTimeout);
+    if (problem.empty()) break;
+    const bool unanswered = problem.find("reached no subscriber") != std::string::npos;
+    if (unanswered && attempt < kProbeAttempts) continue;  // a reconnect in between, say
+    const std::string reason =
+        problem +
+        ". Per-key order needs the broker to map the subject to partitions: add to "
+        "nats-server's configuration (the account's mappings block, or the top level "
+        "for the default account) and reload it: mappings { " +
+        plan_.mapping_line() + " }; a stream must hold " + plan_.stored_subjects();
+    {
+      std::lock_guard lock(mu_);
+      fatal_ = reason;
+    }
+    ctx_.log->error("work {}: {}", spec_.name, reason);
+    if (ctx_.fatal) ctx_.fatal(spec_.name, reason);
+    return;
+  }
+  ctx_.log->info(
+      "work {}: per-key order by subject token {}, {} partitions of {}; the broker maps "
+      "{} as planned",
+      spec_.name, plan_.key_token(), plan_.partitions(), plan_.stored_subjects(), plan_.source());
+  std::lock_guard lock(mu_);
+  if (stopping_) return;
+  for (auto& p : partitions_) p->start();
+  started_partitions_ = true;
+}
+
+void OrderedWork::connection_changed(bool connected) {
+  {
+    std::lock_guard lock(mu_);
+    connected_ = connected;
+    wake_.notify_all();
+    if (!started_partitions_) return;
+  }
+  for (auto& p : partitions_) p->connection_changed(connected);
+}
+
+void OrderedWork::begin_shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    wake_.notify_all();
+  }
+  for (auto& p : partitions_) p->begin_shutdown();
+}
+
+bool OrderedWork::finish_handlers(Clock::time_point deadline) {
+  bool done = true;
+  for (auto& p : partitions_) done = p->finish_handlers(deadline) && done;
+  return done;
+}
+
+void OrderedWork::join() {
+  if (thread_.joinable()) thread_.join();
+  for (auto& p : partitions_) p->join();
+}
+
+void OrderedWork::wait_handlers() {
+  for (auto& p : partitions_) p->wait_handlers();
+}
+
+Disposition OrderedWork::handle(int partition, const Message& message) {
+  Partition& part = state_[static_cast<size_t>(partition)];
+  const uint64_t seq = message.stream_seq();
+  // This replica handled a later message of the partition: this one was settled before that
+  // one was delivered (one message in flight per partition), so the broker lost its answer.
+  if (seq != 0 && seq <= part.handled_to.load()) {
+    ++repeats_skipped_;
+    return Disposition::ack();
+  }
+  if (message.delivered() > 1) {
+    ++takeovers_;
+    ctx_.log->info(
+        "work {}: partition {} handed over to this replica at stream sequence {} (delivery {}: "
+        "the replica that held it did not answer within ack_wait, or gave it back)",
+        spec_.name, partition, seq, message.delivered());
+  }
+  slots_.acquire();
+  part.held = true;
+  struct Release {
+    OrderedWork& work;
+    Partition& part;
+    ~Release() {
+      part.held = false;
+      work.slots_.release();
+    }
+  } release{*this, part};
+  Disposition outcome = handler_(message);
+  if (outcome.kind() == Disposition::Kind::ack || outcome.kind() == Disposition::Kind::term) {
+    uint64_t was = part.handled_to.load();
+    while (seq > was && !part.handled_to.compare_exchange_weak(was, seq)) {
+    }
+  }
+  return outcome;
+}
+
+SubscriptionHealth OrderedWork::health() const {
+  SubscriptionHealth h;
+  h.name = spec_.name;
+  h.kind = "work";
+  h.subject = spec_.subject;
+  h.partitions = plan_.partitions();
+  h.partition_takeovers = takeovers_.load();
+  h.repeats_skipped = repeats_skipped_.load();
+  bool started = false;
+  {
+    std::lock_guard lock(mu_);
+    started = started_partitions_;
+    if (!fatal_.empty()) {
+      h.state = SubscriptionState::fatal;
+      h.last_error = fatal_;
+      return h;
+    }
+  }
+  h.consumer = partition_consumer(spec_.name, 0) + ".." + std::to_string(plan_.partitions() - 1);
+  if (!started) return h;  // binding: the probe has not answered yet
+  int worst = -1;
+  for (int p = 0; p < plan_.partitions(); ++p) {
+    const SubscriptionHealth s = partitions_[static_cast<size_t>(p)]->health();
+    if (severity(s.state) > worst) {
+      worst = severity(s.state);
+      h.state = s.state;
+      if (!s.last_error.empty()) h.last_error = s.name + ": " + s.last_error;
+    }
+    if (h.stream.empty()) h.stream = s.stream;
+    const auto& c = s.counters;
+    auto& t = h.counters;
+    t.received += c.received;
+    t.acked += c.acked;
+    t.naked += c.naked;
+    t.termed += c.termed;
+    t.redelivered += c.redelivered;
+    t.handler_errors += c.handler_errors;
+    t.recoveries += c.recoveries;
+    t.retried += c.retried;
+    t.dead_lettered += c.dead_lettered;
+    t.dropped += c.dropped;
+    t.kept_alive += c.kept_alive;
+    h.consumer_pending += s.consumer_pending;
+    h.consumer_ack_pending += s.consumer_ack_pending;
+    h.downstream_down = h.downstream_down || s.downstream_down;
+    if (s.downstream_down && h.downstream_error.empty()) h.downstream_error = s.downstream_error;
+    h.held += s.held;
+    if (state_[static_cast<size_t>(p)].held.load()) h.partitions_held.push_back(p);
+  }
+  return h;
+}
+
+}  // namespace natsfleet::fleet

@@ -1,0 +1,76 @@
+// Per-key ordered work (WorkSpec::ordering = per_key), at run time: one shared work
+// subscription per partition (fleet/partition_plan.h), each a durable pull consumer with
+// max_ack_pending 1, so the broker keeps every partition in stream order and hands it over
+// when a replica stops answering. This class adds what spans the partitions:
+//   - before anything binds, a probe that the broker maps the work's subject to partitions as
+//     the plan says (a missing or different mapping is fatal, with the mapping to add);
+//   - at most `concurrency` partitions handled at once on this replica;
+//   - a redelivery of a message older than one this replica already handled in its partition
+//     (the broker lost an ack, say in a restart) is acked again without the handler;
+//   - one health entry: the partitions' states and counters, and which partitions are held.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <semaphore>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fleet/partition_plan.h"
+#include "fleet/supervised.h"
+
+namespace natsfleet::fleet {
+
+class ConsumerSubscription;
+
+// What the probe found: "" when the broker maps as planned, else what is wrong in words.
+// Publishes one message to the work's subject with a Nats-Expected-Stream header no stream
+// has, so no stream stores it, and listens for where the mapping sends it.
+std::string probe_partition_mapping(nats::Connection& connection, const PartitionPlan& plan,
+                                    std::chrono::milliseconds timeout);
+
+class OrderedWork final : public Supervised {
+ public:
+  OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& context);
+  ~OrderedWork() override;
+
+  void start() override;
+  void connection_changed(bool connected) override;
+  void begin_shutdown() override;
+  bool finish_handlers(Clock::time_point deadline) override;
+  void join() override;
+  void wait_handlers() override;
+  SubscriptionHealth health() const override;
+
+ private:
+  struct Partition {
+    std::atomic<uint64_t> handled_to{0};  // the highest stream sequence handled here
+    std::atomic<bool> held{false};
+  };
+
+  void run();  // the probe, then the partitions start
+  Disposition handle(int partition, const Message& message);
+
+  const WorkSpec spec_;
+  const WorkHandler handler_;
+  FleetContext& ctx_;
+  const PartitionPlan plan_;
+  std::vector<std::unique_ptr<ConsumerSubscription>> partitions_;
+  std::unique_ptr<Partition[]> state_;
+  std::counting_semaphore<> slots_;
+  std::atomic<uint64_t> takeovers_{0};
+  std::atomic<uint64_t> repeats_skipped_{0};
+
+  std::thread thread_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  bool connected_ = false;
+  bool started_partitions_ = false;
+  std::string fatal_;  // the probe's verdict, once fatal
+};
+
+}  // namespace natsfleet::fleet
