@@ -36,7 +36,8 @@ constexpr std::string_view kHealthKeys[] = {"listen"};
 constexpr std::string_view kWorkKeys[] = {
     "name",        "subject",         "stream",    "shape",      "ack_wait",
     "max_deliver", "max_ack_pending", "start",     "on_missing", "heartbeat",
-    "concurrency", "dead_letter",     "retry_min", "retry_max",  "sink"};
+    "concurrency", "dead_letter",     "retry_min", "retry_max",  "sink",
+    "ordering",    "key_token",       "partitions"};
 constexpr std::string_view kBroadcastKeys[] = {"name",       "subject",   "concurrency",
                                                "source",     "stream",    "heartbeat",
                                                "max_queued", "key_token", "sink"};
@@ -484,6 +485,7 @@ class ConfigParser {
         s.dead_letter = spec.dead_letter;
       });
     }
+    read_ordering(work, spec);
     // Each field passed alone, so what is left is a combination: max_ack_pending below
     // concurrency. Blame the key the user wrote.
     if (auto bad = problem(validate_work(spec)); !bad.empty())
@@ -497,6 +499,45 @@ class ConfigParser {
                 "a websocket sink reaches only the sessions on this replica, and work goes to one "
                 "replica: relay statuses with a [[broadcast]] that has the websocket sink");
     return config;
+  }
+
+  // ordering, key_token and partitions: read together, since each means something only with
+  // the others (and with the subject, the heartbeat and ack_wait).
+  void read_ordering(TableReader& work, WorkSpec& spec) const {
+    if (auto ordering = work.choice("ordering", {"none", "per-key"}))
+      spec.ordering = *ordering == "per-key" ? Ordering::per_key : Ordering::none;
+    const auto key_token = work.integer("key_token", 1, Limits::kMaxKeyToken);
+    const auto partitions = work.integer("partitions", 1, Limits::kMaxPartitions);
+    if (spec.ordering != Ordering::per_key) {
+      for (const char* key : {"key_token", "partitions"})
+        if (work.find(key)) work.fail(key, "applies to ordering = \"per-key\" only");
+      return;
+    }
+    if (partitions) spec.partitions = static_cast<int>(*partitions);
+    if (!key_token) {
+      if (!work.find("key_token"))
+        work.fail("ordering", "per-key needs key_token: the 1-based token of subject \"" +
+                                  spec.subject + "\" that holds the key");
+      return;
+    }
+    spec.key_token = static_cast<int>(*key_token);
+    auto with_order = [&](WorkSpec& s) {
+      s.subject = spec.subject;
+      s.ordering = Ordering::per_key;
+      s.key_token = spec.key_token;
+      s.partitions = spec.partitions;
+    };
+    if (auto bad = work_field_problem(with_order); !bad.empty()) {
+      work.fail(bad.find("partitions") != std::string::npos ? "partitions" : "key_token", bad);
+      return;
+    }
+    if (auto bad = work_field_problem([&](WorkSpec& s) {
+          with_order(s);
+          s.heartbeat = spec.heartbeat;
+          s.ack_wait = spec.ack_wait;
+        });
+        !bad.empty())
+      work.fail(work.find("heartbeat") ? "heartbeat" : "ack_wait", bad);
   }
 
   BroadcastConfig read_broadcast(const toml::table& table, size_t index) const {

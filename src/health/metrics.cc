@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <iterator>
 #include <map>
@@ -144,6 +145,36 @@ void render_subscriptions(Writer& w, const FleetHealth& health, const std::strin
            "Messages held for a retry while the downstream is down.");
   for (const auto& s : subs)
     w.sample("natsfleet_held_messages", subscription_labels(service, s), s.held);
+
+  // Per-key ordered work only (WorkSpec::ordering).
+  const bool ordered = std::any_of(subs.begin(), subs.end(), [](auto& s) { return s.partitions; });
+  if (ordered) {
+    w.family("natsfleet_partitions", "gauge", "Partitions of a per-key ordered work.");
+    for (const auto& s : subs)
+      if (s.partitions > 0)
+        w.sample("natsfleet_partitions", subscription_labels(service, s),
+                 static_cast<uint64_t>(s.partitions));
+    w.family("natsfleet_partitions_held", "gauge",
+             "Partitions whose message this replica is handling now.");
+    for (const auto& s : subs)
+      if (s.partitions > 0)
+        w.sample("natsfleet_partitions_held", subscription_labels(service, s),
+                 static_cast<uint64_t>(s.partitions_held.size()));
+    w.family("natsfleet_partition_takeovers_total", "counter",
+             "Messages of a partition redelivered to this replica after the replica holding it "
+             "did not answer within ack_wait (handovers).");
+    for (const auto& s : subs)
+      if (s.partitions > 0)
+        w.sample("natsfleet_partition_takeovers_total", subscription_labels(service, s),
+                 s.partition_takeovers);
+    w.family("natsfleet_ordered_repeats_skipped_total", "counter",
+             "Redeliveries older than a message this replica already handled in the partition "
+             "(an ack the broker lost), acked again without the handler.");
+    for (const auto& s : subs)
+      if (s.partitions > 0)
+        w.sample("natsfleet_ordered_repeats_skipped_total", subscription_labels(service, s),
+                 s.repeats_skipped);
+  }
 
   w.family("natsfleet_subscription_state", "gauge",
            "1 for the state the subscription is in, 0 for the others.");

@@ -9,7 +9,7 @@ std::string render_status(const FleetHealth& health, const std::string& service)
   using Json = nlohmann::ordered_json;
   Json subscriptions = Json::array();
   for (const auto& s : health.subscriptions) {
-    subscriptions.push_back({
+    Json entry = {
         {"name", s.name},
         {"kind", s.kind},
         {"subject", s.subject},
@@ -36,7 +36,13 @@ std::string render_status(const FleetHealth& health, const std::string& service)
         {"consumer_pending", s.consumer_pending},
         {"consumer_ack_pending", s.consumer_ack_pending},
         {"ack_floor", s.ack_floor},
-    });
+    };
+    if (s.partitions > 0)
+      entry["partitions"] = {{"count", s.partitions},
+                             {"held", s.partitions_held},
+                             {"takeovers", s.partition_takeovers},
+                             {"repeats_skipped", s.repeats_skipped}};
+    subscriptions.push_back(std::move(entry));
   }
   Json doc = {
       {"service", service},

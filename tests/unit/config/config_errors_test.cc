@@ -126,6 +126,60 @@ concurrency = "4"
 sink = { type = "stdout" }
 )",
      5, "work[0].concurrency", "expected an integer, got a string"},
+    {"OrderingWithoutKeyToken", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "orders.*"
+ordering = "per-key"
+sink = { type = "stdout" }
+)",
+     5, "work[0].ordering", "per-key needs key_token"},
+    {"KeyTokenNotAWildcard", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "orders.*"
+ordering = "per-key"
+key_token = 1
+sink = { type = "stdout" }
+)",
+     6, "work[0].key_token", "must be a '*' token"},
+    {"KeyTokenWithoutOrdering", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "orders.*"
+key_token = 2
+sink = { type = "stdout" }
+)",
+     5, "work[0].key_token", "per-key\" only"},
+    {"PartitionsOutOfRange", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "orders.*"
+ordering = "per-key"
+key_token = 2
+partitions = 0
+sink = { type = "stdout" }
+)",
+     7, "work[0].partitions", "between 1 and 1024"},
+    {"OrderingHeartbeatTooLongForAckWait", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "orders.*"
+ordering = "per-key"
+key_token = 2
+ack_wait = "10s"
+heartbeat = "5s"
+sink = { type = "stdout" }
+)",
+     8, "work[0].heartbeat", "a quarter of ack_wait"},
+    {"OrderingIsUnknown", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "orders.*"
+ordering = "strict"
+sink = { type = "stdout" }
+)",
+     5, "work[0].ordering", "per-key"},
     {"MaxDeliverIsAFloat", R"(name = "svc"
 [[work]]
 name = "w"

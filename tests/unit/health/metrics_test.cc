@@ -322,3 +322,30 @@ TEST(RenderMetrics, ReferencePythonParserReadsEscapedLabels) {
 
 }  // namespace
 }  // namespace natsfleet::health
+
+namespace natsfleet::health {
+namespace {
+
+TEST(RenderMetrics, PartitionFiguresOnlyForOrderedWork) {
+  FleetHealth h = testing::two_subscriptions();
+  DaemonMetrics metrics;
+  metrics.register_subscription("mail-relay");
+  metrics.register_subscription("status");
+  const auto plain = parse_prometheus(render_metrics(h, metrics, kService));
+  EXPECT_EQ(plain.find("natsfleet_partitions", sub_labels("mail-relay", "work")), nullptr);
+
+  h.subscriptions[0].partitions = 16;
+  h.subscriptions[0].partitions_held = {2, 7, 11};
+  h.subscriptions[0].partition_takeovers = 5;
+  h.subscriptions[0].repeats_skipped = 1;
+  const auto p = parse_prometheus(render_metrics(h, metrics, kService));
+  const auto work = sub_labels("mail-relay", "work");
+  EXPECT_EQ(p.value("natsfleet_partitions", work), 16);
+  EXPECT_EQ(p.value("natsfleet_partitions_held", work), 3);
+  EXPECT_EQ(p.value("natsfleet_partition_takeovers_total", work), 5);
+  EXPECT_EQ(p.value("natsfleet_ordered_repeats_skipped_total", work), 1);
+  EXPECT_EQ(p.find("natsfleet_partitions", sub_labels("status", "broadcast")), nullptr);
+}
+
+}  // namespace
+}  // namespace natsfleet::health

@@ -93,3 +93,22 @@ TEST(RenderStatus, InvalidUtf8DoesNotThrow) {
 
 }  // namespace
 }  // namespace natsfleet::health
+
+namespace natsfleet::health {
+namespace {
+
+TEST(RenderStatus, OrderedWorkShowsItsPartitions) {
+  FleetHealth h = testing::two_subscriptions();
+  EXPECT_FALSE(
+      nlohmann::json::parse(render_status(h, "mailer"))["subscriptions"][0].contains("partitions"));
+  h.subscriptions[0].partitions = 16;
+  h.subscriptions[0].partitions_held = {3, 9};
+  h.subscriptions[0].partition_takeovers = 4;
+  const auto doc = nlohmann::json::parse(render_status(h, "mailer"));
+  const nlohmann::json expected = {
+      {"count", 16}, {"held", {3, 9}}, {"takeovers", 4}, {"repeats_skipped", 0}};
+  EXPECT_EQ(doc["subscriptions"][0]["partitions"], expected);
+}
+
+}  // namespace
+}  // namespace natsfleet::health
