@@ -1,6 +1,7 @@
 // natsfleet-chaos: runs natsfleet under random faults and checks the history it leaves.
 //
 //   natsfleet-chaos run [--seconds 300] [--seed N] [--replicas 3] [--rate 200] [--out DIR]
+//                       [--keys N [--partitions 16]]   (per-key ordered work, order checked)
 //   natsfleet-chaos check DIR [--self-test]
 //
 // Exit 0: the checker passed. 1: it failed (lost messages, or a stall past its bound). 2: usage,
@@ -22,10 +23,12 @@ namespace {
 using namespace natsfleet::chaos;
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: natsfleet-chaos run [--seconds N] [--seed N] [--replicas N] [--rate N] "
-               "[--out DIR]\n"
-               "       natsfleet-chaos check DIR [--self-test]\n");
+  std::fprintf(
+      stderr,
+      "usage: natsfleet-chaos run [--seconds N] [--seed N] [--replicas N] [--rate N] [--keys N] "
+      "[--partitions N] "
+      "[--out DIR]\n"
+      "       natsfleet-chaos check DIR [--self-test]\n");
   return 2;
 }
 
@@ -42,6 +45,7 @@ int check_command(const std::vector<std::string>& args) {
   for (const auto& a : args) {
     if (a == "--self-test") {
       options.drop_one_record = true;
+      options.swap_one_key = true;
     } else if (dir.empty()) {
       dir = a;
     } else {
@@ -53,6 +57,7 @@ int check_command(const std::vector<std::string>& args) {
     const auto bounds = check_options_for(history);
     options.stall_bound_ms = bounds.stall_bound_ms;
     options.blame_window_ms = bounds.blame_window_ms;
+    options.order_tolerance_ms = bounds.order_tolerance_ms;
     const Verdict verdict = check(history, options);
     std::printf("%s", report(verdict).c_str());
     return verdict.pass ? 0 : 1;
@@ -94,9 +99,14 @@ int main(int argc, char** argv) {
       options.replicas = static_cast<int>(n);
     } else if (flag == "--rate" && n >= 1 && n <= 5000) {
       options.publish_rate = static_cast<int>(n);
+    } else if (flag == "--keys" && n >= 1 && n <= 1'000'000) {
+      options.keys = static_cast<int>(n);
+    } else if (flag == "--partitions" && n >= 1 && n <= 1024) {
+      options.partitions = static_cast<int>(n);
     } else {
       std::fprintf(stderr,
-                   "natsfleet-chaos: bad %s %s (seconds >= 10, replicas 1..9, rate 1..5000)\n",
+                   "natsfleet-chaos: bad %s %s (seconds >= 10, replicas 1..9, rate 1..5000, keys "
+                   "1..1000000, partitions 1..1024)\n",
                    flag.c_str(), value);
       return 2;
     }

@@ -22,6 +22,7 @@
 #include "chaos/schedule.h"
 #include "chaos/tcp_proxy.h"
 #include "chaos/timeline.h"
+#include "fleet/partition_plan.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
 #include "support/broker_client.h"
@@ -44,6 +45,19 @@ constexpr const char* kSubject = "chaos.jobs";
 constexpr const char* kDeadStream = "CHAOS_DEAD";
 constexpr const char* kDeadSubject = "chaos.dead";
 constexpr const char* kConsumer = "chaos";
+// Per-key runs (RunOptions::keys): published to chaos.jobs.k<key>; the work's subject.
+constexpr const char* kKeyedSubject = "chaos.jobs.*";
+constexpr int kKeyToken = 3;
+// Sink files are read every 50 ms: records of two replicas closer than this are not ordered.
+constexpr double kOrderToleranceMs = 100;
+
+fleet::PartitionPlan plan_of(const RunOptions& o) {
+  return fleet::PartitionPlan::make(kKeyedSubject, kKeyToken, o.partitions).value();
+}
+std::string subject_of(const RunOptions& o, int64_t id) {
+  if (o.keys <= 0) return kSubject;
+  return std::string("chaos.jobs.k") + std::to_string(id % o.keys);
+}
 // nats-server's leader election takes up to ~9 s after the old leader goes quiet.
 constexpr milliseconds kBrokerElection{10'000};
 
@@ -163,8 +177,11 @@ std::string replica_config(const Replica& r, const RunOptions& o) {
          kConsumer +
          "\"\n"
          "subject = \"" +
-         kSubject +
-         "\"\n"
+         (o.keys > 0 ? kKeyedSubject : kSubject) + "\"\n" +
+         (o.keys > 0 ? "ordering = \"per-key\"\nkey_token = " + std::to_string(kKeyToken) +
+                           "\npartitions = " + std::to_string(o.partitions) + "\n"
+                     : std::string()) +
+         ""
          "stream = \"" +
          kStream +
          "\"\n"
@@ -219,7 +236,7 @@ void publisher_loop(const RunOptions& o, const std::vector<std::string>& urls,
     const auto give_up = Clock::now() + std::chrono::seconds(30);
     while (!stop || p.attempts == 0) {
       ++p.attempts;
-      auto ack = api.publish(kSubject, payload_of(id), headers);
+      auto ack = api.publish(subject_of(o, id), payload_of(id), headers);
       if (ack) {
         p.acked = true;
         p.seq = ack->seq;
@@ -346,7 +363,10 @@ class Nemesis {
         break;
       case FaultKind::consumer_delete:
         record.target = "consumer";
-        if (auto r = admin_.api().delete_consumer(kStream, kConsumer); !r)
+        // Per-key: one partition's consumer (the first; each is its own shared durable).
+        if (auto r = admin_.api().delete_consumer(
+                kStream, options_.keys > 0 ? fleet::partition_consumer(kConsumer, 0) : kConsumer);
+            !r)
           record.target += " (delete failed: " + r.error().describe() + ")";
         break;
     }
@@ -447,6 +467,7 @@ CheckOptions check_options_for(const History& h) {
   options.stall_bound_ms =
       2 * h.ack_wait_ms + election + 4 * h.heartbeat_ms + longest_outage + h.retry_max_ms;
   options.blame_window_ms = 2 * h.ack_wait_ms + election;
+  options.order_tolerance_ms = kOrderToleranceMs;
   return options;
 }
 
@@ -482,6 +503,7 @@ int run_chaos(const RunOptions& o) {
   testing::NatsClusterOptions cluster_options;
   cluster_options.size = 3;
   cluster_options.no_advertise = true;
+  if (o.keys > 0) cluster_options.extra_config = "mappings { " + plan_of(o).mapping_line() + " }\n";
   cluster_options.route_via = [&](int from, int to, int route_port) {
     auto& proxy = routes[{from, to}];
     proxy = std::make_unique<TcpProxy>(route_port);
@@ -495,7 +517,7 @@ int run_chaos(const RunOptions& o) {
     return 2;
   }
   BrokerClient admin(cluster->urls());
-  admin.create_stream(kStream, {kSubject}, 3);
+  admin.create_stream(kStream, {o.keys > 0 ? plan_of(o).stored_subjects() : kSubject}, 3);
   admin.create_stream(kDeadStream, {kDeadSubject}, 3);
 
   std::vector<std::unique_ptr<TcpProxy>> publisher_links;
@@ -628,6 +650,7 @@ int run_chaos(const RunOptions& o) {
   history.replicas = o.replicas;
   history.ack_wait_ms = static_cast<double>(o.ack_wait.count());
   history.heartbeat_ms = static_cast<double>(o.heartbeat.count());
+  history.keys = o.keys;
   history.retry_max_ms = static_cast<double>(retry_max_of(o).count());
   history.faults_end_ms = faults_end_ms;
   for (size_t i = 0; i < faults.size(); ++i)

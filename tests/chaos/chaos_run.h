@@ -21,6 +21,10 @@ struct RunOptions {
   int publish_rate = 200;  // messages per second, paced (a publish waits for its ack)
   std::chrono::milliseconds ack_wait{std::chrono::seconds(4)};
   std::chrono::milliseconds heartbeat{std::chrono::seconds(1)};
+  // Per-key ordered work when above 0: message i goes to chaos.jobs.k<i % keys>, the replicas'
+  // work is ordering = "per-key" over `partitions`, and the checker checks each key's order.
+  int keys = 0;
+  int partitions = 16;
   std::string out_dir;      // created; history, summary.json, timeline.png, replica logs
   std::string natsfleet;    // the natsfleet binary
   std::string nats_server;  // the nats-server binary name or path

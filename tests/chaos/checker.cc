@@ -53,12 +53,55 @@ double covered(const std::vector<Span>& spans, double from, double to) {
 
 }  // namespace
 
+// Per key, in the order records were seen: a record whose stream sequence is below one already
+// handled for its key is a violation (a repeat of the key's latest message is at-least-once, not
+// a violation). "Already" is exact within one replica's file; across replicas a record counts
+// as earlier only when it was seen more than order_tolerance_ms before.
+void check_key_order(History& h, const CheckOptions& options, Verdict& v) {
+  v.ordered = true;
+  std::unordered_map<int64_t, std::vector<size_t>> by_key;  // indexes into h.handlings
+  if (options.swap_one_key) {
+    std::unordered_map<int64_t, size_t> first_of_key;
+    for (size_t i = 0; i < h.handlings.size(); ++i) {
+      const int64_t key = h.handlings[i].id % h.keys;
+      auto [it, fresh] = first_of_key.emplace(key, i);
+      if (fresh || h.handlings[it->second].seq == h.handlings[i].seq) continue;
+      std::swap(h.handlings[it->second].seq, h.handlings[i].seq);
+      std::swap(h.handlings[it->second].id, h.handlings[i].id);
+      break;
+    }
+  }
+  for (size_t i = 0; i < h.handlings.size(); ++i) by_key[h.handlings[i].id % h.keys].push_back(i);
+  for (const auto& [key, records] : by_key) {
+    for (size_t j = 0; j < records.size(); ++j) {
+      const HandlingRecord& r = h.handlings[records[j]];
+      for (size_t i = 0; i < j; ++i) {
+        const HandlingRecord& q = h.handlings[records[i]];
+        const bool earlier =
+            q.replica == r.replica || q.at_ms + options.order_tolerance_ms < r.at_ms;
+        if (!earlier || q.seq <= r.seq) continue;
+        ++v.order_violations;
+        if (v.order_violation_examples.size() < 10)
+          v.order_violation_examples.push_back(
+              "key " + std::to_string(key) + ": message " + std::to_string(r.id) + " (seq " +
+              std::to_string(r.seq) + ", r" + std::to_string(r.replica + 1) + ") handled after " +
+              std::to_string(q.id) + " (seq " + std::to_string(q.seq) + ", r" +
+              std::to_string(q.replica + 1) + ")");
+        break;
+      }
+    }
+  }
+}
+
 Verdict check(History h, const CheckOptions& options) {
   Verdict v;
   v.stall_bound_ms = options.stall_bound_ms;
   v.unreadable_lines = h.unreadable_lines;
-  std::sort(h.handlings.begin(), h.handlings.end(),
-            [](const HandlingRecord& a, const HandlingRecord& b) { return a.at_ms < b.at_ms; });
+  // Stable: records one poll read from one file keep that file's order.
+  std::stable_sort(
+      h.handlings.begin(), h.handlings.end(),
+      [](const HandlingRecord& a, const HandlingRecord& b) { return a.at_ms < b.at_ms; });
+  if (h.keys > 0) check_key_order(h, options, v);
 
   std::unordered_map<int64_t, size_t> count;
   for (const auto& r : h.handlings) ++count[r.id];
@@ -155,7 +198,8 @@ Verdict check(History h, const CheckOptions& options) {
     }
     if (waited > options.stall_bound_ms) ++v.stalls_over_bound;
   }
-  v.pass = v.lost == 0 && v.unknown == 0 && v.stalls_over_bound == 0 && v.acked > 0;
+  v.pass = v.lost == 0 && v.unknown == 0 && v.stalls_over_bound == 0 && v.acked > 0 &&
+           v.order_violations == 0;
   return v;
 }
 
@@ -201,6 +245,10 @@ std::string report(const Verdict& v) {
     total += n;
   }
   out << " (" << total << " in all)\n";
+  if (v.ordered) {
+    out << "per-key order violations " << v.order_violations << "\n";
+    for (const auto& e : v.order_violation_examples) out << "  " << e << "\n";
+  }
   if (v.unknown) out << "records of unpublished messages " << v.unknown << "\n";
   if (v.unreadable_lines) out << "unreadable sink lines " << v.unreadable_lines << "\n";
   if (v.self_test_dropped >= 0)
@@ -232,6 +280,9 @@ nlohmann::json to_json(const Verdict& v) {
                         {"stall_bound_ms", v.stall_bound_ms},
                         {"unreadable_sink_lines", v.unreadable_lines},
                         {"self_test_dropped", v.self_test_dropped},
+                        {"ordered", v.ordered},
+                        {"order_violations", v.order_violations},
+                        {"order_violation_examples", v.order_violation_examples},
                         {"pass", v.pass}};
 }
 

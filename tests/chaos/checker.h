@@ -25,6 +25,13 @@ struct CheckOptions {
   // Self-test: before checking, forget one record of a message handled exactly once, as a sink
   // that acked without writing would. A checker that then does not report it lost is broken.
   bool drop_one_record = false;
+  // Per-key order: records of different replicas observed within this long of each other are
+  // not ordered by the checker (sink files are read every 50 ms); within one replica's file the
+  // order is exact.
+  double order_tolerance_ms = 0;
+  // Self-test: swap the first two records of one key, as a replica handling a key's older
+  // message after a newer one would. A checker that then finds no violation is broken.
+  bool swap_one_key = false;
 };
 
 struct Verdict {
@@ -50,6 +57,10 @@ struct Verdict {
   double stall_bound_ms = 0;
   int64_t self_test_dropped = -1;  // the id whose record the self-test removed
   size_t unreadable_lines = 0;
+  // Per-key ordered runs only: a key's message handled after a later message of that key.
+  bool ordered = false;
+  size_t order_violations = 0;
+  std::vector<std::string> order_violation_examples;  // the first few
   bool pass = false;
 };
 

@@ -43,6 +43,7 @@ void write_history(const std::string& dir, const History& h) {
                 {"ack_wait_ms", h.ack_wait_ms},
                 {"heartbeat_ms", h.heartbeat_ms},
                 {"retry_max_ms", h.retry_max_ms},
+                {"keys", h.keys},
                 {"faults_end_ms", h.faults_end_ms},
                 {"end_ms", h.end_ms},
                 {"unreadable_lines", h.unreadable_lines}}
@@ -89,6 +90,7 @@ History read_history(const std::string& dir) {
     h.ack_wait_ms = run.value("ack_wait_ms", 0.0);
     h.heartbeat_ms = run.value("heartbeat_ms", 1000.0);
     h.retry_max_ms = run.value("retry_max_ms", 0.0);
+    h.keys = run.value("keys", 0);
     h.faults_end_ms = run.value("faults_end_ms", 0.0);
     h.end_ms = run.value("end_ms", 0.0);
     h.unreadable_lines = run.value("unreadable_lines", size_t{0});

@@ -46,7 +46,9 @@ struct History {
   int replicas = 0;
   double ack_wait_ms = 0;
   double heartbeat_ms = 0;
-  double retry_max_ms = 0;   // the replicas' longest wait between probes of a sink that is down
+  double retry_max_ms = 0;  // the replicas' longest wait between probes of a sink that is down
+  // Per-key ordered work: message id i has key i % keys (0: the work is not ordered).
+  int keys = 0;
   double faults_end_ms = 0;  // the nemesis stopped and healed everything here
   double end_ms = 0;
   std::vector<PublishRecord> publishes;

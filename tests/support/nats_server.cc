@@ -349,6 +349,7 @@ NatsCluster::NatsCluster(const NatsClusterOptions& cluster_options) {
       }
       NatsServerOptions options;
       options.server_name = "n" + std::to_string(i + 1);
+      options.extra_config = cluster_options.extra_config;
       NatsServer::Ports node_ports{ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]};
       // The constructor is private to NatsServer, so make_unique cannot reach it.
       nodes_.push_back(std::unique_ptr<NatsServer>(

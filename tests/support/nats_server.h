@@ -114,6 +114,7 @@ struct NatsClusterOptions {
   // Servers do not tell clients about each other's client ports, so a client only ever uses the
   // URLs it was given (a proxy in front of each node stays in the path).
   bool no_advertise = false;
+  std::string extra_config;  // appended to every node's config (subject mappings, say)
 };
 
 // A full-mesh routed JetStream cluster (cluster name "fleet", servers "n1".."n<size>").
@@ -121,7 +122,7 @@ class NatsCluster {
  public:
   // Starts all nodes and waits (up to kClusterReadyTimeout) until every node is healthy and knows
   // the JetStream meta leader. Throws std::runtime_error with the nodes' log tails otherwise.
-  explicit NatsCluster(int size = 3) : NatsCluster(NatsClusterOptions{size, {}, false}) {}
+  explicit NatsCluster(int size = 3) : NatsCluster(NatsClusterOptions{size, {}, false, {}}) {}
   explicit NatsCluster(const NatsClusterOptions& options);
 
   NatsServer& node(int i);  // 0-based: node(0) is "n1"; throws std::out_of_range
