@@ -296,6 +296,70 @@ std::vector<double> raw_latency(const std::string& url, double rate, int count) 
   return latencies.ms();
 }
 
+// Per-key order on and off over the same messages: bench.ord.<run>.k<i % keys>, which the
+// embedded broker maps to 16 partitions. Both sides run 16 handlers.
+constexpr const char* kOrderedStream = "ORDERED";
+constexpr const char* kOrderedSource = "bench.ord.*.*";  // bench.ord.<run>.<key>
+constexpr int kOrderedKeyToken = 4;
+constexpr int kOrderedPartitions = 16;
+
+std::string ordered_destination() {
+  return "bench.ord.{{wildcard(1)}}.{{wildcard(2)}}.{{partition(" +
+         std::to_string(kOrderedPartitions) + ",2)}}";
+}
+
+Rate keyed_consume(const std::string& url, const std::string& run, int keys, int messages,
+                   bool ordered) {
+  {
+    Connection c(url);
+    jsErrCode jerr{};
+    // Only this run's messages: an ordered work reads every run's subjects.
+    if (auto s = js_PurgeStream(c.js, kOrderedStream, nullptr, &jerr); s != NATS_OK)
+      die("purge", s);
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    const std::string body(128, 'x');
+    for (int i = 0; i < messages; ++i) {
+      const std::string subject = "bench.ord." + run + ".k" + std::to_string(i % keys);
+      if (auto s = js_PublishAsync(c.js, subject.c_str(), body.data(), 128, &po); s != NATS_OK)
+        die("publish", s);
+    }
+    if (auto s = js_PublishAsyncComplete(c.js, nullptr); s != NATS_OK) die("publish complete", s);
+  }
+  natsfleet::FleetOptions options{.name = "bench-keyed", .servers = {url}};
+  options.missing_window = 100ms;  // a new consumer on a stream holding messages: no long wait
+  natsfleet::Fleet fleet(options);
+  natsfleet::WorkSpec spec;
+  spec.name = run + (ordered ? "-ordered" : "-plain");
+  spec.stream = kOrderedStream;
+  // The stored subjects: bench.ord.<run>.<key>.<partition>.
+  spec.subject = ordered ? kOrderedSource : "bench.ord." + run + ".*.*";
+  spec.heartbeat = 500ms;
+  spec.concurrency = 16;
+  if (ordered) {
+    spec.ordering = natsfleet::Ordering::per_key;
+    spec.key_token = kOrderedKeyToken;
+    spec.partitions = kOrderedPartitions;
+  }
+  std::atomic<int> got{0};
+  Span span;
+  auto added = fleet.add_work(spec, [&](const natsfleet::Message&) {
+    const int n = got.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (n == 1) span.begin();
+    if (n == messages) got.notify_all();
+    return natsfleet::Disposition::ack();
+  });
+  if (!added) {
+    std::fprintf(stderr, "bench: %s\n", added.error().describe().c_str());
+    std::exit(1);
+  }
+  if (!fleet.start()) std::exit(1);
+  for (int n = got.load(); n < messages; n = got.load()) got.wait(n);
+  const Rate rate = span.end(messages - 1);
+  fleet.shutdown(5s);
+  return rate;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -346,7 +410,10 @@ int main(int argc, char** argv) {
       server = argv[i + 1];
   }
   const std::string load = load_average();
-  natsfleet::broker::EmbeddedBroker embedded;
+  natsfleet::EmbeddedBrokerOptions broker_options;
+  broker_options.mappings = {{kOrderedSource, ordered_destination()}};
+  natsfleet::broker::EmbeddedBroker embedded(broker_options);
+  const bool own_broker = server.empty();
   if (server.empty()) {
     if (auto started = embedded.start(); !started) {
       std::fprintf(stderr, "bench: %s\n", started.error().describe().c_str());
@@ -407,5 +474,23 @@ int main(int argc, char** argv) {
   };
   show("raw nats.c fetch loop, 256", raw_latency(server, paced, count));
   show("natsfleet work subscription", natsfleet_latency(server, "paced", paced, count).ms);
+
+  // Per-key order costs one message in flight per partition: measured at three key counts.
+  if (!own_broker) return 0;  // a broker of its own carries the partition mapping
+  {
+    Connection c(server);
+    add_stream(c.js, kOrderedStream, "bench.ord.*.*.*");
+  }
+  const int keyed = std::max(messages / 5, 1000);
+  std::printf(
+      "per-key order on and off, %d messages each, 16 partitions, 16 handlers, no-op handler:\n",
+      keyed);
+  for (int keys : {10, 100, 1000}) {
+    const std::string run = "k" + std::to_string(keys);
+    const Rate plain = keyed_consume(server, run + "p", keys, keyed, false);
+    const Rate ordered = keyed_consume(server, run + "o", keys, keyed, true);
+    std::printf("  %5d keys: plain %8.0f msg/s, per-key order %8.0f msg/s, ratio %.2f\n", keys,
+                plain.per_second, ordered.per_second, ordered.per_second / plain.per_second);
+  }
   return 0;
 }

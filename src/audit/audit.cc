@@ -10,6 +10,8 @@
 #include "audit/broker_snapshot.h"
 #include "audit/tool_connection.h"
 #include "base/duration.h"
+#include "fleet/ordered_work.h"
+#include "fleet/partition_plan.h"
 #include "nats/connection.h"
 #include "natsfleet/redact.h"
 
@@ -18,6 +20,8 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
+
+constexpr milliseconds kProbeTimeout{2000};  // where the partition mapping sends a probe
 
 // A failed read after the connection was up, in words that say what happened.
 Error midway(const Error& error, const std::string& servers, milliseconds timeout) {
@@ -85,6 +89,24 @@ Result<AuditReport> run_audit(const AuditOptions& options) {
     report.findings.insert(report.findings.end(), work.begin(), work.end());
     auto dead = dead_letter_findings(*options.config, *first, *second);
     report.findings.insert(report.findings.end(), dead.begin(), dead.end());
+    // Per-key ordered work needs the broker's partition mapping: probed with one message that
+    // no stream stores (fleet::probe_partition_mapping).
+    for (const auto& w : options.config->work) {
+      if (w.spec.ordering != Ordering::per_key) continue;
+      auto plan = fleet::PartitionPlan::make(w.spec.subject, w.spec.key_token, w.spec.partitions);
+      if (!plan) continue;
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_clock::now());
+      const std::string problem = fleet::probe_partition_mapping(
+          **connection, *plan, std::clamp(left, std::chrono::milliseconds(100), kProbeTimeout));
+      if (problem.empty()) continue;
+      report.findings.push_back(
+          {"", w.spec.name, "partition-mapping",
+           fmt::format("{}:{}: {}", options.config->file, w.line, problem),
+           fmt::format("add to nats-server's config (the account's mappings, or the top level "
+                       "for the default account) and reload: mappings {{ {} }}",
+                       plan->mapping_line())});
+    }
   }
   return report;
 }

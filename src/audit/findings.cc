@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "audit/subject_match.h"
 #include "base/duration.h"
 #include "fleet/consumer_shape.h"
+#include "fleet/partition_plan.h"
 
 namespace natsfleet::audit {
 namespace {
@@ -111,10 +113,17 @@ std::optional<Finding> stalled(const Sampled& c, const std::string& over) {
   if (!at_ack_limit(c.before) || !at_ack_limit(now) ||
       c.before.ack_floor_stream_seq != now.ack_floor_stream_seq)
     return std::nullopt;
-  return finding(
-      now, "stalled",
+  const std::string what =
       fmt::format("{} unacked, max_ack_pending {}; ack floor {} unchanged {}", now.num_ack_pending,
-                  max_ack_pending(now), now.ack_floor_stream_seq, over),
+                  max_ack_pending(now), now.ack_floor_stream_seq, over);
+  // A partition of per-key ordered work holds one message by design: the key order rests on it.
+  if (fleet::is_partition_description(now.config.description))
+    return finding(now, "stalled", what,
+                   "a partition of per-key ordered work waits for its one message: find the "
+                   "replica holding it (its downstream may be down; it returns after ack_wait "
+                   "if the replica died); keep max_ack_pending 1, which keeps the key order");
+  return finding(
+      now, "stalled", what,
       "nothing more is delivered until acks arrive: find the replica holding these messages "
       "(they return after ack_wait) or raise max_ack_pending");
 }
@@ -140,8 +149,50 @@ const nats::StreamInfo* stream_holding(const std::string& subject, const BrokerS
 }
 
 void judge_work(const config::WorkConfig& work, const std::string& where,
+                const BrokerSnapshot& snapshot, std::vector<Finding>& out);
+
+// Per-key ordered work is one work per partition, on the partitioned subjects.
+void judge_ordered_work(const config::WorkConfig& work, const std::string& where,
+                        const BrokerSnapshot& snapshot, std::vector<Finding>& out) {
+  const WorkSpec& spec = work.spec;
+  auto plan = fleet::PartitionPlan::make(spec.subject, spec.key_token, spec.partitions);
+  if (!plan) return;  // the config was checked when it was read
+  if (!stream_holding(plan->stored_subjects(), snapshot)) {
+    out.push_back({"", spec.name, "work-no-stream",
+                   fmt::format("{}: per-key order stores subject '{}' as '{}', and no stream "
+                               "holds that",
+                               where, spec.subject, plan->stored_subjects()),
+                   fmt::format("create a stream holding '{}', and map the subject on the broker: "
+                               "mappings {{ {} }}",
+                               plan->stored_subjects(), plan->mapping_line())});
+    return;
+  }
+  std::vector<Finding> partitions;
+  for (int p = 0; p < plan->partitions(); ++p) {
+    config::WorkConfig one = work;
+    one.spec = fleet::partition_spec(spec, *plan, p);
+    judge_work(one, where + " partition " + std::to_string(p), snapshot, partitions);
+  }
+  // None created yet reads as one finding, not one per partition.
+  const bool none = static_cast<int>(partitions.size()) == plan->partitions() &&
+                    std::all_of(partitions.begin(), partitions.end(),
+                                [](const Finding& f) { return f.finding == "work-missing"; });
+  if (!none) {
+    out.insert(out.end(), partitions.begin(), partitions.end());
+    return;
+  }
+  out.push_back({partitions[0].stream, spec.name, "work-missing",
+                 fmt::format("{}: none of its {} partition consumers ({} .. {}) is on stream '{}'",
+                             where, plan->partitions(), fleet::partition_consumer(spec.name, 0),
+                             fleet::partition_consumer(spec.name, plan->partitions() - 1),
+                             partitions[0].stream),
+                 "natsfleet run creates them when it starts"});
+}
+
+void judge_work(const config::WorkConfig& work, const std::string& where,
                 const BrokerSnapshot& snapshot, std::vector<Finding>& out) {
   const WorkSpec& spec = work.spec;
+  if (spec.ordering == Ordering::per_key) return judge_ordered_work(work, where, snapshot, out);
   const nats::StreamInfo* stream = stream_holding(spec.subject, snapshot);
   if (!stream) {
     out.push_back({"", spec.name, "work-no-stream",

@@ -33,22 +33,6 @@ std::string join(const std::vector<std::string>& tokens) {
   return out;
 }
 
-// The partition subscriptions' spec: one durable per partition, one message in flight on the
-// whole fleet, so the broker orders the partition.
-WorkSpec partition_spec(const WorkSpec& work, const PartitionPlan& plan, int partition) {
-  WorkSpec spec = work;
-  spec.name = partition_consumer(work.name, partition);
-  spec.subject = plan.filter(partition);
-  spec.max_ack_pending = 1;
-  spec.concurrency = 1;
-  spec.batch = 1;
-  spec.ordering = Ordering::none;
-  spec.key_token = 0;
-  spec.description =
-      "partition " + std::to_string(partition) + " of " + work.name + " (per-key order, natsfleet)";
-  return spec;
-}
-
 int severity(SubscriptionState s) {
   switch (s) {
     case SubscriptionState::fatal:

@@ -116,8 +116,34 @@ int PartitionPlan::partition_in(std::string_view stored) const {
   return value;
 }
 
+WorkSpec partition_spec(const WorkSpec& work, const PartitionPlan& plan, int partition) {
+  WorkSpec spec = work;
+  spec.name = partition_consumer(work.name, partition);
+  spec.subject = plan.filter(partition);
+  spec.max_ack_pending = 1;
+  spec.concurrency = 1;
+  spec.batch = 1;
+  spec.ordering = Ordering::none;
+  spec.key_token = 0;
+  spec.description = partition_description(work.name, partition);
+  return spec;
+}
+
 std::string partition_consumer(std::string_view name, int partition) {
   return std::string(name) + "-p" + std::to_string(partition);
+}
+
+namespace {
+constexpr std::string_view kPartitionMark = " (per-key order, natsfleet)";
+}
+
+std::string partition_description(std::string_view name, int partition) {
+  return "partition " + std::to_string(partition) + " of " + std::string(name) +
+         std::string(kPartitionMark);
+}
+
+bool is_partition_description(std::string_view description) {
+  return description.rfind("partition ", 0) == 0 && description.ends_with(kPartitionMark);
 }
 
 }  // namespace natsfleet::fleet

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "natsfleet/error.h"
+#include "natsfleet/spec.h"
 
 namespace natsfleet::fleet {
 
@@ -58,7 +59,14 @@ class PartitionPlan {
   int partition_token_ = 0;  // 1-based, in a stored subject
 };
 
+// The work of partition p of an ordered work: its own shared durable (partition_consumer), the
+// partition's filter, and one message in flight across the fleet, so the broker orders it.
+WorkSpec partition_spec(const WorkSpec& work, const PartitionPlan& plan, int partition);
+
 // The durable consumer of partition p of the work `name`.
 std::string partition_consumer(std::string_view name, int partition);
+// The description natsfleet gives that consumer, and whether a description is one.
+std::string partition_description(std::string_view name, int partition);
+bool is_partition_description(std::string_view description);
 
 }  // namespace natsfleet::fleet

@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "audit/audit.h"
 #include "base/child_process.h"
+#include "config/daemon_config.h"
 #include "consume/ack_metadata.h"
 #include "fleet/ordered_work.h"
 #include "fleet/partition_plan.h"
@@ -287,6 +289,55 @@ TEST(OrderedWork, KeysStayInOrderThroughAKilledReplicaAndAJoiningOne) {
   r1.kill();
   r2.kill();
   for (const auto& f : files) std::remove(f.c_str());
+}
+
+config::DaemonConfig ordered_config(const std::string& url) {
+  return config::parse_config("name = \"svc\"\nservers = [\"" + url +
+                                  "\"]\n[[work]]\nname = \"orders\"\nsubject = \"orders.*\"\n"
+                                  "ordering = \"per-key\"\nkey_token = 2\nheartbeat = \"250ms\"\n"
+                                  "sink = { type = \"stdout\" }\n",
+                              "svc.toml");
+}
+
+std::vector<std::string> rules_of(const audit::AuditReport& report, const std::string& work) {
+  std::vector<std::string> rules;
+  for (const auto& f : report.findings)
+    if (f.consumer == work) rules.push_back(f.finding);
+  return rules;
+}
+
+TEST(OrderedWorkAudit, NamesAMissingMappingAndStream) {
+  NatsServer bare;
+  auto report = audit::run_audit(
+      {.servers = {bare.url()}, .interval = 100ms, .config = ordered_config(bare.url())});
+  ASSERT_TRUE(report) << report.error().describe();
+  const auto rules = rules_of(*report, "orders");
+  EXPECT_EQ(rules, (std::vector<std::string>{"work-no-stream", "partition-mapping"}));
+  for (const auto& f : report->findings)
+    if (f.finding == "partition-mapping")
+      EXPECT_NE(f.action.find("\"orders.*\": \"orders.{{wildcard(1)}}.{{partition(16,1)}}\""),
+                std::string::npos)
+          << f.action;
+}
+
+TEST(OrderedWorkAudit, FindsNothingWrongWithARunningOrderedWork) {
+  auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
+  NatsServer server({.extra_config = mapping_config(plan)});
+  BrokerClient admin(server.url());
+  admin.create_stream("ORDERS", {plan.stored_subjects()});
+  Fleet fleet(testing::fast_options({server.url()}, "ordered"));
+  auto spec = testing::fast_work("orders", "orders.*");
+  spec.ordering = Ordering::per_key;
+  spec.key_token = 2;
+  ASSERT_TRUE(fleet.add_work(spec, [](const Message&) { return Disposition::ack(); }));
+  ASSERT_TRUE(fleet.start());
+  ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 20s));
+  auto report = audit::run_audit(
+      {.servers = {server.url()}, .interval = 100ms, .config = ordered_config(server.url())});
+  ASSERT_TRUE(report) << report.error().describe();
+  EXPECT_TRUE(rules_of(*report, "orders").empty());
+  for (const auto& f : report->findings) ADD_FAILURE() << f.consumer << ": " << f.finding;
+  fleet.shutdown(5s);
 }
 
 }  // namespace
