@@ -92,11 +92,12 @@ ConsumerLifecycle::Options lifecycle_options(const WorkSpec& spec, ConsumerLifec
 
 ConsumerSubscription::ConsumerSubscription(WorkSpec spec, WorkHandler handler,
                                            FleetContext& context, Scope scope,
-                                           ReplicaOptions replica)
+                                           ReplicaOptions replica, Fencing fencing)
     : spec_(std::move(spec)),
       handler_(std::move(handler)),
       scope_(scope),
       replica_(std::move(replica)),
+      fencing_(fencing),
       ctx_(context),
       status_(spec_.name, scope == Scope::shared ? "work" : "broadcast", spec_.subject,
               context.log),
@@ -699,6 +700,14 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
     if (engine_) engine_->message_done();
     return;
   }
+  if (fencing_ == Fencing::latest_delivery && !still_ours(message)) {
+    // Taken over (or unknowable): its current holder answers it, or its redelivery decides.
+    stale_skipped_++;
+    if (probe) apply(gate_.dropped(id, Clock::now()));
+    std::lock_guard lock(engine_mu_);
+    if (engine_) engine_->message_done();
+    return;
+  }
   Disposition outcome = run_handler(message, delivered);
   const auto now = Clock::now();
   if (!gate_.down()) adapt_window(now - started, message.data().size());
@@ -726,6 +735,18 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
     if (engine_) engine_->message_done();
   }
   apply(std::move(gate));
+}
+
+bool ConsumerSubscription::still_ours(const Message& message) {
+  if (message.consumer_seq() == 0) return true;  // no delivery facts: nothing to check
+  const SubscriptionHealth where = status_.snapshot();
+  const auto asked = Clock::now();
+  auto info = api_.consumer_info(where.stream, where.consumer);
+  // An answer that took long may be old news: this process may have been paused with it in
+  // its socket while the broker moved on.
+  if (Clock::now() - asked > spec_.ack_wait / 4) return false;
+  return info && info->delivered_consumer_seq == message.consumer_seq() &&
+         info->num_ack_pending > 0;
 }
 
 Disposition ConsumerSubscription::run_handler(const Message& message, uint64_t delivered) {

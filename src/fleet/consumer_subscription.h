@@ -63,12 +63,21 @@ struct ReplicaOptions {
   bool last_per_subject = false;
 };
 
+// Whether a delivery is checked with the broker before its handler runs (and before each retry
+// of a held one): `latest_delivery` runs it only while the consumer's last delivery is this one
+// and it is unacked. A replica that held a message through a pause, a partition or a sink
+// outage, while the broker gave it to another replica, then neither handles nor answers it.
+// Per-key ordered work needs this (a late handling would come after the key's next message);
+// it costs a consumer info request per message.
+enum class Fencing { none, latest_delivery };
+
 class ConsumerSubscription final : public Supervised {
  public:
   using Scope = ConsumerLifecycle::Scope;
 
   ConsumerSubscription(WorkSpec spec, WorkHandler handler, FleetContext& context,
-                       Scope scope = Scope::shared, ReplicaOptions replica = {});
+                       Scope scope = Scope::shared, ReplicaOptions replica = {},
+                       Fencing fencing = Fencing::none);
   ~ConsumerSubscription() override;
 
   void start() override;
@@ -95,6 +104,9 @@ class ConsumerSubscription final : public Supervised {
   // One delivery (or a held message tried again: `probe`) through the handler and to the broker.
   void process(nats::InboundMessage&& msg, bool probe);
   Disposition run_handler(const Message& message, uint64_t delivered);
+  // Fencing::latest_delivery: the broker's last delivery of the consumer is this message's, and
+  // it is unacked. False too when the broker cannot say (it is redelivered after ack_wait).
+  bool still_ours(const Message& message);
   // Acks, naks or terminates (after the dead letter is stored) and counts it.
   void settle(const Message& message, const std::string& reply, Disposition outcome);
   // Carries out what the downstream gate decided: pause or resume intake, hand held messages
@@ -124,6 +136,7 @@ class ConsumerSubscription final : public Supervised {
   const WorkHandler handler_;
   const Scope scope_;
   const ReplicaOptions replica_;
+  const Fencing fencing_;
   FleetContext& ctx_;
   SubscriptionStatus status_;
   nats::JetStreamApi api_;

@@ -151,6 +151,17 @@ DownstreamGate::Outcome DownstreamGate::succeeded(bool probe, TimePoint now) {
   return out;
 }
 
+DownstreamGate::Outcome DownstreamGate::dropped(uint64_t id, TimePoint now) {
+  Outcome out;
+  std::lock_guard lock(mu_);
+  probe_out_ = false;
+  failing_.erase(std::remove(failing_.begin(), failing_.end(), id), failing_.end());
+  next_probe_ = now;
+  if (state_ == State::verifying && !verify_left()) finish_verifying(out);
+  publish_flags();
+  return out;
+}
+
 void DownstreamGate::convict(uint64_t id) {
   if (convicted(id)) return;
   convicted_.push_back(id);

@@ -75,6 +75,9 @@ class DownstreamGate {
                  std::chrono::milliseconds retry_after, TimePoint now);
   // The downstream answered (ack, or the handler's own nak or term).
   Outcome succeeded(bool probe, TimePoint now);
+  // The probe `id` was not tried: the message is no longer this replica's (the broker gave it
+  // to another replica meanwhile). The next held message is due at once.
+  Outcome dropped(uint64_t id, TimePoint now);
   // The next held message to try, when one is due; at most one is out at a time.
   std::optional<nats::InboundMessage> next_probe(TimePoint now);
   // Reply subjects of held messages whose in-progress ack is due (their clocks restart now).

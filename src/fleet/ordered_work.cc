@@ -111,8 +111,8 @@ OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& conte
       slots_(spec_.concurrency) {
   for (int p = 0; p < plan_.partitions(); ++p)
     partitions_.push_back(std::make_unique<ConsumerSubscription>(
-        partition_spec(spec_, plan_, p), [this, p](const Message& m) { return handle(p, m); },
-        ctx_));
+        partition_spec(spec_, plan_, p), [this, p](const Message& m) { return handle(p, m); }, ctx_,
+        ConsumerSubscription::Scope::shared, ReplicaOptions{}, Fencing::latest_delivery));
 }
 
 OrderedWork::~OrderedWork() {

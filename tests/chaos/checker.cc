@@ -53,10 +53,11 @@ double covered(const std::vector<Span>& spans, double from, double to) {
 
 }  // namespace
 
-// Per key, in the order records were seen: a record whose stream sequence is below one already
-// handled for its key is a violation (a repeat of the key's latest message is at-least-once, not
-// a violation). "Already" is exact within one replica's file; across replicas a record counts
-// as earlier only when it was seen more than order_tolerance_ms before.
+// Per key, in the order records were seen: a record of a message published before one already
+// handled for its key is a violation (ids are the publish order: the broker may store one id
+// twice, at two sequences, and that is a duplicate, not a reordering) (a repeat of the key's latest
+// message is at-least-once, not a violation). "Already" is exact within one replica's file; across
+// replicas a record counts as earlier only when it was seen more than order_tolerance_ms before.
 void check_key_order(History& h, const CheckOptions& options, Verdict& v) {
   v.ordered = true;
   std::unordered_map<int64_t, std::vector<size_t>> by_key;  // indexes into h.handlings
@@ -79,7 +80,7 @@ void check_key_order(History& h, const CheckOptions& options, Verdict& v) {
         const HandlingRecord& q = h.handlings[records[i]];
         const bool earlier =
             q.replica == r.replica || q.at_ms + options.order_tolerance_ms < r.at_ms;
-        if (!earlier || q.seq <= r.seq) continue;
+        if (!earlier || q.id <= r.id) continue;
         ++v.order_violations;
         if (v.order_violation_examples.size() < 10)
           v.order_violation_examples.push_back(

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -289,6 +290,143 @@ TEST(OrderedWork, KeysStayInOrderThroughAKilledReplicaAndAJoiningOne) {
   r1.kill();
   r2.kill();
   for (const auto& f : files) std::remove(f.c_str());
+}
+
+// A replica paused with a message in its socket buffer reads it, fresh to its own clock, after
+// the broker gave that message to another replica which went on to the key's next one. The
+// fence (the consumer's latest delivery must be this one) keeps it from handling it late.
+TEST(OrderedWork, AReplicaResumedAfterATakeoverDoesNotHandleWhatWasTakenOver) {
+  auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
+  NatsServer server({.extra_config = mapping_config(plan)});
+  BrokerClient admin(server.url());
+  admin.create_stream("ORDERS", {plan.stored_subjects()});
+  const std::string out = "/tmp/natsfleet-ordered-fence-" + std::to_string(getpid());
+  std::remove(out.c_str());
+  auto paused = base::ChildProcess::start(
+      {NATSFLEET_REPLICA_BIN, "--server", server.url(), "--work", "orders", "--subject", "orders.*",
+       "--out", out, "--ack-wait-ms", "2000", "--key-token", "2"},
+      {.search_path = false});
+  ASSERT_TRUE(paused) << paused.error().describe();
+  const std::string partition = fleet::partition_consumer("orders", plan.partition_of("k1"));
+  auto waiting = [&] {
+    auto info = admin.api().consumer_info("ORDERS", partition);
+    return info && info->num_waiting > 0;
+  };
+  ASSERT_TRUE(wait_for(waiting, 20s)) << "the replica pulls the key's partition";
+  ASSERT_TRUE(paused->signal(SIGSTOP));
+  admin.publish("orders.k1", "k1:0");  // to the paused replica's socket
+  ASSERT_TRUE(
+      wait_for([&] { return admin.consumer("ORDERS", partition).num_ack_pending == 1; }, 10s));
+
+  std::mutex mu;
+  std::vector<std::string> seen;
+  auto taker = std::make_unique<Fleet>(testing::fast_options({server.url()}, "taker"));
+  auto spec = testing::fast_work("orders", "orders.*");
+  spec.ordering = Ordering::per_key;
+  spec.key_token = 2;
+  ASSERT_TRUE(taker->add_work(spec, [&](const Message& m) {
+    std::lock_guard lock(mu);
+    seen.push_back(m.data());
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(taker->start());
+  auto saw = [&](const std::string& data) {
+    std::lock_guard lock(mu);
+    return std::find(seen.begin(), seen.end(), data) != seen.end();
+  };
+  ASSERT_TRUE(wait_for([&] { return saw("k1:0"); }, 20s)) << "taken over after ack_wait";
+  admin.publish("orders.k1", "k1:1");
+  ASSERT_TRUE(wait_for([&] { return saw("k1:1"); }, 10s));
+  taker->shutdown(5s);
+  taker.reset();
+
+  ASSERT_TRUE(paused->signal(SIGCONT));
+  admin.publish("orders.k1", "k1:2");  // now only the resumed replica pulls
+  auto lines = [&] {
+    std::vector<std::string> data;
+    for (const auto& h : read_handled({out})) data.push_back(h.key + ":" + std::to_string(h.n));
+    return data;
+  };
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto l = lines();
+        return std::find(l.begin(), l.end(), "k1:2") != l.end();
+      },
+      20s));
+  EXPECT_EQ(lines(), std::vector<std::string>{"k1:2"}) << "k1:0 handled after k1:1";
+  paused->kill();
+  std::remove(out.c_str());
+}
+
+// A replica whose downstream is down holds a key's message; paused past ack_wait, it loses the
+// message to another replica, which goes on to the key's next one. When its downstream is back,
+// the fence keeps it from handling what it no longer holds.
+TEST(OrderedWork, AHeldMessageTakenOverIsNotHandledWhenTheDownstreamIsBack) {
+  auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
+  NatsServer server({.extra_config = mapping_config(plan)});
+  BrokerClient admin(server.url());
+  admin.create_stream("ORDERS", {plan.stored_subjects()});
+  const std::string out = "/tmp/natsfleet-ordered-held-" + std::to_string(getpid());
+  const std::string down = out + ".down";
+  std::remove(out.c_str());
+  std::ofstream(down) << "down\n";
+  auto holder = base::ChildProcess::start(
+      {NATSFLEET_REPLICA_BIN, "--server", server.url(), "--work", "orders", "--subject", "orders.*",
+       "--out", out, "--ack-wait-ms", "2000", "--key-token", "2", "--down-while", down},
+      {.search_path = false});
+  ASSERT_TRUE(holder) << holder.error().describe();
+  const std::string partition = fleet::partition_consumer("orders", plan.partition_of("k1"));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto info = admin.api().consumer_info("ORDERS", partition);
+        return info && info->num_waiting > 0;
+      },
+      20s));
+  admin.publish("orders.k1", "k1:0");
+  // Held (retried, kept alive) for longer than ack_wait: still the holder's.
+  ASSERT_TRUE(
+      wait_for([&] { return admin.consumer("ORDERS", partition).num_ack_pending == 1; }, 10s));
+  ASSERT_TRUE(holder->signal(SIGSTOP));
+
+  std::mutex mu;
+  std::vector<std::string> seen;
+  auto taker = std::make_unique<Fleet>(testing::fast_options({server.url()}, "taker"));
+  auto spec = testing::fast_work("orders", "orders.*");
+  spec.ordering = Ordering::per_key;
+  spec.key_token = 2;
+  ASSERT_TRUE(taker->add_work(spec, [&](const Message& m) {
+    std::lock_guard lock(mu);
+    seen.push_back(m.data());
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(taker->start());
+  auto saw = [&](const std::string& data) {
+    std::lock_guard lock(mu);
+    return std::find(seen.begin(), seen.end(), data) != seen.end();
+  };
+  ASSERT_TRUE(wait_for([&] { return saw("k1:0"); }, 20s)) << "taken over after ack_wait";
+  admin.publish("orders.k1", "k1:1");
+  ASSERT_TRUE(wait_for([&] { return saw("k1:1"); }, 10s));
+  taker->shutdown(5s);
+  taker.reset();
+
+  ASSERT_TRUE(holder->signal(SIGCONT));
+  std::remove(down.c_str());  // the holder's downstream is back
+  admin.publish("orders.k1", "k1:2");
+  auto lines = [&] {
+    std::vector<std::string> data;
+    for (const auto& h : read_handled({out})) data.push_back(h.key + ":" + std::to_string(h.n));
+    return data;
+  };
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto l = lines();
+        return std::find(l.begin(), l.end(), "k1:2") != l.end();
+      },
+      30s));
+  EXPECT_EQ(lines(), std::vector<std::string>{"k1:2"}) << "k1:0 handled after k1:1";
+  holder->kill();
+  std::remove(out.c_str());
 }
 
 config::DaemonConfig ordered_config(const std::string& url) {

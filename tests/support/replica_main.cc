@@ -3,12 +3,13 @@
 //
 //   fleet_replica --server URL --work NAME --subject SUBJ --out FILE [--ack-wait-ms N] [--hold]
 //                 [--push-queue] [--key-token N [--partitions P]] [--handle-ms N]
-//                 [--concurrency N]
+//                 [--concurrency N] [--down-while FILE]
 //
 // With --hold it records messages and never answers them: they are in flight when it dies.
 // With --key-token the work is ordered per key, and each line starts with the monotonic clock
 // (nanoseconds, comparable across processes on one machine) at which it was handled.
-// --handle-ms makes each handler take that long, after its line is written.
+// --handle-ms makes each handler take that long, after its line is written. With --down-while
+// the downstream is down (Disposition::retry, nothing written) while FILE exists.
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   bool push_queue = false;
   int ack_wait_ms = 2000;
   int key_token = 0, partitions = 16, handle_ms = 0, concurrency = 0;
+  std::string down_while;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -52,6 +54,8 @@ int main(int argc, char** argv) {
       handle_ms = std::stoi(next());
     else if (a == "--concurrency")
       concurrency = std::stoi(next());
+    else if (a == "--down-while")
+      down_while = next();
   }
   std::mutex mu;
   std::ofstream file(out, std::ios::app);
@@ -67,7 +71,10 @@ int main(int argc, char** argv) {
     spec.partitions = partitions;
   }
   if (concurrency > 0) spec.concurrency = concurrency;
+  if (!down_while.empty()) spec.retry_max = std::chrono::milliseconds(500);  // back soon after
   auto added = fleet.add_work(spec, [&](const natsfleet::Message& m) {
+    if (!down_while.empty() && std::ifstream(down_while))
+      return natsfleet::Disposition::retry().because("down while " + down_while + " exists");
     {
       std::lock_guard lock(mu);
       if (key_token > 0) {

@@ -299,3 +299,26 @@ TEST(DownstreamGate, HoldHandsAMessageBackWhenUp) {
 
 }  // namespace
 }  // namespace natsfleet::fleet
+
+namespace natsfleet::fleet {
+namespace {
+
+TEST(DownstreamGate, AProbeNoLongerOursIsForgottenAndTheNextIsDueAtOnce) {
+  auto g = gate();
+  (void)g.failed(msg(1), 1, false, "503", 0ms, t0);
+  (void)g.failed(msg(2), 2, false, "503", 0ms, t0);
+  ASSERT_TRUE(g.down());
+  std::optional<nats::InboundMessage> probe;
+  for (auto now = t0; !probe; now += 100ms) probe = g.next_probe(now);
+  const TimePoint later = t0 + 1h;
+  EXPECT_FALSE(g.next_probe(later)) << "one probe out at a time";
+  // The broker gave the probe to another replica: it is dropped, not tried.
+  (void)g.dropped(1, later);
+  EXPECT_EQ(g.held(), 1u);
+  auto next = g.next_probe(later);
+  ASSERT_TRUE(next) << "the next held message is tried at once";
+  EXPECT_TRUE(g.down()) << "nothing showed the downstream works";
+}
+
+}  // namespace
+}  // namespace natsfleet::fleet
