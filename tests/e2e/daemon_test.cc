@@ -7,9 +7,12 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
+#include "fleet/partition_plan.h"
 #include "support/broker_client.h"
 #include "support/daemon_process.h"
 #include "support/nats_server.h"
@@ -248,6 +251,61 @@ TEST_F(TwoReplicas, APausedOneDoesNotHandleWhatTheBrokerHandedOnMeanwhile) {
       "records of a before the pause %zu; handled by both: %zu (a's copy before the pause), "
       "%zu (after)\n",
       before, again_before_pause, again_after_pause);
+}
+
+// natsfleet run with no servers and a per-key ordered work: its embedded broker maps the subject
+// to partitions and stores the partitioned subjects, so plain publishes reach the work in order.
+TEST(Daemon, OrderedWorkOnTheEmbeddedBrokerKeepsEachKeyInOrder) {
+  TempDir dir;
+  const std::string out = dir.path() + "/out.jsonl";
+  DaemonProcess daemon(dir.path(), "ord",
+                       "name = \"ord\"\n[health]\nlisten = \"127.0.0.1:0\"\n[[work]]\n"
+                       "name = \"orders\"\nsubject = \"orders.*\"\nordering = \"per-key\"\n"
+                       "key_token = 2\nconcurrency = 4\nsink = { type = \"file\", path = \"" +
+                           out + "\" }\n");
+  daemon.start();
+  const std::string port_file = dir.path() + "/.natsfleet/ord/broker/port";
+  int port = 0;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        std::ifstream in(port_file);
+        return in && (in >> port) && port > 0;
+      },
+      20s))
+      << daemon.log();
+  BrokerClient admin("nats://127.0.0.1:" + std::to_string(port));
+  ASSERT_TRUE(wait_for([&] { return admin.api().find_stream("orders.*.*").ok(); }, 20s))
+      << daemon.log();
+  constexpr int kKeys = 5, kEach = 20;
+  for (int n = 0; n < kEach; ++n)
+    for (int k = 0; k < kKeys; ++k)
+      admin.publish("orders.k" + std::to_string(k),
+                    "k" + std::to_string(k) + ":" + std::to_string(n));
+  auto records = [&] {
+    std::vector<nlohmann::json> all;
+    std::ifstream in(out);
+    for (std::string line; std::getline(in, line);) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_object()) all.push_back(std::move(j));
+    }
+    return all;
+  };
+  ASSERT_TRUE(wait_for([&] { return records().size() >= kKeys * kEach; }, 30s)) << daemon.log();
+  std::map<std::string, int> last;
+  for (const auto& r : records()) {
+    const std::string data = r.value("data", "");
+    const std::string key = data.substr(0, data.find(':'));
+    const int n = std::stoi(data.substr(data.find(':') + 1));
+    auto [it, fresh] = last.emplace(key, n);
+    if (!fresh) EXPECT_GT(n, it->second) << key << " out of order";
+    it->second = n;
+    EXPECT_EQ(r.value("subject", ""),
+              "orders." + key + "." +
+                  std::to_string(fleet::PartitionPlan::make("orders.*", 2, 16)->partition_of(key)));
+  }
+  EXPECT_EQ(last.size(), static_cast<size_t>(kKeys));
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(20s), 0) << daemon.log();
 }
 
 }  // namespace
