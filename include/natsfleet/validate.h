@@ -25,7 +25,7 @@ struct Limits {
   static constexpr int kMaxDeliver = 1'000'000;  // or -1: unlimited
   static constexpr int kMaxBatch = 10'000;
   static constexpr int kMaxQueued = 1'000'000;
-  static constexpr int kMaxKeyToken = 256;  // a subject has fewer tokens than that
+  static constexpr int kMaxKeyToken = 256;     // a subject has fewer tokens than that
   static constexpr int kMaxPartitions = 1024;  // a durable consumer and two threads each
   static constexpr std::chrono::milliseconds kMinAckWait{100};
   static constexpr std::chrono::milliseconds kMaxAckWait = std::chrono::hours(24);

@@ -56,8 +56,7 @@ Result<void> EmbeddedBroker::start() {
       out << "  \"" << source << "\": \"" << destination << "\"\n";
     out << "}\n";
     out.close();
-    if (!out)
-      return Result<void>(Errc::invalid_argument, "cannot write broker config " + conf);
+    if (!out) return Result<void>(Errc::invalid_argument, "cannot write broker config " + conf);
     command.args.insert(command.args.begin(), {"--config", conf});
   }
   command.log_file = log_file();

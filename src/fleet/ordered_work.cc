@@ -200,13 +200,17 @@ void OrderedWork::wait_handlers() {
 Disposition OrderedWork::handle(int partition, const Message& message) {
   Partition& part = state_[static_cast<size_t>(partition)];
   const uint64_t seq = message.stream_seq();
-  // This replica handled a later message of the partition: this one was settled before that
-  // one was delivered (one message in flight per partition), so the broker lost its answer.
-  if (seq != 0 && seq <= part.handled_to.load()) {
+  // A redelivery of a message older than one this replica handled in the partition: it was
+  // settled before that one was delivered (one message in flight per partition), so the broker
+  // lost its answer. Never a first delivery: a broker failing over can deliver a message late,
+  // out of stream order, and skipping it would lose it.
+  if (seq != 0 && message.delivered() > 1 && seq <= part.handled_to.load()) {
     ++repeats_skipped_;
     return Disposition::ack();
   }
-  if (message.delivered() > 1) {
+  // Counted once per message: a held message tried again (its downstream is down) comes back.
+  const bool again = part.last_seen.exchange(seq) == seq;
+  if (message.delivered() > 1 && !again) {
     ++takeovers_;
     ctx_.log->info(
         "work {}: partition {} handed over to this replica at stream sequence {} (delivery {}: "

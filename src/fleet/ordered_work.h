@@ -48,6 +48,7 @@ class OrderedWork final : public Supervised {
  private:
   struct Partition {
     std::atomic<uint64_t> handled_to{0};  // the highest stream sequence handled here
+    std::atomic<uint64_t> last_seen{0};   // the stream sequence last handed to this replica
     std::atomic<bool> held{false};
   };
 
