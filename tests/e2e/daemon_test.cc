@@ -297,7 +297,9 @@ TEST(Daemon, OrderedWorkOnTheEmbeddedBrokerKeepsEachKeyInOrder) {
     const std::string key = data.substr(0, data.find(':'));
     const int n = std::stoi(data.substr(data.find(':') + 1));
     auto [it, fresh] = last.emplace(key, n);
-    if (!fresh) EXPECT_GT(n, it->second) << key << " out of order";
+    if (!fresh) {
+      EXPECT_GT(n, it->second) << key << " out of order";
+    }
     it->second = n;
     EXPECT_EQ(r.value("subject", ""),
               "orders." + key + "." +

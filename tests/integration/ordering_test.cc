@@ -451,11 +451,12 @@ TEST(OrderedWorkAudit, NamesAMissingMappingAndStream) {
   ASSERT_TRUE(report) << report.error().describe();
   const auto rules = rules_of(*report, "orders");
   EXPECT_EQ(rules, (std::vector<std::string>{"work-no-stream", "partition-mapping"}));
-  for (const auto& f : report->findings)
-    if (f.finding == "partition-mapping")
-      EXPECT_NE(f.action.find("\"orders.*\": \"orders.{{wildcard(1)}}.{{partition(16,1)}}\""),
-                std::string::npos)
-          << f.action;
+  for (const auto& f : report->findings) {
+    if (f.finding != "partition-mapping") continue;
+    EXPECT_NE(f.action.find("\"orders.*\": \"orders.{{wildcard(1)}}.{{partition(16,1)}}\""),
+              std::string::npos)
+        << f.action;
+  }
 }
 
 TEST(OrderedWorkAudit, FindsNothingWrongWithARunningOrderedWork) {
@@ -474,7 +475,9 @@ TEST(OrderedWorkAudit, FindsNothingWrongWithARunningOrderedWork) {
       {.servers = {server.url()}, .interval = 100ms, .config = ordered_config(server.url())});
   ASSERT_TRUE(report) << report.error().describe();
   EXPECT_TRUE(rules_of(*report, "orders").empty());
-  for (const auto& f : report->findings) ADD_FAILURE() << f.consumer << ": " << f.finding;
+  for (const auto& f : report->findings) {
+    ADD_FAILURE() << f.consumer << ": " << f.finding;
+  }
   fleet.shutdown(5s);
 }
 
