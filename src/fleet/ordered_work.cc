@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <random>
 
 #include "fleet/consumer_subscription.h"
 #include "nats/connection.h"
@@ -15,6 +14,7 @@ using std::chrono::milliseconds;
 
 constexpr const char* kProbeToken = "natsfleet-probe";
 constexpr int kProbeAttempts = 3;
+constexpr int kProbeKeys = 16;
 constexpr milliseconds kProbeTimeout{2000};
 
 std::vector<std::string> split(std::string_view subject) {
@@ -53,12 +53,12 @@ int severity(SubscriptionState s) {
 
 }  // namespace
 
-std::string probe_partition_mapping(nats::Connection& connection, const PartitionPlan& plan,
-                                    milliseconds timeout) {
-  // A subject of the work's own that no real message uses: a random key, every other wildcard
-  // a fixed token.
-  std::random_device random;
-  const std::string key = std::string(kProbeToken) + "-" + std::to_string(random());
+namespace {
+
+// One probe: where the broker maps a subject of the work's own, with `key` in the key token and
+// a fixed token in every other wildcard.
+std::string probe_key(nats::Connection& connection, const PartitionPlan& plan,
+                      const std::string& key, milliseconds timeout) {
   auto tokens = split(plan.source());
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] == "*" || tokens[i] == ">")
@@ -100,6 +100,21 @@ std::string probe_partition_mapping(nats::Connection& connection, const Partitio
   if (where == published) return "the broker has no subject mapping for " + plan.source();
   return "the broker maps " + published + " to " + where + ", the plan expects " + expected +
          " (another mapping, or another partition count)";
+}
+
+}  // namespace
+
+std::string probe_partition_mapping(nats::Connection& connection, const PartitionPlan& plan,
+                                    milliseconds timeout) {
+  // Several fixed keys: one key may land where the plan says under another partition count too
+  // (fnv % 8 equals fnv % 16 for half of all keys); these 16 tell 16 from 4, 8 and 32, and they
+  // are the same on every run, so a check that passes once passes again.
+  for (int i = 0; i < kProbeKeys; ++i) {
+    const std::string problem =
+        probe_key(connection, plan, std::string(kProbeToken) + "-" + std::to_string(i), timeout);
+    if (!problem.empty()) return problem;
+  }
+  return {};
 }
 
 OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& context)
