@@ -6,10 +6,11 @@
 // natsfleet consumer and of the raw loop, both fed at half the rate natsfleet reaches when it
 // handles what is being published: p50 and p99 from publish to handler.
 //
-//   natsfleet-bench [--messages N] [--size BYTES] [--rounds R] [--only natsfleet|raw]
+//   natsfleet-bench [--messages N] [--size BYTES] [--rounds R] [--only natsfleet|raw|per-key]
 //                   [--server URL]
 //
-// --only runs one side's rounds and skips the latency run: for `perf record` of one side.
+// --only runs one side's rounds and skips the latency run: for `perf record` of one side;
+// --only per-key runs the per-key order section alone (on the embedded broker).
 // --server uses a running broker (with no stream named BENCH or LATENCY_*) instead of starting
 // one, so that `perf stat` counts this process alone.
 //
@@ -392,6 +393,25 @@ struct Side {
   }
 };
 
+// Per-key order costs one message in flight per partition: measured at three key counts.
+void per_key_section(const std::string& server, int messages) {
+  {
+    Connection c(server);
+    add_stream(c.js, kOrderedStream, "bench.ord.*.*.*");
+  }
+  const int keyed = std::max(messages / 5, 1000);
+  std::printf(
+      "per-key order on and off, %d messages each, 16 partitions, 16 handlers, no-op handler:\n",
+      keyed);
+  for (int keys : {10, 100, 1000}) {
+    const std::string run = "k" + std::to_string(keys);
+    const Rate plain = keyed_consume(server, run + "p", keys, keyed, false);
+    const Rate ordered = keyed_consume(server, run + "o", keys, keyed, true);
+    std::printf("  %5d keys: plain %8.0f msg/s, per-key order %8.0f msg/s, ratio %.2f\n", keys,
+                plain.per_second, ordered.per_second, ordered.per_second / plain.per_second);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -420,6 +440,10 @@ int main(int argc, char** argv) {
       return 1;
     }
     server = embedded.url();
+  }
+  if (only == "per-key") {
+    per_key_section(server, messages);
+    return 0;
   }
   fill_stream(server, messages, size);
   std::printf(
@@ -475,22 +499,7 @@ int main(int argc, char** argv) {
   show("raw nats.c fetch loop, 256", raw_latency(server, paced, count));
   show("natsfleet work subscription", natsfleet_latency(server, "paced", paced, count).ms);
 
-  // Per-key order costs one message in flight per partition: measured at three key counts.
-  if (!own_broker) return 0;  // a broker of its own carries the partition mapping
-  {
-    Connection c(server);
-    add_stream(c.js, kOrderedStream, "bench.ord.*.*.*");
-  }
-  const int keyed = std::max(messages / 5, 1000);
-  std::printf(
-      "per-key order on and off, %d messages each, 16 partitions, 16 handlers, no-op handler:\n",
-      keyed);
-  for (int keys : {10, 100, 1000}) {
-    const std::string run = "k" + std::to_string(keys);
-    const Rate plain = keyed_consume(server, run + "p", keys, keyed, false);
-    const Rate ordered = keyed_consume(server, run + "o", keys, keyed, true);
-    std::printf("  %5d keys: plain %8.0f msg/s, per-key order %8.0f msg/s, ratio %.2f\n", keys,
-                plain.per_second, ordered.per_second, ordered.per_second / plain.per_second);
-  }
+  // A broker of its own carries the partition mapping.
+  if (own_broker) per_key_section(server, messages);
   return 0;
 }

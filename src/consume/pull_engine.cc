@@ -63,7 +63,7 @@ Result<void> PullEngine::subscribe_inbox() {
     old = std::move(subscription_);
     subscription_ = std::move(sub.value());
     new_inbox_due_ = false;
-    flow_.forget_requests(now());
+    flow_.new_inbox(now());
   }
   old.reset();  // outside the lock: it waits for a running delivery, which takes the lock
   return {};
@@ -104,6 +104,7 @@ void PullEngine::on_batch(std::vector<nats::InboundMessage>& batch, uint64_t gen
         continue;
       }
       if (msg.status == 0) {
+        msg.pulled_at = flow_.pulled_since();
         flow_.delivered(at);
         if (&batch[kept] != &msg) batch[kept] = std::move(msg);
         ++kept;

@@ -13,6 +13,8 @@ int64_t PullWindow::next_pull(Clock::time_point now) {
   const int64_t want = window_ - in_hand;
   if (want <= 0) return 0;
   if (requested_ == 0) last_heard_ = now;  // heartbeats are owed from now on
+  // No earlier request can still deliver: this one is the oldest.
+  if (requested_ == 0 && now >= forgotten_live_) oldest_live_ = now;
   requested_ += want;
   last_pull_ = now;
   ++pulls_;
@@ -41,6 +43,14 @@ void PullWindow::unsent(int64_t messages) {
 void PullWindow::heard(Clock::time_point now) { last_heard_ = now; }
 
 void PullWindow::forget_requests(Clock::time_point now) {
+  if (requested_ > 0)
+    forgotten_live_ = std::max(forgotten_live_, last_pull_ + options_.expires + options_.heartbeat);
+  requested_ = 0;
+  last_heard_ = now;
+}
+
+void PullWindow::new_inbox(Clock::time_point now) {
+  forgotten_live_ = {};
   requested_ = 0;
   last_heard_ = now;
 }
@@ -49,6 +59,8 @@ bool PullWindow::gap(Clock::time_point now) {
   if (options_.gap_after.count() <= 0 || requested_ == 0 || now - last_heard_ < options_.gap_after)
     return false;
   ++gaps_;
+  // They may still deliver until the inbox is replaced (see new_inbox()).
+  forgotten_live_ = std::max(forgotten_live_, last_pull_ + options_.expires + options_.heartbeat);
   requested_ = 0;
   return true;
 }

@@ -38,8 +38,14 @@ class PullWindow {
   void unsent(int64_t messages);
   // A status or heartbeat: the broker is alive.
   void heard(Clock::time_point now);
-  // Forgets outstanding requests (they may be gone), as of `now`.
+  // Forgets outstanding requests (they may be gone), as of `now`. Those sent on the same inbox
+  // may still deliver until they expire; new_inbox() forgets them for good (the old inbox has
+  // no listener).
   void forget_requests(Clock::time_point now);
+  void new_inbox(Clock::time_point now);
+  // When the oldest request that may still deliver was sent: a message arriving now was sent by
+  // the broker no earlier, so its ack_wait has run for at most `now - pulled_since()`.
+  Clock::time_point pulled_since() const { return oldest_live_; }
   // With requests outstanding, nothing was heard for gap_after: the requests are forgotten and
   // true is returned (once per gap).
   bool gap(Clock::time_point now);
@@ -69,6 +75,8 @@ class PullWindow {
   int64_t in_hand_ = 0;    // delivered and not yet done
   Clock::time_point last_heard_{};
   Clock::time_point last_pull_{};
+  Clock::time_point oldest_live_{};     // see pulled_since()
+  Clock::time_point forgotten_live_{};  // forgotten requests may deliver until then
   uint64_t pulls_ = 0;
   uint64_t gaps_ = 0;
 };

@@ -142,6 +142,7 @@ void ConsumerSubscription::start() {
 }
 
 void ConsumerSubscription::connection_changed(bool connected) {
+  link_changed_ = Clock::now().time_since_epoch().count();
   if (connected) reconnected_ = true;
   std::lock_guard lock(wake_mu_);
   woken_ = true;
@@ -681,6 +682,7 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
     in = std::move(*back);
   }
   const uint64_t delivered = delivery ? delivery->delivered : 1;
+  const Clock::time_point pulled_at = in.pulled_at;
   if (!probe) {
     status_.counters.received++;
     if (delivered > 1) status_.counters.redelivered++;
@@ -700,7 +702,7 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
     if (engine_) engine_->message_done();
     return;
   }
-  if (fencing_ == Fencing::latest_delivery && !still_ours(message)) {
+  if (!admit(pulled_at, message, probe)) {
     // Taken over (or unknowable): its current holder answers it, or its redelivery decides.
     stale_skipped_++;
     if (probe) apply(gate_.dropped(id, Clock::now()));
@@ -709,6 +711,7 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
     return;
   }
   Disposition outcome = run_handler(message, delivered);
+  release_slot();
   const auto now = Clock::now();
   if (!gate_.down()) adapt_window(now - started, message.data().size());
 
@@ -747,6 +750,29 @@ bool ConsumerSubscription::still_ours(const Message& message) {
   if (Clock::now() - asked > spec_.ack_wait / 4) return false;
   return info && info->delivered_consumer_seq == message.consumer_seq() &&
          info->num_ack_pending > 0;
+}
+
+bool needs_broker_fence(Clock::time_point pulled_at, bool probe, Clock::time_point now,
+                        Clock::time_point link_changed, milliseconds ack_wait) {
+  if (probe || pulled_at == Clock::time_point{}) return true;
+  // The broker sent it after the pull, so its ack_wait began no earlier: three quarters of it are
+  // left. A disconnect since may have been a broker restart that forgot the delivery.
+  return now - pulled_at >= ack_wait / 4 || link_changed >= pulled_at;
+}
+
+bool ConsumerSubscription::admit(Clock::time_point pulled_at, const Message& message, bool probe) {
+  if (fencing_.slots) fencing_.slots->acquire();
+  if (!fencing_.latest_delivery) return true;
+  const Clock::time_point link_changed{Clock::duration(link_changed_.load())};
+  if (!needs_broker_fence(pulled_at, probe, Clock::now(), link_changed, spec_.ack_wait) ||
+      still_ours(message))
+    return true;
+  release_slot();
+  return false;
+}
+
+void ConsumerSubscription::release_slot() {
+  if (fencing_.slots) fencing_.slots->release();
 }
 
 Disposition ConsumerSubscription::run_handler(const Message& message, uint64_t delivered) {

@@ -38,6 +38,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <semaphore>
 #include <set>
 #include <string>
 #include <thread>
@@ -63,13 +64,31 @@ struct ReplicaOptions {
   bool last_per_subject = false;
 };
 
-// Whether a delivery is checked with the broker before its handler runs (and before each retry
-// of a held one): `latest_delivery` runs it only while the consumer's last delivery is this one
-// and it is unacked. A replica that held a message through a pause, a partition or a sink
-// outage, while the broker gave it to another replica, then neither handles nor answers it.
-// Per-key ordered work needs this (a late handling would come after the key's next message);
-// it costs a consumer info request per message.
-enum class Fencing { none, latest_delivery };
+// Per-key ordered work's extras (fleet/ordered_work.h).
+//
+// `latest_delivery`: a delivery is handled (and a held one tried again) only while it is the
+// consumer's last delivery and unacked, so a replica that held a message through a pause, a
+// partition or a sink outage, while the broker gave it to another replica, neither handles nor
+// answers it (a late handling would come after the key's next message). A fresh delivery is
+// known to be ours without asking: it answers a pull sent less than a quarter of ack_wait ago,
+// with no disconnect since, so the broker's ack_wait for it has most of its time to run. Any
+// other (one that waited, was held, or came on an old pull) costs a consumer info request.
+//
+// `slots`, shared by the subscriptions of one ordered work: a handler takes one before the
+// check above and keeps it until it returns, so a message that waits for a slot is checked
+// after the wait.
+struct Fencing {
+  bool latest_delivery = false;
+  std::counting_semaphore<>* slots = nullptr;
+};
+
+// Whether a delivery needs the broker's word that it is still this replica's (see Fencing):
+// false only for a first try of a message pulled less than ack_wait / 4 before `now`, with no
+// disconnect or reconnect since the pull (`link_changed`).
+bool needs_broker_fence(std::chrono::steady_clock::time_point pulled_at, bool probe,
+                        std::chrono::steady_clock::time_point now,
+                        std::chrono::steady_clock::time_point link_changed,
+                        std::chrono::milliseconds ack_wait);
 
 class ConsumerSubscription final : public Supervised {
  public:
@@ -77,7 +96,7 @@ class ConsumerSubscription final : public Supervised {
 
   ConsumerSubscription(WorkSpec spec, WorkHandler handler, FleetContext& context,
                        Scope scope = Scope::shared, ReplicaOptions replica = {},
-                       Fencing fencing = Fencing::none);
+                       Fencing fencing = {});
   ~ConsumerSubscription() override;
 
   void start() override;
@@ -107,6 +126,9 @@ class ConsumerSubscription final : public Supervised {
   // Fencing::latest_delivery: the broker's last delivery of the consumer is this message's, and
   // it is unacked. False too when the broker cannot say (it is redelivered after ack_wait).
   bool still_ours(const Message& message);
+  // Fencing: takes a slot, then checks; false (and no slot held) when the message is not ours.
+  bool admit(Clock::time_point pulled_at, const Message& message, bool probe);
+  void release_slot();
   // Acks, naks or terminates (after the dead letter is stored) and counts it.
   void settle(const Message& message, const std::string& reply, Disposition outcome);
   // Carries out what the downstream gate decided: pause or resume intake, hand held messages
@@ -151,6 +173,8 @@ class ConsumerSubscription final : public Supervised {
   bool woken_ = false;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> reconnected_{false};
+  // When the connection last went down or came back (steady clock ticks; 0: never).
+  std::atomic<Clock::rep> link_changed_{0};
 
   std::mutex signal_mu_;
   std::optional<consume::PullStatus> signal_;  // the latest unsettled status from the engine

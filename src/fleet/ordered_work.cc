@@ -122,12 +122,13 @@ OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& conte
       handler_(std::move(handler)),
       ctx_(context),
       plan_(PartitionPlan::make(spec_.subject, spec_.key_token, spec_.partitions).value()),
-      state_(std::make_unique<Partition[]>(static_cast<size_t>(spec_.partitions))),
-      slots_(spec_.concurrency) {
+      slots_(spec_.concurrency),
+      state_(std::make_unique<Partition[]>(static_cast<size_t>(spec_.partitions))) {
   for (int p = 0; p < plan_.partitions(); ++p)
     partitions_.push_back(std::make_unique<ConsumerSubscription>(
         partition_spec(spec_, plan_, p), [this, p](const Message& m) { return handle(p, m); }, ctx_,
-        ConsumerSubscription::Scope::shared, ReplicaOptions{}, Fencing::latest_delivery));
+        ConsumerSubscription::Scope::shared, ReplicaOptions{},
+        Fencing{.latest_delivery = true, .slots = &slots_}));
 }
 
 OrderedWork::~OrderedWork() {
@@ -232,16 +233,11 @@ Disposition OrderedWork::handle(int partition, const Message& message) {
         "the replica that held it did not answer within ack_wait, or gave it back)",
         spec_.name, partition, seq, message.delivered());
   }
-  slots_.acquire();
-  part.held = true;
+  part.held = true;  // the subscription holds one of slots_ meanwhile
   struct Release {
-    OrderedWork& work;
     Partition& part;
-    ~Release() {
-      part.held = false;
-      work.slots_.release();
-    }
-  } release{*this, part};
+    ~Release() { part.held = false; }
+  } release{part};
   Disposition outcome = handler_(message);
   if (outcome.kind() == Disposition::Kind::ack || outcome.kind() == Disposition::Kind::term) {
     uint64_t was = part.handled_to.load();

@@ -59,9 +59,9 @@ class OrderedWork final : public Supervised {
   const WorkHandler handler_;
   FleetContext& ctx_;
   const PartitionPlan plan_;
+  std::counting_semaphore<> slots_;  // taken by the partitions' handlers (see Fencing)
   std::vector<std::unique_ptr<ConsumerSubscription>> partitions_;
   std::unique_ptr<Partition[]> state_;
-  std::counting_semaphore<> slots_;
   std::atomic<uint64_t> takeovers_{0};
   std::atomic<uint64_t> repeats_skipped_{0};
 

@@ -53,6 +53,9 @@ struct InboundMessage {
   // The last in-progress ack natsfleet sent for it (unset: none); with `received`, how long the
   // broker's ack_wait clock has been running.
   std::chrono::steady_clock::time_point kept_alive{};
+  // For a pulled message: when the oldest pull request that could have brought it was sent
+  // (unset: unknown). The broker delivered it after that, so its ack_wait started no earlier.
+  std::chrono::steady_clock::time_point pulled_at{};
 };
 
 using MessageCallback = std::function<void(InboundMessage&&)>;

@@ -129,5 +129,44 @@ TEST(PullWindow, HeldBackItTakesHardlyMoreAndResumesAtItsSize) {
   EXPECT_EQ(w.window(), 1) << "never below one";
 }
 
+// What a message arriving now can have been sent for: the oldest request that may still deliver.
+TEST(PullWindow, AMessageIsDatedByTheOldestRequestThatMayStillDeliver) {
+  auto w = window(4);
+  ASSERT_EQ(w.next_pull(t0), 4);
+  EXPECT_EQ(w.pulled_since(), t0);
+  w.delivered(t0 + 1s);
+  w.delivered(t0 + 1s);
+  w.done();
+  w.done();
+  ASSERT_EQ(w.next_pull(t0 + 2s), 2) << "pipelined while two are still asked for";
+  EXPECT_EQ(w.pulled_since(), t0) << "the first request may still bring the next message";
+  for (int i = 0; i < 4; ++i) w.delivered(t0 + 3s);
+  for (int i = 0; i < 4; ++i) w.done();
+  ASSERT_EQ(w.requested(), 0);
+  ASSERT_EQ(w.next_pull(t0 + 4s), 4);
+  EXPECT_EQ(w.pulled_since(), t0 + 4s) << "everything asked for before arrived";
+}
+
+TEST(PullWindow, RequestsForgottenOnTheSameInboxStillDateMessagesUntilTheyExpire) {
+  auto w = window(1);
+  ASSERT_EQ(w.next_pull(t0), 1);
+  w.forget_requests(t0 + 1s);  // a reconnect: the broker may still hold the request
+  ASSERT_EQ(w.next_pull(t0 + 1s), 1);
+  EXPECT_EQ(w.pulled_since(), t0) << "the forgotten request may deliver first";
+  w.delivered(t0 + 2s);
+  w.done();
+  ASSERT_EQ(w.next_pull(t0 + 36s), 1) << "the new request is done, the old one has expired";
+  EXPECT_EQ(w.pulled_since(), t0 + 36s);
+}
+
+TEST(PullWindow, ANewInboxLeavesForgottenRequestsNothingToDeliverTo) {
+  auto w = window(1, 15s);
+  ASSERT_EQ(w.next_pull(t0), 1);
+  ASSERT_TRUE(w.gap(t0 + 20s));
+  w.new_inbox(t0 + 20s);
+  ASSERT_EQ(w.next_pull(t0 + 20s), 1);
+  EXPECT_EQ(w.pulled_since(), t0 + 20s);
+}
+
 }  // namespace
 }  // namespace natsfleet::consume
