@@ -66,7 +66,7 @@ int run_replica(const ReplicaOptions& options, const std::atomic<bool>& stop) {
   });
 
   // The work: one replica per event. The status is published once, with the event's stream
-  // sequence as message id: a redelivered event does not notify twice.
+  // sequence as message id (a redelivered event does not notify twice) and as its order.
   natsfleet::WorkSpec work;
   work.name = "sync-listener";
   work.subject = "daemon.sync.complete";
@@ -80,8 +80,10 @@ int run_replica(const ReplicaOptions& options, const std::atomic<bool>& stop) {
       spdlog::warn("event {}: {}; terminated", m.stream_seq(), status.error);
       return natsfleet::Disposition::term();
     }
-    auto published =
-        relay.publish(status.member, status.json, "sync-" + std::to_string(m.stream_seq()));
+    // The event's stream sequence orders the member's statuses: a status published late (its
+    // event was taken over after ack_wait) never replaces a newer one on a page.
+    auto published = relay.publish(status.member, status.json,
+                                   "sync-" + std::to_string(m.stream_seq()), m.stream_seq());
     if (!published) {
       spdlog::warn("status for {} not published ({}); retrying", status.member,
                    published.error().describe());

@@ -98,14 +98,14 @@ class Fleet {
   [[nodiscard]] Result<void> start();
 
   // Publishes a core NATS message; with a non-empty msg_id it carries a Nats-Msg-Id header so a
-  // stream drops a duplicate (a handler that republishes on redelivery).
+  // stream drops a duplicate (a handler that republishes on redelivery). `headers` go with it.
   [[nodiscard]] Result<void> publish(const std::string& subject, const std::string& data,
-                                     const std::string& msg_id = {});
+                                     const std::string& msg_id = {}, const Headers& headers = {});
 
   // Publishes into a stream and waits for the stream's ack (its sequence is returned). A
   // non-empty msg_id lets the stream drop a duplicate within its duplicate window, so a
-  // redelivered message that republishes does not publish twice. Thread-safe; returns within
-  // about `timeout`.
+  // redelivered message that republishes does not publish twice. `headers` go with it.
+  // Thread-safe; returns within about `timeout`.
   //
   // Whether a stream holds the subject is asked of the broker ($JS.API.STREAM.NAMES) and cached
   // per subject: a positive answer is kept (asked again only after a publish to the subject found
@@ -120,7 +120,8 @@ class Fleet {
   [[nodiscard]] Result<uint64_t> publish_to_stream(const std::string& subject,
                                                    const std::string& data,
                                                    const std::string& msg_id,
-                                                   std::chrono::milliseconds timeout);
+                                                   std::chrono::milliseconds timeout,
+                                                   const Headers& headers = {});
 
   FleetHealth health() const;
 

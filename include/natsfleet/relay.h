@@ -63,6 +63,7 @@ struct RelayStats {
   uint64_t delivered = 0;   // status x session deliveries
   uint64_t dropped = 0;     // refused by a session (closed, or too slow)
   uint64_t unrouted = 0;    // statuses for a key with no session here (normal in a fleet)
+  uint64_t superseded = 0;  // not delivered: its event is older than one delivered for the key
   size_t keys = 0;          // keys with a session here
   size_t sessions = 0;
   bool subscribed = false;  // the relay's subscription exists (it binds in the background)
@@ -90,8 +91,16 @@ class Relay {
   // work message's stream and sequence, say) makes a repeated publish a no-op. With the
   // JetStream source, returns once the stream has stored it (an error when it could not: nak
   // the work message so it is retried).
+  //
+  // `event` puts a key's statuses in event order: the stream sequence of the work message the
+  // status reports, say (0: arrival order). Replicas handle a key's events concurrently, and an
+  // event a dead replica held is handled again only after ack_wait, so its status can be
+  // published after a newer event's. Each replica then delivers a status only when its event is
+  // newer than the last one delivered for the key (RelayStats::superseded counts the others),
+  // so a page never goes back to an older status, and a session that attaches later is handed
+  // the newest event's status, not the last one published.
   [[nodiscard]] Result<void> publish(const std::string& key, const std::string& payload,
-                                     const std::string& msg_id);
+                                     const std::string& msg_id, uint64_t event = 0);
 
   RelayStats stats() const;
 

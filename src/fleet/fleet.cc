@@ -186,14 +186,17 @@ class Fleet::Impl {
   }
 
   Result<void> publish(const std::string& subject, const std::string& data,
-                       const std::string& msg_id) {
+                       const std::string& msg_id, const Headers& extra) {
     if (!connection_) return Result<void>(Errc::not_connected, "fleet not started");
-    if (msg_id.empty()) return connection_->publish(subject, data);
-    return connection_->publish(subject, data, Headers{{"Nats-Msg-Id", {msg_id}}});
+    if (msg_id.empty() && extra.empty()) return connection_->publish(subject, data);
+    Headers headers = extra;
+    if (!msg_id.empty()) headers["Nats-Msg-Id"] = {msg_id};
+    return connection_->publish(subject, data, headers);
   }
 
   Result<uint64_t> publish_to_stream(const std::string& subject, const std::string& data,
-                                     const std::string& msg_id, std::chrono::milliseconds timeout) {
+                                     const std::string& msg_id, std::chrono::milliseconds timeout,
+                                     const Headers& extra) {
     if (!connection_) return Result<uint64_t>(Errc::not_connected, "fleet not started");
     const auto deadline = Clock::now() + timeout;
     // Whether a stream holds the subject is the broker's answer, never read from "no responders"
@@ -212,7 +215,7 @@ class Fleet::Impl {
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0)
       return Result<uint64_t>(Errc::timeout, subject + ": timed out asking which stream holds it");
-    Headers headers;
+    Headers headers = extra;
     if (!msg_id.empty()) headers["Nats-Msg-Id"] = {msg_id};
     auto reply = connection_->request(subject, data, headers, left);
     if (!reply) {
@@ -389,13 +392,14 @@ Result<void> Fleet::add_broadcast(BroadcastSpec spec, BroadcastHandler handler) 
 void Fleet::on_fatal(FatalHandler handler) { impl_->on_fatal(std::move(handler)); }
 Result<void> Fleet::start() { return impl_->start(); }
 Result<void> Fleet::publish(const std::string& subject, const std::string& data,
-                            const std::string& msg_id) {
-  return impl_->publish(subject, data, msg_id);
+                            const std::string& msg_id, const Headers& headers) {
+  return impl_->publish(subject, data, msg_id, headers);
 }
 Result<uint64_t> Fleet::publish_to_stream(const std::string& subject, const std::string& data,
                                           const std::string& msg_id,
-                                          std::chrono::milliseconds timeout) {
-  return impl_->publish_to_stream(subject, data, msg_id, timeout);
+                                          std::chrono::milliseconds timeout,
+                                          const Headers& headers) {
+  return impl_->publish_to_stream(subject, data, msg_id, timeout, headers);
 }
 FleetHealth Fleet::health() const { return impl_->health(); }
 void Fleet::shutdown(std::chrono::milliseconds deadline) { impl_->shutdown(deadline); }

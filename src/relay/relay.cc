@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cctype>
+#include <charconv>
 #include <deque>
 #include <mutex>
 #include <unordered_set>
@@ -15,6 +16,16 @@ std::string upper(std::string text) {
   for (char& c : text)
     c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return text;
+}
+
+// The header that carries a status's event order (Relay::publish's `event`).
+constexpr const char* kEventHeader = "Natsfleet-Relay-Event";
+
+uint64_t event_of(const Message& m) {
+  const std::string text = m.header(kEventHeader);
+  uint64_t event = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), event);
+  return ec == std::errc() && end == text.data() + text.size() ? event : 0;
 }
 
 // The last `capacity` message ids, oldest forgotten first.
@@ -54,7 +65,7 @@ struct Inbound {
     }
     const std::string& subject = m.subject();
     const std::string key = subject.substr(std::min(subject.size(), prefix_size + 1));
-    registry.deliver(key, std::make_shared<const std::string>(m.data()));
+    registry.deliver(key, std::make_shared<const std::string>(m.data()), event_of(m));
   }
 
   relay::SessionRegistry registry;
@@ -131,11 +142,15 @@ class Relay::Impl {
   void detach(SessionId id) { inbound_->registry.remove(id); }
 
   Result<void> publish(const std::string& key, const std::string& payload,
-                       const std::string& msg_id) {
+                       const std::string& msg_id, uint64_t event) {
     if (auto checked = check_relay_key(key); !checked) return checked;
     const std::string subject = options_.subject_prefix + "." + key;
-    if (options_.source == BroadcastSource::core) return fleet_.publish(subject, payload, msg_id);
-    auto stored = fleet_.publish_to_stream(subject, payload, msg_id, options_.publish_timeout);
+    Headers headers;
+    if (event != 0) headers[kEventHeader] = {std::to_string(event)};
+    if (options_.source == BroadcastSource::core)
+      return fleet_.publish(subject, payload, msg_id, headers);
+    auto stored =
+        fleet_.publish_to_stream(subject, payload, msg_id, options_.publish_timeout, headers);
     if (!stored) return stored.error();
     return {};
   }
@@ -148,6 +163,7 @@ class Relay::Impl {
     s.delivered = registry.delivered;
     s.dropped = registry.dropped;
     s.unrouted = registry.unrouted;
+    s.superseded = registry.superseded;
     s.keys = registry.members;
     s.sessions = registry.sessions;
     std::lock_guard lock(mu_);
@@ -175,8 +191,8 @@ Result<SessionId> Relay::attach(const std::string& key, std::shared_ptr<RelaySes
 void Relay::detach(SessionId id) { impl_->detach(id); }
 Result<void> Relay::ensure_subscribed() { return impl_->ensure_subscribed(); }
 Result<void> Relay::publish(const std::string& key, const std::string& payload,
-                            const std::string& msg_id) {
-  return impl_->publish(key, payload, msg_id);
+                            const std::string& msg_id, uint64_t event) {
+  return impl_->publish(key, payload, msg_id, event);
 }
 RelayStats Relay::stats() const { return impl_->stats(); }
 

@@ -43,12 +43,19 @@ bool SessionRegistry::remove(SessionId id) {
 }
 
 std::size_t SessionRegistry::deliver(std::string_view member,
-                                     const std::shared_ptr<const std::string>& payload) {
+                                     const std::shared_ptr<const std::string>& payload,
+                                     std::uint64_t event) {
   if (!payload) return 0;
+  // One delivery at a time: two statuses of a member handed out at once could reach a session
+  // in either order. A session removing itself from inside deliver() takes mu_ only.
+  std::lock_guard serial(deliver_mu_);
   std::vector<std::shared_ptr<RelaySession>> targets;
   {
     std::lock_guard lock(mu_);
-    remember(member, payload);
+    if (!remember(member, payload, event)) {
+      ++superseded_;
+      return 0;
+    }
     const auto it = by_member_.find(member);
     if (it == by_member_.end()) {
       ++unrouted_;
@@ -86,21 +93,25 @@ std::size_t SessionRegistry::deliver(std::string_view member,
   return reached;
 }
 
-void SessionRegistry::remember(std::string_view member,
-                               const std::shared_ptr<const std::string>& payload) {
-  if (remembered_members_ == 0) return;
+bool SessionRegistry::remember(std::string_view member,
+                               const std::shared_ptr<const std::string>& payload,
+                               std::uint64_t event) {
+  if (remembered_members_ == 0) return true;
   std::string key(member);
   if (auto it = last_.find(key); it != last_.end()) {
+    if (event != 0 && it->second.event >= event) return false;
     it->second.payload = payload;
+    it->second.event = event;
     recency_.splice(recency_.end(), recency_, it->second.recency);
-    return;
+    return true;
   }
   if (last_.size() >= remembered_members_) {
     last_.erase(recency_.front());
     recency_.pop_front();
   }
   recency_.push_back(key);
-  last_.emplace(std::move(key), Last{payload, std::prev(recency_.end())});
+  last_.emplace(std::move(key), Last{payload, event, std::prev(recency_.end())});
+  return true;
 }
 
 std::size_t SessionRegistry::sessions(std::string_view member) const {
@@ -117,6 +128,7 @@ RegistryStats SessionRegistry::stats() const {
   s.delivered = delivered_;
   s.dropped = dropped_;
   s.unrouted = unrouted_;
+  s.superseded = superseded_;
   return s;
 }
 

@@ -230,5 +230,46 @@ TEST(SessionRegistry, LastStatusesAreBoundedLeastRecentlyUpdatedFirst) {
   EXPECT_TRUE(texts(*late).empty());
 }
 
+TEST(SessionRegistry, AnOlderEventsStatusIsSupersededAndALateSessionGetsTheNewest) {
+  SessionRegistry registry;
+  auto page = std::make_shared<FakeSession>();
+  registry.add("alice", page);
+  EXPECT_EQ(registry.deliver("alice", payload("event 3"), 3), 1u);
+  EXPECT_EQ(registry.deliver("alice", payload("event 7"), 7), 1u);
+  // Event 5's handler was taken over after ack_wait: its status is published last.
+  EXPECT_EQ(registry.deliver("alice", payload("event 5"), 5), 0u);
+  EXPECT_EQ(registry.deliver("alice", payload("event 7 again"), 7), 0u) << "not newer";
+  EXPECT_EQ(registry.deliver("bob", payload("bob 4"), 4), 0u) << "bob's order is his own";
+  EXPECT_EQ(texts(*page), (std::vector<std::string>{"event 3", "event 7"}));
+  EXPECT_EQ(registry.stats().superseded, 2u);
+  auto late = std::make_shared<FakeSession>();
+  registry.add("alice", late);
+  EXPECT_EQ(texts(*late), std::vector<std::string>{"event 7"}) << "the newest, not the last";
+  EXPECT_EQ(registry.deliver("alice", payload("unordered"), 0), 2u) << "0: arrival order";
+}
+
+TEST(SessionRegistry, ConcurrentStatusesOfAMemberReachEverySessionInOneIncreasingOrder) {
+  SessionRegistry registry;
+  auto first = std::make_shared<FakeSession>(), second = std::make_shared<FakeSession>();
+  registry.add("alice", first);
+  registry.add("alice", second);
+  constexpr int kEvents = 4000;
+  std::vector<std::thread> handlers;
+  for (int t = 0; t < 4; ++t)
+    handlers.emplace_back([&, t] {
+      for (int e = 1 + t; e <= kEvents; e += 4)
+        registry.deliver("alice", payload(std::to_string(e)), static_cast<uint64_t>(e));
+    });
+  for (auto& h : handlers) h.join();
+  for (const auto* session : {first.get(), second.get()}) {
+    const auto got = texts(*session);
+    ASSERT_FALSE(got.empty());
+    for (size_t i = 1; i < got.size(); ++i)
+      ASSERT_LT(std::stoi(got[i - 1]), std::stoi(got[i])) << "went back at " << i;
+    EXPECT_EQ(got.back(), std::to_string(kEvents));
+  }
+  EXPECT_EQ(texts(*first), texts(*second)) << "both pages saw the same statuses";
+}
+
 }  // namespace
 }  // namespace natsfleet::relay
