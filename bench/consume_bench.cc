@@ -10,7 +10,9 @@
 //                   [--server URL]
 //
 // --only runs one side's rounds and skips the latency run: for `perf record` of one side;
-// --only per-key runs the per-key order section alone (on the embedded broker).
+// --only per-key runs the per-key order sections alone (on the embedded broker): ordering on vs
+// off at 10, 100 and 1,000 keys, and the handover when a replica holding every partition is
+// killed (it runs as a child of this process: natsfleet-bench --hold URL) and when one joins.
 // --server uses a running broker (with no stream named BENCH or LATENCY_*) instead of starting
 // one, so that `perf stat` counts this process alone.
 //
@@ -21,6 +23,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/child_process.h"
 #include "broker/embedded_broker.h"
 #include "natsfleet/fleet.h"
 
@@ -303,6 +307,8 @@ constexpr const char* kOrderedStream = "ORDERED";
 constexpr const char* kOrderedSource = "bench.ord.*.*";  // bench.ord.<run>.<key>
 constexpr int kOrderedKeyToken = 4;
 constexpr int kOrderedPartitions = 16;
+constexpr std::chrono::milliseconds kHandoverAckWait{5000};
+constexpr std::chrono::milliseconds kHandoverHeartbeat{1000};
 
 std::string ordered_destination() {
   return "bench.ord.{{wildcard(1)}}.{{wildcard(2)}}.{{partition(" +
@@ -412,9 +418,172 @@ void per_key_section(const std::string& server, int messages) {
   }
 }
 
+// The ordered work of the handover measurement, the same in the holding child and here.
+natsfleet::WorkSpec handover_spec() {
+  natsfleet::WorkSpec spec;
+  spec.name = "handover";
+  spec.stream = kOrderedStream;
+  spec.subject = kOrderedSource;
+  spec.ordering = natsfleet::Ordering::per_key;
+  spec.key_token = kOrderedKeyToken;
+  spec.partitions = kOrderedPartitions;
+  spec.concurrency = kOrderedPartitions;
+  spec.ack_wait = kHandoverAckWait;
+  spec.heartbeat = kHandoverHeartbeat;
+  return spec;
+}
+
+// The child's side (--hold URL): takes one message of every partition and never answers, so that
+// they are all in flight when it is killed.
+int hold_partitions(const std::string& url) {
+  natsfleet::FleetOptions options{.name = "bench-holder", .servers = {url}};
+  options.missing_window = 100ms;
+  natsfleet::Fleet fleet(options);
+  auto added = fleet.add_work(handover_spec(), [](const natsfleet::Message&) {
+    for (;;) std::this_thread::sleep_for(1h);
+    return natsfleet::Disposition::ack();
+  });
+  if (!added || !fleet.start()) return 1;
+  for (;;) std::this_thread::sleep_for(1h);
+}
+
+// The partition a stored subject (bench.ord.<run>.<key>.<partition>) names.
+int partition_of_subject(const std::string& subject) {
+  return std::atoi(subject.c_str() + subject.rfind('.') + 1);
+}
+
+bool every_partition_held(jsCtx* js) {
+  for (int p = 0; p < kOrderedPartitions; ++p) {
+    jsConsumerInfo* ci = nullptr;
+    jsErrCode jerr{};
+    const std::string name = "handover-p" + std::to_string(p);
+    if (js_GetConsumerInfo(&ci, js, kOrderedStream, name.c_str(), nullptr, &jerr) != NATS_OK)
+      return false;
+    const bool held = ci->NumAckPending == 1;
+    jsConsumerInfo_Destroy(ci);
+    if (!held) return false;
+  }
+  return true;
+}
+
+// Handover, ordered work: a replica holding a message of every partition is killed (SIGKILL);
+// how long until a survivor handles each partition's message. Then a replica joins the survivor
+// on a backlog: how long until it handles its first message, and its share.
+void handover_section(const std::string& server, const char* self) {
+  Connection c(server);
+  jsErrCode jerr{};
+  if (auto st = js_PurgeStream(c.js, kOrderedStream, nullptr, &jerr); st != NATS_OK)
+    die("purge", st);
+  const auto publish = [&](int count, const std::string& run) {
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    const std::string body(128, 'x');
+    for (int i = 0; i < count; ++i) {
+      const std::string subject = "bench.ord." + run + ".k" + std::to_string(i % 1000);
+      if (auto st = js_PublishAsync(c.js, subject.c_str(), body.data(), 128, &po); st != NATS_OK)
+        die("publish", st);
+    }
+    if (auto st = js_PublishAsyncComplete(c.js, nullptr); st != NATS_OK)
+      die("publish complete", st);
+  };
+  publish(2000, "ho");  // 1,000 keys: every partition has messages
+  auto holder =
+      natsfleet::base::ChildProcess::start({self, "--hold", server}, {.stdin_path = "/dev/null",
+                                                                      .stdout_path = "/dev/null",
+                                                                      .stderr_to_stdout = true,
+                                                                      .search_path = false});
+  if (!holder) {
+    std::fprintf(stderr, "bench: %s\n", holder.error().describe().c_str());
+    std::exit(1);
+  }
+  while (!every_partition_held(c.js)) std::this_thread::sleep_for(20ms);
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<double> first_after_kill(kOrderedPartitions, -1);
+  int partitions_back = 0;
+  std::atomic<int> survivor_handled{0}, joiner_handled{0};
+  std::atomic<bool> slow{false};
+  Clock::time_point killed_at{}, joined_at{}, joiner_first{};
+  natsfleet::FleetOptions options{.name = "bench-survivor", .servers = {server}};
+  options.missing_window = 100ms;
+  natsfleet::Fleet survivor(options);
+  (void)survivor.add_work(handover_spec(), [&](const natsfleet::Message& m) {
+    survivor_handled.fetch_add(1, std::memory_order_relaxed);
+    if (slow.load()) std::this_thread::sleep_for(2ms);
+    std::lock_guard lock(mu);
+    double& first = first_after_kill[static_cast<size_t>(partition_of_subject(m.subject()))];
+    if (first < 0 && killed_at != Clock::time_point{}) {
+      first = std::chrono::duration<double>(Clock::now() - killed_at).count();
+      ++partitions_back;
+      cv.notify_all();
+    }
+    return natsfleet::Disposition::ack();
+  });
+  if (!survivor.start()) std::exit(1);
+  std::this_thread::sleep_for(500ms);  // bound and pulling: nothing to take, all are held
+  {
+    std::lock_guard lock(mu);
+    killed_at = Clock::now();
+  }
+  holder->kill();
+  {
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, 60s, [&] { return partitions_back == kOrderedPartitions; });
+  }
+  std::vector<double> back;
+  for (double t : first_after_kill)
+    if (t >= 0) back.push_back(t);
+  const double target =
+      std::chrono::duration<double>(kHandoverAckWait + kHandoverHeartbeat).count();
+  std::printf(
+      "per-key handover, %d partitions, ack_wait %.1f s, heartbeat %.1f s:\n"
+      "  replica killed holding every partition: %zu of %d partitions handled again by the "
+      "survivor, median %.2f s, last %.2f s after the kill   (target <= %.1f s)\n",
+      kOrderedPartitions, std::chrono::duration<double>(kHandoverAckWait).count(),
+      std::chrono::duration<double>(kHandoverHeartbeat).count(), back.size(), kOrderedPartitions,
+      back.empty() ? -1.0 : median(back),
+      back.empty() ? -1.0 : *std::max_element(back.begin(), back.end()), target);
+
+  // A backlog the survivor alone takes seconds over; a second replica joins it.
+  while (survivor_handled.load() < 2000) std::this_thread::sleep_for(20ms);
+  slow = true;
+  const int before_join = survivor_handled.load();
+  publish(20000, "join");
+  options.name = "bench-joiner";
+  natsfleet::Fleet joiner(options);
+  (void)joiner.add_work(handover_spec(), [&](const natsfleet::Message&) {
+    if (joiner_handled.fetch_add(1) == 0) {
+      std::lock_guard lock(mu);
+      joiner_first = Clock::now();
+      cv.notify_all();
+    }
+    std::this_thread::sleep_for(2ms);
+    return natsfleet::Disposition::ack();
+  });
+  joined_at = Clock::now();
+  if (!joiner.start()) std::exit(1);
+  {
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, 60s, [&] { return joiner_first != Clock::time_point{}; });
+  }
+  while (survivor_handled.load() - before_join + joiner_handled.load() < 20000)
+    std::this_thread::sleep_for(20ms);
+  std::printf(
+      "  replica joining a backlog of 20,000: first message handled %.2f s after start; it "
+      "handled %d, the survivor %d\n",
+      joiner_first == Clock::time_point{}
+          ? -1.0
+          : std::chrono::duration<double>(joiner_first - joined_at).count(),
+      joiner_handled.load(), survivor_handled.load() - before_join);
+  joiner.shutdown(5s);
+  survivor.shutdown(5s);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 3 && !std::strcmp(argv[1], "--hold")) return hold_partitions(argv[2]);
   int messages = 100'000, size = 128, rounds = 3;
   std::string only, server;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -443,6 +612,7 @@ int main(int argc, char** argv) {
   }
   if (only == "per-key") {
     per_key_section(server, messages);
+    handover_section(server, "/proc/self/exe");
     return 0;
   }
   fill_stream(server, messages, size);
@@ -500,6 +670,9 @@ int main(int argc, char** argv) {
   show("natsfleet work subscription", natsfleet_latency(server, "paced", paced, count).ms);
 
   // A broker of its own carries the partition mapping.
-  if (own_broker) per_key_section(server, messages);
+  if (own_broker) {
+    per_key_section(server, messages);
+    handover_section(server, "/proc/self/exe");
+  }
   return 0;
 }

@@ -26,7 +26,26 @@ struct SubscriptionCounters {
   // In-progress acks natsfleet sent for messages that waited on this replica, or were handled,
   // for a third of ack_wait (see WorkSpec::ack_wait).
   uint64_t kept_alive = 0;
+
+  // Adds another subscription's counts (a work made of several, such as ordered work's
+  // partitions).
+  SubscriptionCounters& operator+=(const SubscriptionCounters& o) {
+    received += o.received;
+    acked += o.acked;
+    naked += o.naked;
+    termed += o.termed;
+    redelivered += o.redelivered;
+    handler_errors += o.handler_errors;
+    recoveries += o.recoveries;
+    retried += o.retried;
+    dead_lettered += o.dead_lettered;
+    dropped += o.dropped;
+    kept_alive += o.kept_alive;
+    return *this;
+  }
 };
+static_assert(sizeof(SubscriptionCounters) == 11 * sizeof(uint64_t),
+              "a new counter is added in SubscriptionCounters::operator+= too");
 
 struct SubscriptionHealth {
   std::string name;
@@ -52,6 +71,10 @@ struct SubscriptionHealth {
   // Messages this replica took over: redelivered to it after the replica holding their
   // partition did not answer within ack_wait (a handover).
   uint64_t partition_takeovers = 0;
+  // Summed over those takeovers: how long each message had waited since it was published (the
+  // broker's timestamp) when this replica took it: the holder's time plus the handover, for a
+  // message that had no backlog before it.
+  uint64_t takeover_wait_ms = 0;
   // Redelivered messages of a partition this replica had already handled past (an ack the
   // broker lost): acked again without calling the handler, so a key never goes back in time.
   uint64_t repeats_skipped = 0;

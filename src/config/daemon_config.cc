@@ -20,6 +20,7 @@
 
 #include "base/duration.h"
 #include "base/endpoint.h"
+#include "base/subject_tokens.h"
 #include "natsfleet/validate.h"
 
 namespace natsfleet::config {
@@ -273,15 +274,6 @@ std::string work_field_problem(const std::function<void(WorkSpec&)>& set) {
   probe.max_ack_pending = Limits::kMaxAckPending;
   set(probe);
   return problem(validate_work(probe));
-}
-
-std::vector<std::string> subject_tokens(const std::string& subject) {
-  std::vector<std::string> tokens;
-  size_t start = 0;
-  for (size_t dot; (dot = subject.find('.', start)) != std::string::npos; start = dot + 1)
-    tokens.push_back(subject.substr(start, dot - start));
-  tokens.push_back(subject.substr(start));
-  return tokens;
 }
 
 std::string broadcast_field_problem(const std::function<void(BroadcastSpec&)>& set) {
@@ -584,7 +576,7 @@ class ConfigParser {
           !bad.empty())
         broadcast.fail("max_queued", bad);
     }
-    const auto tokens = subject_tokens(spec.subject);
+    const auto tokens = base::subject_tokens(spec.subject);
     if (auto key_token = broadcast.integer("key_token", 1, Limits::kMaxKeyToken)) {
       if (spec.source != BroadcastSource::core)
         broadcast.fail("key_token", "applies to source = \"core\" only");

@@ -565,6 +565,7 @@ void ConsumerSubscription::run_recovering() {
           return;
         }
         {
+          if (fencing_.fleet_floor) lifecycle_.saw_ack_floor(fencing_.fleet_floor());
           auto made = lifecycle_.recreate(last_handled_seq_.load());
           if (!made) {
             status_.warn("cannot recreate consumer " + lifecycle_.consumer() + ": " +

@@ -35,6 +35,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -77,9 +78,15 @@ struct ReplicaOptions {
 // `slots`, shared by the subscriptions of one ordered work: a handler takes one before the
 // check above and keeps it until it returns, so a message that waits for a slot is checked
 // after the wait.
+//
+// `fleet_floor`, asked before a missing consumer is recreated: the highest stream sequence any
+// live replica handled in it. A replica's own knowledge of the ack floor is as old as its last
+// consumer info, or older after a partition; recreated from there, the consumer would deliver
+// again what others handled since, after later messages of the same keys.
 struct Fencing {
   bool latest_delivery = false;
   std::counting_semaphore<>* slots = nullptr;
+  std::function<uint64_t()> fleet_floor;
 };
 
 // Whether a delivery needs the broker's word that it is still this replica's (see Fencing):

@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 
+#include "base/subject_tokens.h"
 #include "fleet/consumer_subscription.h"
 #include "nats/connection.h"
 
@@ -16,22 +18,9 @@ constexpr const char* kProbeToken = "natsfleet-probe";
 constexpr int kProbeAttempts = 3;
 constexpr int kProbeKeys = 16;
 constexpr milliseconds kProbeTimeout{2000};
-
-std::vector<std::string> split(std::string_view subject) {
-  std::vector<std::string> tokens;
-  for (size_t start = 0;;) {
-    const size_t dot = subject.find('.', start);
-    tokens.emplace_back(subject.substr(start, dot == std::string_view::npos ? dot : dot - start));
-    if (dot == std::string_view::npos) return tokens;
-    start = dot + 1;
-  }
-}
-
-std::string join(const std::vector<std::string>& tokens) {
-  std::string out;
-  for (const auto& t : tokens) out += (out.empty() ? "" : ".") + t;
-  return out;
-}
+// How long fleet_floor() collects the replicas' answers: they come within a round trip, and a
+// consumer being recreated can wait.
+constexpr milliseconds kFloorWindow{500};
 
 int severity(SubscriptionState s) {
   switch (s) {
@@ -59,13 +48,14 @@ namespace {
 // a fixed token in every other wildcard.
 std::string probe_key(nats::Connection& connection, const PartitionPlan& plan,
                       const std::string& key, milliseconds timeout) {
-  auto tokens = split(plan.source());
+  auto tokens = base::subject_tokens(plan.source());
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] == "*" || tokens[i] == ">")
-      tokens[i] = static_cast<int>(i) + 1 == plan.key_token() ? key : kProbeToken;
-  const std::string published = join(tokens);
+      tokens[i] = static_cast<int>(i) + 1 == plan.key_token() ? std::string_view(key)
+                                                              : std::string_view(kProbeToken);
+  const std::string published = base::join_subject(tokens);
   const std::string expected = plan.mapped(published);
-  auto anywhere = split(expected);
+  auto anywhere = base::subject_tokens(expected);
   anywhere[plan.partition_token() - 1] = "*";
 
   std::mutex mu;
@@ -76,9 +66,10 @@ std::string probe_key(nats::Connection& connection, const PartitionPlan& plan,
     if (landed.empty()) landed = m.subject;
     landed_cv.notify_all();
   };
-  auto mapped_sub = connection.subscribe(join(anywhere), "", on_message);
+  auto mapped_sub = connection.subscribe(base::join_subject(anywhere), "", on_message);
   if (!mapped_sub)
-    return "cannot subscribe to " + join(anywhere) + ": " + mapped_sub.error().message;
+    return "cannot subscribe to " + base::join_subject(anywhere) + ": " +
+           mapped_sub.error().message;
   auto plain_sub = connection.subscribe(published, "", on_message);
   if (!plain_sub) return "cannot subscribe to " + published + ": " + plain_sub.error().message;
   // No stream has this name, so whichever stream holds the subject refuses to store it.
@@ -123,12 +114,37 @@ OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& conte
       ctx_(context),
       plan_(PartitionPlan::make(spec_.subject, spec_.key_token, spec_.partitions).value()),
       slots_(spec_.concurrency),
-      state_(std::make_unique<Partition[]>(static_cast<size_t>(spec_.partitions))) {
+      state_(std::make_unique<Partition[]>(static_cast<size_t>(spec_.partitions))),
+      floor_subject_("natsfleet.floor." + spec_.name) {
   for (int p = 0; p < plan_.partitions(); ++p)
     partitions_.push_back(std::make_unique<ConsumerSubscription>(
         partition_spec(spec_, plan_, p), [this, p](const Message& m) { return handle(p, m); }, ctx_,
         ConsumerSubscription::Scope::shared, ReplicaOptions{},
-        Fencing{.latest_delivery = true, .slots = &slots_}));
+        Fencing{.latest_delivery = true, .slots = &slots_, .fleet_floor = [this, p] {
+                  return fleet_floor(p);
+                }}));
+}
+
+uint64_t OrderedWork::fleet_floor(int partition) {
+  uint64_t floor = state_[static_cast<size_t>(partition)].handled_to.load();
+  std::mutex mu;
+  auto on_answer = [&](nats::InboundMessage&& m) {
+    uint64_t theirs = 0;
+    const auto [end, ec] = std::from_chars(m.data.data(), m.data.data() + m.data.size(), theirs);
+    if (ec != std::errc() || end != m.data.data() + m.data.size()) return;
+    std::lock_guard lock(mu);
+    floor = std::max(floor, theirs);
+  };
+  const std::string inbox = ctx_.connection->new_inbox();
+  auto answers = ctx_.connection->subscribe(inbox, "", on_answer);
+  if (!answers) return floor;
+  if (ctx_.connection->publish(floor_subject_, std::to_string(partition), inbox))
+    std::this_thread::sleep_for(kFloorWindow);  // every live replica answers once
+  answers.value().reset();                      // no callback runs past this
+  std::lock_guard lock(mu);
+  ctx_.log->info("work {}: partition {}: the replicas handled up to stream sequence {}", spec_.name,
+                 partition, floor);
+  return floor;
 }
 
 OrderedWork::~OrderedWork() {
@@ -173,8 +189,22 @@ void OrderedWork::run() {
       "work {}: per-key order by subject token {}, {} partitions of {}; the broker maps "
       "{} as planned",
       spec_.name, plan_.key_token(), plan_.partitions(), plan_.stored_subjects(), plan_.source());
+  // Peers recreating a missing partition consumer ask what this replica handled in it.
+  auto answering = ctx_.connection->subscribe(floor_subject_, "", [this](nats::InboundMessage&& m) {
+    int partition = -1;
+    const auto [end, ec] = std::from_chars(m.data.data(), m.data.data() + m.data.size(), partition);
+    if (ec != std::errc() || end != m.data.data() + m.data.size() || partition < 0 ||
+        partition >= plan_.partitions() || m.reply.empty())
+      return;
+    (void)ctx_.connection->publish(
+        m.reply, std::to_string(state_[static_cast<size_t>(partition)].handled_to.load()));
+  });
+  if (!answering)
+    ctx_.log->warn("work {}: cannot answer peers on {}: {}", spec_.name, floor_subject_,
+                   answering.error().describe());
   std::lock_guard lock(mu_);
   if (stopping_) return;
+  if (answering) floor_answers_ = std::move(answering.value());
   for (auto& p : partitions_) p->start();
   started_partitions_ = true;
 }
@@ -207,6 +237,8 @@ bool OrderedWork::finish_handlers(Clock::time_point deadline) {
 void OrderedWork::join() {
   if (thread_.joinable()) thread_.join();
   for (auto& p : partitions_) p->join();
+  std::lock_guard lock(mu_);
+  floor_answers_.reset();
 }
 
 void OrderedWork::wait_handlers() {
@@ -228,10 +260,17 @@ Disposition OrderedWork::handle(int partition, const Message& message) {
   const bool again = part.last_seen.exchange(seq) == seq;
   if (message.delivered() > 1 && !again) {
     ++takeovers_;
+    const int64_t published = message.delivery() ? message.delivery()->timestamp_ns : 0;
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    const int64_t waited_ms = published > 0 ? std::max<int64_t>(now - published, 0) / 1'000'000 : 0;
+    takeover_wait_ms_ += static_cast<uint64_t>(waited_ms);
     ctx_.log->info(
-        "work {}: partition {} handed over to this replica at stream sequence {} (delivery {}: "
-        "the replica that held it did not answer within ack_wait, or gave it back)",
-        spec_.name, partition, seq, message.delivered());
+        "work {}: partition {} handed over to this replica at stream sequence {} (delivery {}, "
+        "{} ms after it was published: the replica that held it did not answer within "
+        "ack_wait, or gave it back)",
+        spec_.name, partition, seq, message.delivered(), waited_ms);
   }
   part.held = true;  // the subscription holds one of slots_ meanwhile
   struct Release {
@@ -254,6 +293,7 @@ SubscriptionHealth OrderedWork::health() const {
   h.subject = spec_.subject;
   h.partitions = plan_.partitions();
   h.partition_takeovers = takeovers_.load();
+  h.takeover_wait_ms = takeover_wait_ms_.load();
   h.repeats_skipped = repeats_skipped_.load();
   bool started = false;
   {
@@ -276,19 +316,7 @@ SubscriptionHealth OrderedWork::health() const {
       if (!s.last_error.empty()) h.last_error = s.name + ": " + s.last_error;
     }
     if (h.stream.empty()) h.stream = s.stream;
-    const auto& c = s.counters;
-    auto& t = h.counters;
-    t.received += c.received;
-    t.acked += c.acked;
-    t.naked += c.naked;
-    t.termed += c.termed;
-    t.redelivered += c.redelivered;
-    t.handler_errors += c.handler_errors;
-    t.recoveries += c.recoveries;
-    t.retried += c.retried;
-    t.dead_lettered += c.dead_lettered;
-    t.dropped += c.dropped;
-    t.kept_alive += c.kept_alive;
+    h.counters += s.counters;
     h.consumer_pending += s.consumer_pending;
     h.consumer_ack_pending += s.consumer_ack_pending;
     h.downstream_down = h.downstream_down || s.downstream_down;

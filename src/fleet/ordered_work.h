@@ -22,6 +22,10 @@
 #include "fleet/partition_plan.h"
 #include "fleet/supervised.h"
 
+namespace natsfleet::nats {
+class Subscription;
+}
+
 namespace natsfleet::fleet {
 
 class ConsumerSubscription;
@@ -54,6 +58,9 @@ class OrderedWork final : public Supervised {
 
   void run();  // the probe, then the partitions start
   Disposition handle(int partition, const Message& message);
+  // The highest stream sequence this and every other live replica handled in `partition`: each
+  // answers on floor_subject_ (see Fencing::fleet_floor).
+  uint64_t fleet_floor(int partition);
 
   const WorkSpec spec_;
   const WorkHandler handler_;
@@ -63,7 +70,11 @@ class OrderedWork final : public Supervised {
   std::vector<std::unique_ptr<ConsumerSubscription>> partitions_;
   std::unique_ptr<Partition[]> state_;
   std::atomic<uint64_t> takeovers_{0};
+  std::atomic<uint64_t> takeover_wait_ms_{0};
   std::atomic<uint64_t> repeats_skipped_{0};
+
+  const std::string floor_subject_;
+  std::unique_ptr<nats::Subscription> floor_answers_;  // answers peers' fleet_floor()
 
   std::thread thread_;
   mutable std::mutex mu_;

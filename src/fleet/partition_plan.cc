@@ -4,31 +4,10 @@
 #include <vector>
 
 #include "base/fnv_hash.h"
+#include "base/subject_tokens.h"
 #include "natsfleet/validate.h"
 
 namespace natsfleet::fleet {
-namespace {
-
-std::vector<std::string_view> tokens_of(std::string_view subject) {
-  std::vector<std::string_view> tokens;
-  for (size_t start = 0;;) {
-    const size_t dot = subject.find('.', start);
-    tokens.push_back(subject.substr(start, dot == std::string_view::npos ? dot : dot - start));
-    if (dot == std::string_view::npos) return tokens;
-    start = dot + 1;
-  }
-}
-
-std::string joined(const std::vector<std::string_view>& tokens) {
-  std::string out;
-  for (const auto& t : tokens) {
-    if (!out.empty()) out += '.';
-    out += t;
-  }
-  return out;
-}
-
-}  // namespace
 
 Result<PartitionPlan> PartitionPlan::make(std::string_view subject, int key_token, int partitions) {
   using R = Result<PartitionPlan>;
@@ -37,7 +16,7 @@ Result<PartitionPlan> PartitionPlan::make(std::string_view subject, int key_toke
     return R(Errc::invalid_argument, "partitions must be between 1 and " +
                                          std::to_string(Limits::kMaxPartitions) + ", got " +
                                          std::to_string(partitions));
-  const auto tokens = tokens_of(subject);
+  const auto tokens = base::subject_tokens(subject);
   const int count = static_cast<int>(tokens.size());
   if (key_token < 1 || key_token > count)
     return R(Errc::invalid_argument, "key_token " + std::to_string(key_token) +
@@ -78,9 +57,9 @@ Result<PartitionPlan> PartitionPlan::make(std::string_view subject, int key_toke
 }
 
 std::string PartitionPlan::with_token(std::string_view token) const {
-  auto tokens = tokens_of(source_);
+  auto tokens = base::subject_tokens(source_);
   tokens.insert(tokens.begin() + (partition_token_ - 1), token);
-  return joined(tokens);
+  return base::join_subject(tokens);
 }
 
 std::string PartitionPlan::mapping_line() const {
@@ -96,17 +75,17 @@ int PartitionPlan::partition_of(std::string_view key) const {
 }
 
 std::string PartitionPlan::mapped(std::string_view published) const {
-  auto tokens = tokens_of(published);
+  auto tokens = base::subject_tokens(published);
   const std::string partition = std::to_string(
       partition_of(tokens.size() >= static_cast<size_t>(key_token_) ? tokens[key_token_ - 1]
                                                                     : std::string_view{}));
   const size_t at = std::min(tokens.size(), static_cast<size_t>(partition_token_ - 1));
   tokens.insert(tokens.begin() + static_cast<std::ptrdiff_t>(at), partition);
-  return joined(tokens);
+  return base::join_subject(tokens);
 }
 
 int PartitionPlan::partition_in(std::string_view stored) const {
-  const auto tokens = tokens_of(stored);
+  const auto tokens = base::subject_tokens(stored);
   if (tokens.size() < static_cast<size_t>(partition_token_)) return -1;
   const std::string_view token = tokens[partition_token_ - 1];
   int value = -1;

@@ -149,31 +149,39 @@ void render_subscriptions(Writer& w, const FleetHealth& health, const std::strin
   // Per-key ordered work only (WorkSpec::ordering).
   const bool ordered = std::any_of(subs.begin(), subs.end(), [](auto& s) { return s.partitions; });
   if (ordered) {
-    w.family("natsfleet_partitions", "gauge", "Partitions of a per-key ordered work.");
-    for (const auto& s : subs)
-      if (s.partitions > 0)
-        w.sample("natsfleet_partitions", subscription_labels(service, s),
-                 static_cast<uint64_t>(s.partitions));
-    w.family("natsfleet_partitions_held", "gauge",
-             "Partitions whose message this replica is handling now.");
-    for (const auto& s : subs)
-      if (s.partitions > 0)
-        w.sample("natsfleet_partitions_held", subscription_labels(service, s),
-                 static_cast<uint64_t>(s.partitions_held.size()));
-    w.family("natsfleet_partition_takeovers_total", "counter",
-             "Messages of a partition redelivered to this replica after the replica holding it "
-             "did not answer within ack_wait (handovers).");
-    for (const auto& s : subs)
-      if (s.partitions > 0)
-        w.sample("natsfleet_partition_takeovers_total", subscription_labels(service, s),
-                 s.partition_takeovers);
-    w.family("natsfleet_ordered_repeats_skipped_total", "counter",
-             "Redeliveries older than a message this replica already handled in the partition "
-             "(an ack the broker lost), acked again without the handler.");
-    for (const auto& s : subs)
-      if (s.partitions > 0)
-        w.sample("natsfleet_ordered_repeats_skipped_total", subscription_labels(service, s),
-                 s.repeats_skipped);
+    struct OrderedFamily {
+      std::string_view name;
+      std::string_view type;
+      std::string_view help;
+      double (*value)(const SubscriptionHealth&);
+    };
+    const OrderedFamily families[] = {
+        {"natsfleet_partitions", "gauge", "Partitions of a per-key ordered work.",
+         [](const SubscriptionHealth& s) { return static_cast<double>(s.partitions); }},
+        {"natsfleet_partitions_held", "gauge",
+         "Partitions whose message this replica is handling now.",
+         [](const SubscriptionHealth& s) { return static_cast<double>(s.partitions_held.size()); }},
+        {"natsfleet_partition_takeovers_total", "counter",
+         "Messages of a partition redelivered to this replica after the replica holding it did "
+         "not answer within ack_wait (handovers).",
+         [](const SubscriptionHealth& s) { return static_cast<double>(s.partition_takeovers); }},
+        {"natsfleet_partition_takeover_wait_seconds_total", "counter",
+         "Summed over takeovers: how long each message had waited since it was published when "
+         "this replica took it (divided by the takeovers: the mean handover stall of a key).",
+         [](const SubscriptionHealth& s) {
+           return static_cast<double>(s.takeover_wait_ms) / 1000;
+         }},
+        {"natsfleet_ordered_repeats_skipped_total", "counter",
+         "Redeliveries older than a message this replica already handled in the partition (an "
+         "ack the broker lost), acked again without the handler.",
+         [](const SubscriptionHealth& s) { return static_cast<double>(s.repeats_skipped); }},
+    };
+    for (const auto& family : families) {
+      w.family(family.name, family.type, family.help);
+      for (const auto& s : subs)
+        if (s.partitions > 0)
+          w.sample(family.name, subscription_labels(service, s), family.value(s));
+    }
   }
 
   w.family("natsfleet_subscription_state", "gauge",

@@ -41,6 +41,7 @@ std::string render_status(const FleetHealth& health, const std::string& service)
       entry["partitions"] = {{"count", s.partitions},
                              {"held", s.partitions_held},
                              {"takeovers", s.partition_takeovers},
+                             {"takeover_wait_ms", s.takeover_wait_ms},
                              {"repeats_skipped", s.repeats_skipped}};
     subscriptions.push_back(std::move(entry));
   }

@@ -437,6 +437,64 @@ config::DaemonConfig ordered_config(const std::string& url) {
                               "svc.toml");
 }
 
+// A partition consumer deleted on the broker takes its ack floor with it. The replica that
+// recreates it may know an old floor (here none: consumer info is never polled); recreated from
+// there, the consumer would deliver again what was handled since, after later messages of the
+// same key. It asks the live replicas what they handled first.
+TEST(OrderedWork, ADeletedPartitionConsumerIsRecreatedAfterWhatAnyReplicaHandled) {
+  auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
+  NatsServer server({.extra_config = mapping_config(plan)});
+  BrokerClient admin(server.url());
+  admin.create_stream("ORDERS", {plan.stored_subjects()});
+  std::mutex mu;
+  std::vector<std::string> seen;
+  std::vector<std::unique_ptr<Fleet>> fleets;
+  for (const char* name : {"a", "b"}) {
+    auto options = testing::fast_options({server.url()}, name);
+    options.info_interval = 1h;  // no replica learns the ack floor after binding
+    fleets.push_back(std::make_unique<Fleet>(options));
+    auto spec = testing::fast_work("orders", "orders.*");
+    spec.ordering = Ordering::per_key;
+    spec.key_token = 2;
+    ASSERT_TRUE(fleets.back()->add_work(spec, [&](const Message& m) {
+      std::lock_guard lock(mu);
+      seen.push_back(m.data());
+      return Disposition::ack();
+    }));
+    ASSERT_TRUE(fleets.back()->start());
+  }
+  auto count = [&](const std::string& data) {
+    std::lock_guard lock(mu);
+    return std::count(seen.begin(), seen.end(), data);
+  };
+  for (int i = 0; i < 10; ++i) admin.publish("orders.k1", "k1:" + std::to_string(i));
+  ASSERT_TRUE(wait_for([&] { return count("k1:9") == 1; }, 20s));
+  const std::string partition = fleet::partition_consumer("orders", plan.partition_of("k1"));
+  std::string created;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto info = admin.api().consumer_info("ORDERS", partition);
+        if (info) created = info->created;
+        return info && info->ack_floor_stream_seq == 10;
+      },
+      10s));
+  admin.delete_consumer("ORDERS", partition);
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto info = admin.api().consumer_info("ORDERS", partition);
+        return info && info->created != created;
+      },
+      20s))
+      << "recreated";
+  admin.publish("orders.k1", "k1:10");
+  // What a recreated consumer delivers comes in stream order: once k1:10 is handled, any
+  // repeat of k1:0..9 has been handled before it.
+  ASSERT_TRUE(wait_for([&] { return count("k1:10") == 1; }, 20s));
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(count("k1:" + std::to_string(i)), 1) << "k1:" << i << " handled again after k1:9";
+  for (auto& f : fleets) f->shutdown(5s);
+}
+
 std::vector<std::string> rules_of(const audit::AuditReport& report, const std::string& work) {
   std::vector<std::string> rules;
   for (const auto& f : report.findings)

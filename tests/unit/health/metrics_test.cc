@@ -337,12 +337,14 @@ TEST(RenderMetrics, PartitionFiguresOnlyForOrderedWork) {
   h.subscriptions[0].partitions = 16;
   h.subscriptions[0].partitions_held = {2, 7, 11};
   h.subscriptions[0].partition_takeovers = 5;
+  h.subscriptions[0].takeover_wait_ms = 12'500;
   h.subscriptions[0].repeats_skipped = 1;
   const auto p = parse_prometheus(render_metrics(h, metrics, kService));
   const auto work = sub_labels("mail-relay", "work");
   EXPECT_EQ(p.value("natsfleet_partitions", work), 16);
   EXPECT_EQ(p.value("natsfleet_partitions_held", work), 3);
   EXPECT_EQ(p.value("natsfleet_partition_takeovers_total", work), 5);
+  EXPECT_EQ(p.value("natsfleet_partition_takeover_wait_seconds_total", work), 12.5);
   EXPECT_EQ(p.value("natsfleet_ordered_repeats_skipped_total", work), 1);
   EXPECT_EQ(p.find("natsfleet_partitions", sub_labels("status", "broadcast")), nullptr);
 }

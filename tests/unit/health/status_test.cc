@@ -104,9 +104,13 @@ TEST(RenderStatus, OrderedWorkShowsItsPartitions) {
   h.subscriptions[0].partitions = 16;
   h.subscriptions[0].partitions_held = {3, 9};
   h.subscriptions[0].partition_takeovers = 4;
+  h.subscriptions[0].takeover_wait_ms = 9'000;
   const auto doc = nlohmann::json::parse(render_status(h, "mailer"));
-  const nlohmann::json expected = {
-      {"count", 16}, {"held", {3, 9}}, {"takeovers", 4}, {"repeats_skipped", 0}};
+  const nlohmann::json expected = {{"count", 16},
+                                   {"held", {3, 9}},
+                                   {"takeovers", 4},
+                                   {"takeover_wait_ms", 9000},
+                                   {"repeats_skipped", 0}};
   EXPECT_EQ(doc["subscriptions"][0]["partitions"], expected);
 }
 
