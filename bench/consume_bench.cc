@@ -315,6 +315,18 @@ std::string ordered_destination() {
          std::to_string(kOrderedPartitions) + ",2)}}";
 }
 
+// An ordered work on the mapped subjects, as the embedded broker partitions them.
+natsfleet::WorkSpec ordered_spec(const std::string& name) {
+  natsfleet::WorkSpec spec;
+  spec.name = name;
+  spec.stream = kOrderedStream;
+  spec.subject = kOrderedSource;
+  spec.ordering = natsfleet::Ordering::per_key;
+  spec.key_token = kOrderedKeyToken;
+  spec.partitions = kOrderedPartitions;
+  return spec;
+}
+
 Rate keyed_consume(const std::string& url, const std::string& run, int keys, int messages,
                    bool ordered) {
   {
@@ -337,17 +349,15 @@ Rate keyed_consume(const std::string& url, const std::string& run, int keys, int
   options.missing_window = 100ms;  // a new consumer on a stream holding messages: no long wait
   natsfleet::Fleet fleet(options);
   natsfleet::WorkSpec spec;
-  spec.name = run + (ordered ? "-ordered" : "-plain");
-  spec.stream = kOrderedStream;
-  // The stored subjects: bench.ord.<run>.<key>.<partition>.
-  spec.subject = ordered ? kOrderedSource : "bench.ord." + run + ".*.*";
+  if (ordered) {
+    spec = ordered_spec(run + "-ordered");
+  } else {
+    spec.name = run + "-plain";
+    spec.stream = kOrderedStream;
+    spec.subject = "bench.ord." + run + ".*.*";  // the stored subjects: <run>.<key>.<partition>
+  }
   spec.heartbeat = 500ms;
   spec.concurrency = 16;
-  if (ordered) {
-    spec.ordering = natsfleet::Ordering::per_key;
-    spec.key_token = kOrderedKeyToken;
-    spec.partitions = kOrderedPartitions;
-  }
   std::atomic<int> got{0};
   Span span;
   auto added = fleet.add_work(spec, [&](const natsfleet::Message&) {
@@ -420,13 +430,7 @@ void per_key_section(const std::string& server, int messages) {
 
 // The ordered work of the handover measurement, the same in the holding child and here.
 natsfleet::WorkSpec handover_spec() {
-  natsfleet::WorkSpec spec;
-  spec.name = "handover";
-  spec.stream = kOrderedStream;
-  spec.subject = kOrderedSource;
-  spec.ordering = natsfleet::Ordering::per_key;
-  spec.key_token = kOrderedKeyToken;
-  spec.partitions = kOrderedPartitions;
+  natsfleet::WorkSpec spec = ordered_spec("handover");
   spec.concurrency = kOrderedPartitions;
   spec.ack_wait = kHandoverAckWait;
   spec.heartbeat = kHandoverHeartbeat;

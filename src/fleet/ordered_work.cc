@@ -3,8 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <charconv>
 
+#include "base/parse_number.h"
 #include "base/subject_tokens.h"
 #include "fleet/consumer_subscription.h"
 #include "nats/connection.h"
@@ -129,11 +129,10 @@ uint64_t OrderedWork::fleet_floor(int partition) {
   uint64_t floor = state_[static_cast<size_t>(partition)].handled_to.load();
   std::mutex mu;
   auto on_answer = [&](nats::InboundMessage&& m) {
-    uint64_t theirs = 0;
-    const auto [end, ec] = std::from_chars(m.data.data(), m.data.data() + m.data.size(), theirs);
-    if (ec != std::errc() || end != m.data.data() + m.data.size()) return;
+    const auto theirs = base::parse_number<uint64_t>(m.data);
+    if (!theirs) return;
     std::lock_guard lock(mu);
-    floor = std::max(floor, theirs);
+    floor = std::max(floor, *theirs);
   };
   const std::string inbox = ctx_.connection->new_inbox();
   auto answers = ctx_.connection->subscribe(inbox, "", on_answer);
@@ -191,13 +190,10 @@ void OrderedWork::run() {
       spec_.name, plan_.key_token(), plan_.partitions(), plan_.stored_subjects(), plan_.source());
   // Peers recreating a missing partition consumer ask what this replica handled in it.
   auto answering = ctx_.connection->subscribe(floor_subject_, "", [this](nats::InboundMessage&& m) {
-    int partition = -1;
-    const auto [end, ec] = std::from_chars(m.data.data(), m.data.data() + m.data.size(), partition);
-    if (ec != std::errc() || end != m.data.data() + m.data.size() || partition < 0 ||
-        partition >= plan_.partitions() || m.reply.empty())
-      return;
+    const auto partition = base::parse_number<int>(m.data);
+    if (!partition || *partition < 0 || *partition >= plan_.partitions() || m.reply.empty()) return;
     (void)ctx_.connection->publish(
-        m.reply, std::to_string(state_[static_cast<size_t>(partition)].handled_to.load()));
+        m.reply, std::to_string(state_[static_cast<size_t>(*partition)].handled_to.load()));
   });
   if (!answering)
     ctx_.log->warn("work {}: cannot answer peers on {}: {}", spec_.name, floor_subject_,

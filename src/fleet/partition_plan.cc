@@ -1,9 +1,9 @@
 #include "fleet/partition_plan.h"
 
-#include <charconv>
 #include <vector>
 
 #include "base/fnv_hash.h"
+#include "base/parse_number.h"
 #include "base/subject_tokens.h"
 #include "natsfleet/validate.h"
 
@@ -87,12 +87,8 @@ std::string PartitionPlan::mapped(std::string_view published) const {
 int PartitionPlan::partition_in(std::string_view stored) const {
   const auto tokens = base::subject_tokens(stored);
   if (tokens.size() < static_cast<size_t>(partition_token_)) return -1;
-  const std::string_view token = tokens[partition_token_ - 1];
-  int value = -1;
-  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
-  if (ec != std::errc{} || end != token.data() + token.size() || value < 0 || value >= partitions_)
-    return -1;
-  return value;
+  const auto value = base::parse_number<int>(tokens[partition_token_ - 1]);
+  return value && *value >= 0 && *value < partitions_ ? *value : -1;
 }
 
 WorkSpec partition_spec(const WorkSpec& work, const PartitionPlan& plan, int partition) {

@@ -2,11 +2,11 @@
 
 #include <atomic>
 #include <cctype>
-#include <charconv>
 #include <deque>
 #include <mutex>
 #include <unordered_set>
 
+#include "base/parse_number.h"
 #include "relay/relay_internal.h"
 
 namespace natsfleet {
@@ -22,10 +22,7 @@ std::string upper(std::string text) {
 constexpr const char* kEventHeader = "Natsfleet-Relay-Event";
 
 uint64_t event_of(const Message& m) {
-  const std::string text = m.header(kEventHeader);
-  uint64_t event = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), event);
-  return ec == std::errc() && end == text.data() + text.size() ? event : 0;
+  return base::parse_number<uint64_t>(m.header(kEventHeader)).value_or(0);
 }
 
 // The last `capacity` message ids, oldest forgotten first.
