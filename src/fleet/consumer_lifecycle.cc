@@ -34,6 +34,7 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::bind(const std::string& stream, ui
   stream_ = stream;
   consumer_ = info->name;
   ack_floor_ = info->ack_floor_stream_seq;
+  consumer_created_ = info->created;
   bound_before_ = true;
   return info;
 }
@@ -44,9 +45,16 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::create_or_read(const std::string& 
   auto made = api_.create_consumer(stream, config);
   *created = bool(made);
   if (made) return made;
-  // Another replica created it a moment earlier (perhaps starting elsewhere): use theirs.
-  if (auto existing = api_.consumer_info(stream, config.consumer_name())) return existing;
-  return made.error();
+  // Another replica created it a moment earlier (perhaps starting elsewhere), or the create was
+  // applied and its answer lost: use what the broker holds, and say where it starts.
+  auto existing = api_.consumer_info(stream, config.consumer_name());
+  if (!existing) return made.error();
+  log_->info(
+      "{} {}: creating consumer {} on stream {} failed ({}); using the one the broker holds, "
+      "which delivers from {} (ack floor {})",
+      kind(), spec_.name, config.consumer_name(), stream, made.error().describe(),
+      delivers_from(existing->config), existing->ack_floor_stream_seq);
+  return existing;
 }
 
 Result<nats::ConsumerInfo> ConsumerLifecycle::reconcile(const std::string& stream,
@@ -156,10 +164,25 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::ensure_replica_consumer(const std:
 
 void ConsumerLifecycle::saw_ack_floor(uint64_t floor) { ack_floor_ = std::max(ack_floor_, floor); }
 
+void ConsumerLifecycle::saw_consumer(const nats::ConsumerInfo& info) {
+  const uint64_t floor_before = ack_floor_;
+  saw_ack_floor(info.ack_floor_stream_seq);
+  if (info.created.empty() || info.created == consumer_created_) return;
+  // Made anew since this replica last looked (by a peer's recovery, or by the broker itself):
+  // where it starts decides what the fleet handles again, so it is said once per incarnation.
+  if (!consumer_created_.empty())
+    log_->warn(
+        "{} {}: consumer {} on stream {} was made anew (created {}) by another replica or the "
+        "broker; it delivers from {}, its ack floor {}, the last one seen here {}",
+        kind(), spec_.name, consumer_, stream_, info.created, delivers_from(info.config),
+        info.ack_floor_stream_seq, floor_before);
+  consumer_created_ = info.created;
+}
+
 ConsumerLifecycle::Lookup ConsumerLifecycle::look_up(Error* error) {
   auto info = api_.consumer_info(stream_, consumer_);
   if (info) {
-    saw_ack_floor(info->ack_floor_stream_seq);
+    saw_consumer(*info);
     return Lookup::present;
   }
   *error = info.error();
@@ -194,11 +217,19 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::recreate(uint64_t last_handled) {
   // A stream created anew (a wiped store, or deleted and made again) holds none of what the
   // floor counted: all of it is new, however far it has been refilled since.
   const std::string& born = stream->created;
-  const bool recreated = !stream_created_.empty() && !born.empty() && born != stream_created_;
+  const bool known = !stream_created_.empty() && !born.empty();
+  const bool recreated = known && born != stream_created_;
   if (!born.empty()) stream_created_ = born;
   if (floor > 0 && !recreated && stream->last_seq >= floor) {
     start = floor + 1;
     from = "stream sequence " + std::to_string(start);
+  } else if (floor > 0 && known && !recreated) {
+    // The same stream, holding less than the floor counted: a failover lost its tail (or a
+    // lagging leader answered). What it holds up to its last sequence was handled; what it
+    // stores from now on takes the sequences after, some of them at or below the old floor.
+    start = stream->last_seq + 1;
+    from = "stream sequence " + std::to_string(start) + " (the stream holds up to " +
+           std::to_string(stream->last_seq) + ", below ack floor " + std::to_string(floor) + ")";
   } else if (floor > 0) {
     start = 1;
     from = "the stream's start (the stream was created anew since ack floor " +
@@ -219,6 +250,7 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::recreate(uint64_t last_handled) {
   if (info && created)
     log_->warn("{} {}: consumer {} was missing on stream {}; recreated it from {}", kind(),
                spec_.name, consumer_, stream_, from);
+  if (info) consumer_created_ = info->created;
   return info;
 }
 

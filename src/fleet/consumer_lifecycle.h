@@ -77,8 +77,11 @@ class ConsumerLifecycle {
   // `last_handled` when higher); from the stream's start when the stream was created anew.
   Result<nats::ConsumerInfo> recreate(uint64_t last_handled);
 
-  // A consumer info read elsewhere (polling): the floor only moves up.
+  // A floor learnt elsewhere (the replicas' answers): it only moves up.
   void saw_ack_floor(uint64_t floor);
+  // A consumer info read elsewhere (polling): raises the floor, and says so once when the
+  // consumer was made anew since (its creation time differs), with where the new one starts.
+  void saw_consumer(const nats::ConsumerInfo& info);
 
   // Retires the predecessor of a migration once nobody has been bound to it for retire_grace
   // (any replica may; one already gone counts as retired). An error only when the broker refused
@@ -113,7 +116,8 @@ class ConsumerLifecycle {
 
   std::string stream_;
   std::string consumer_;
-  std::string stream_created_;  // the stream's creation time: a recreated stream differs
+  std::string stream_created_;    // the stream's creation time: a recreated stream differs
+  std::string consumer_created_;  // the bound consumer's: one made anew since differs
   uint64_t ack_floor_ = 0;
   bool bound_before_ = false;  // this process has bound the consumer at least once
   std::string predecessor_;    // a wrong-shape consumer awaiting retirement

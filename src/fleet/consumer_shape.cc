@@ -29,6 +29,19 @@ std::string successor_name(const std::string& name, const std::string& stream,
   return name + "-" + kind + "-" + digits;
 }
 
+std::string delivers_from(const nats::ConsumerConfig& config) {
+  switch (config.deliver_policy) {
+    case nats::DeliverPolicy::all:
+      return "the stream's start";
+    case nats::DeliverPolicy::by_start_sequence:
+      return "stream sequence " + std::to_string(config.opt_start_seq);
+    case nats::DeliverPolicy::new_messages:
+      return "new messages";
+    default:
+      return std::string("deliver policy ") + nats::to_string(config.deliver_policy);
+  }
+}
+
 std::string deliver_subject_for(const std::string& durable) {
   return "_NATSFLEET.deliver." + durable;
 }

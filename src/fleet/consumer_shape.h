@@ -34,6 +34,9 @@ nats::ConsumerConfig replica_consumer_config(const WorkSpec& spec, const std::st
 // Where a push-queue consumer delivers: the same for every replica of the fleet.
 std::string deliver_subject_for(const std::string& durable);
 
+// Where a consumer of this config starts, in words: "the stream's start", "stream sequence 42".
+std::string delivers_from(const nats::ConsumerConfig& config);
+
 struct ShapeCheck {
   bool compatible = true;
   std::string problem;  // why not, in an operator's words

@@ -498,7 +498,7 @@ void ConsumerSubscription::poll_info() {
       status_.warn("consumer info failed: " + info.error().describe());
     return;
   }
-  lifecycle_.saw_ack_floor(info->ack_floor_stream_seq);
+  lifecycle_.saw_consumer(*info);
   status_.set_consumer_counts(info->num_pending, info->num_ack_pending, lifecycle_.ack_floor());
   const uint64_t acked = status_.counters.acked.load() + status_.counters.termed.load();
   const auto now = Clock::now();

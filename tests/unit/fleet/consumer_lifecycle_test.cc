@@ -482,7 +482,23 @@ TEST_F(Lifecycle, AStreamCreatedAnewIsReadFromItsStart) {
   EXPECT_NE(log().find("the stream was created anew since ack floor 120"), std::string::npos);
 }
 
-TEST_F(Lifecycle, AStreamShorterThanTheFloorIsReadFromItsStart) {
+TEST_F(Lifecycle, TheSameStreamShorterThanTheFloorIsReadAfterWhatItHolds) {
+  // A failover lost the stream's tail: what it holds was handled, what it stores next takes the
+  // sequences after its last (some at or below the old floor). Not the whole stream again.
+  auto lifecycle = make();
+  ASSERT_TRUE(lifecycle.bind("DAEMON_SYNC"));
+  lifecycle.saw_ack_floor(120);
+  broker.consumers.clear();
+  broker.streams["DAEMON_SYNC"].last_seq = 30;
+  auto info = lifecycle.recreate(0);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->config.opt_start_seq, 31u);
+  EXPECT_NE(log().find("the stream holds up to 30, below ack floor 120"), std::string::npos)
+      << log();
+}
+
+TEST_F(Lifecycle, AShorterStreamOfUnknownBirthIsReadFromItsStart) {
+  broker.add_stream("DAEMON_SYNC", 500, "");  // a broker that does not say when it was made
   auto lifecycle = make();
   ASSERT_TRUE(lifecycle.bind("DAEMON_SYNC"));
   lifecycle.saw_ack_floor(120);
@@ -491,6 +507,41 @@ TEST_F(Lifecycle, AStreamShorterThanTheFloorIsReadFromItsStart) {
   auto info = lifecycle.recreate(0);
   ASSERT_TRUE(info);
   EXPECT_EQ(info->config.opt_start_seq, 1u);
+}
+
+TEST_F(Lifecycle, AConsumerMadeAnewElsewhereIsSaidWithWhereItStarts) {
+  auto lifecycle = make();
+  ASSERT_TRUE(lifecycle.bind("DAEMON_SYNC"));
+  lifecycle.saw_consumer(*broker.find("DAEMON_SYNC", "sync-listener"));  // the same: silent
+  EXPECT_EQ(log().find("made anew"), std::string::npos) << log();
+  lifecycle.saw_ack_floor(300);
+  broker.consumers.clear();
+  broker.add_consumer("DAEMON_SYNC", desired_consumer_config(spec), 0);  // from the start
+  Error error;
+  EXPECT_EQ(lifecycle.look_up(&error), Lookup::present);
+  EXPECT_NE(log().find("was made anew (created made 2) by another replica or the broker; it "
+                       "delivers from the stream's start, its ack floor 0, the last one seen "
+                       "here 300"),
+            std::string::npos)
+      << log();
+  EXPECT_EQ(lifecycle.ack_floor(), 300u);
+}
+
+TEST_F(Lifecycle, ARecreationAPeerWonSaysWhereTheWinnerStarts) {
+  auto lifecycle = make();
+  ASSERT_TRUE(lifecycle.bind("DAEMON_SYNC"));
+  lifecycle.saw_ack_floor(120);
+  broker.consumers.clear();
+  broker.peer_creates_first = config_starting_at(spec, 90, "sync-listener");
+  auto info = lifecycle.recreate(0);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->config.opt_start_seq, 90u);
+  EXPECT_NE(log().find("using the one the broker holds, which delivers from stream sequence 90"),
+            std::string::npos)
+      << log();
+  Error error;
+  EXPECT_EQ(lifecycle.look_up(&error), Lookup::present);
+  EXPECT_EQ(log().find("made anew"), std::string::npos) << log();  // already said
 }
 
 TEST_F(Lifecycle, WithNoFloorARecreatedConsumerStartsWhereTheSpecSays) {
