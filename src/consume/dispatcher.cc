@@ -116,6 +116,11 @@ size_t Dispatcher::queued() const {
   return state_->queue.size();
 }
 
+size_t Dispatcher::in_hand() const {
+  std::lock_guard lock(state_->mu);
+  return state_->queue.size() + static_cast<size_t>(state_->running);
+}
+
 Dispatcher::KeepAlive Dispatcher::keep_alive(Clock::time_point now, Clock::duration every,
                                              Clock::duration limit, Clock::duration stale_after) {
   KeepAlive result;

@@ -79,6 +79,8 @@ class Dispatcher {
   // Waits for every handler thread to end (after stop()).
   void join();
   size_t queued() const;
+  // Messages waiting here or being handled.
+  size_t in_hand() const;
   // Messages this dispatcher holds, waiting or being handled, that have gone `every` since they
   // arrived (InboundMessage::received, else when submitted) or since their last in-progress ack
   // (InboundMessage::kept_alive, then what this records as sent) are due another. `limit`

@@ -34,7 +34,7 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::bind(const std::string& stream, ui
   stream_ = stream;
   consumer_ = info->name;
   ack_floor_ = info->ack_floor_stream_seq;
-  consumer_created_ = info->created;
+  consumer_start_ = delivers_from(info->config);
   bound_before_ = true;
   return info;
 }
@@ -167,16 +167,18 @@ void ConsumerLifecycle::saw_ack_floor(uint64_t floor) { ack_floor_ = std::max(ac
 void ConsumerLifecycle::saw_consumer(const nats::ConsumerInfo& info) {
   const uint64_t floor_before = ack_floor_;
   saw_ack_floor(info.ack_floor_stream_seq);
-  if (info.created.empty() || info.created == consumer_created_) return;
   // Made anew since this replica last looked (by a peer's recovery, or by the broker itself):
-  // where it starts decides what the fleet handles again, so it is said once per incarnation.
-  if (!consumer_created_.empty())
+  // where it starts decides what the fleet handles again, so a new start is said once. (Not
+  // its creation time: each server of a cluster reports the time it made its own copy.)
+  std::string start = delivers_from(info.config);
+  if (start == consumer_start_) return;
+  if (!consumer_start_.empty())
     log_->warn(
-        "{} {}: consumer {} on stream {} was made anew (created {}) by another replica or the "
-        "broker; it delivers from {}, its ack floor {}, the last one seen here {}",
-        kind(), spec_.name, consumer_, stream_, info.created, delivers_from(info.config),
-        info.ack_floor_stream_seq, floor_before);
-  consumer_created_ = info.created;
+        "{} {}: consumer {} on stream {} was made anew by another replica or the broker: it "
+        "delivers from {} (it delivered from {}), its ack floor {}, the last one seen here {}",
+        kind(), spec_.name, consumer_, stream_, start, consumer_start_, info.ack_floor_stream_seq,
+        floor_before);
+  consumer_start_ = std::move(start);
 }
 
 ConsumerLifecycle::Lookup ConsumerLifecycle::look_up(Error* error) {
@@ -250,7 +252,7 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::recreate(uint64_t last_handled) {
   if (info && created)
     log_->warn("{} {}: consumer {} was missing on stream {}; recreated it from {}", kind(),
                spec_.name, consumer_, stream_, from);
-  if (info) consumer_created_ = info->created;
+  if (info) consumer_start_ = delivers_from(info->config);
   return info;
 }
 

@@ -80,7 +80,7 @@ class ConsumerLifecycle {
   // A floor learnt elsewhere (the replicas' answers): it only moves up.
   void saw_ack_floor(uint64_t floor);
   // A consumer info read elsewhere (polling): raises the floor, and says so once when the
-  // consumer was made anew since (its creation time differs), with where the new one starts.
+  // consumer was made anew since with another start, and where the new one starts.
   void saw_consumer(const nats::ConsumerInfo& info);
 
   // Retires the predecessor of a migration once nobody has been bound to it for retire_grace
@@ -116,8 +116,8 @@ class ConsumerLifecycle {
 
   std::string stream_;
   std::string consumer_;
-  std::string stream_created_;    // the stream's creation time: a recreated stream differs
-  std::string consumer_created_;  // the bound consumer's: one made anew since differs
+  std::string stream_created_;  // the stream's creation time: a recreated stream differs
+  std::string consumer_start_;  // where the bound consumer delivers from, in words
   uint64_t ack_floor_ = 0;
   bool bound_before_ = false;  // this process has bound the consumer at least once
   std::string predecessor_;    // a wrong-shape consumer awaiting retirement

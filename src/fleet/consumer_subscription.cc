@@ -502,6 +502,9 @@ void ConsumerSubscription::poll_info() {
   status_.set_consumer_counts(info->num_pending, info->num_ack_pending, lifecycle_.ack_floor());
   const uint64_t acked = status_.counters.acked.load() + status_.counters.termed.load();
   const auto now = Clock::now();
+  const bool busy_here = dispatcher_->in_hand() > 0 || gate_.held() > 0;
+  if (stuck_watch_.observe(now, info->ack_floor_stream_seq, info->num_ack_pending, busy_here))
+    move_stuck_leader(*info);
   if (info->ack_floor_stream_seq != last_floor_seen_ || acked != last_acked_seen_ ||
       info->num_pending + info->num_ack_pending == 0)
     last_progress_ = now;
@@ -515,6 +518,26 @@ void ConsumerSubscription::poll_info() {
                                                       " awaiting ack, and no progress");
   else if (!stuck && status_.state() == SubscriptionState::stalled)
     status_.set_state(SubscriptionState::bound, "progressing again");
+}
+
+void ConsumerSubscription::move_stuck_leader(const nats::ConsumerInfo& info) {
+  const auto stuck_ms = std::chrono::duration_cast<milliseconds>(stuck_watch_.after()).count();
+  auto moved = api_.step_down_consumer_leader(lifecycle_.stream(), lifecycle_.consumer());
+  if (!moved) {
+    // A single server has no other leader to offer: said once.
+    log_once(fmt::format(
+        "{} {}: consumer {} has {} message(s) awaiting ack and its ack floor {} "
+        "has not moved for {} ms; asking its leader to step down failed: {}",
+        scope_ == Scope::shared ? "work" : "broadcast", spec_.name, lifecycle_.consumer(),
+        info.num_ack_pending, info.ack_floor_stream_seq, stuck_ms, moved.error().describe()));
+    return;
+  }
+  status_.log().warn(
+      "{} {}: consumer {} has {} message(s) awaiting ack, none of them here, and its ack floor {} "
+      "has not moved for {} ms: asked its leader to step down, so that a new leader redelivers "
+      "them (a leader that stops redelivering is a nats-server defect, fixed in 2.10.26)",
+      scope_ == Scope::shared ? "work" : "broadcast", spec_.name, lifecycle_.consumer(),
+      info.num_ack_pending, info.ack_floor_stream_seq, stuck_ms);
 }
 
 void ConsumerSubscription::enter_recovering(const std::string& why) {

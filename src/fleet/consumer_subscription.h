@@ -50,6 +50,7 @@
 #include "consume/pull_status.h"
 #include "fleet/consumer_lifecycle.h"
 #include "fleet/downstream_gate.h"
+#include "fleet/stuck_consumer.h"
 #include "fleet/subscription_status.h"
 #include "fleet/supervised.h"
 #include "nats/jetstream_api.h"
@@ -123,6 +124,8 @@ class ConsumerSubscription final : public Supervised {
   Result<std::string> locate_stream();
   void install_intake(const nats::ConsumerConfig& config);
   void poll_info();
+  // The consumer's leader seems to have stopped redelivering: asks it to step down.
+  void move_stuck_leader(const nats::ConsumerInfo& info);
   void log_once(const std::string& text);
   void enter_recovering(const std::string& why);
   void go_fatal(const std::string& reason);
@@ -218,6 +221,8 @@ class ConsumerSubscription final : public Supervised {
 
   // Supervisor-thread state.
   std::set<std::string> logged_;
+  // A consumer leader that stopped redelivering is asked to step down (fleet/stuck_consumer.h).
+  StuckConsumerWatch stuck_watch_{StuckConsumerWatch::after_for(spec_.ack_wait)};
   std::string recovering_reason_;
   uint64_t last_floor_seen_ = 0;
   uint64_t last_acked_seen_ = 0;

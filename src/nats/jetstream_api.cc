@@ -368,6 +368,13 @@ Result<void> JetStreamApi::delete_consumer(const std::string& stream, const std:
   return {};
 }
 
+Result<void> JetStreamApi::step_down_consumer_leader(const std::string& stream,
+                                                     const std::string& consumer) {
+  auto answer = call("CONSUMER.LEADER.STEPDOWN." + stream + "." + consumer, nullptr);
+  if (!answer) return answer.error();
+  return {};
+}
+
 Result<StoredMessage> JetStreamApi::get_message(const std::string& stream, uint64_t seq,
                                                 const std::string& subject) {
   nlohmann::json body = {{"seq", seq}};

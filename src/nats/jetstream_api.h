@@ -64,6 +64,8 @@ class JetStreamApi final : public ConsumerApi {
   Result<ConsumerInfo> create_consumer(const std::string& stream,
                                        const ConsumerConfig& config) override;
   Result<void> delete_consumer(const std::string& stream, const std::string& consumer) override;
+  // Asks the consumer's leader to step down, so another server of its group leads it.
+  Result<void> step_down_consumer_leader(const std::string& stream, const std::string& consumer);
 
   // The message at `seq`; with `subject`, the first message on that subject at or after `seq`
   // (next_by_subj, server 2.9 and later). None: an error with code kJsNoMessageFound.

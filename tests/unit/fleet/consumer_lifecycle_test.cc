@@ -516,15 +516,25 @@ TEST_F(Lifecycle, AConsumerMadeAnewElsewhereIsSaidWithWhereItStarts) {
   EXPECT_EQ(log().find("made anew"), std::string::npos) << log();
   lifecycle.saw_ack_floor(300);
   broker.consumers.clear();
-  broker.add_consumer("DAEMON_SYNC", desired_consumer_config(spec), 0);  // from the start
+  broker.add_consumer("DAEMON_SYNC", config_starting_at(spec, 250, "sync-listener"), 0);
   Error error;
   EXPECT_EQ(lifecycle.look_up(&error), Lookup::present);
-  EXPECT_NE(log().find("was made anew (created made 2) by another replica or the broker; it "
-                       "delivers from the stream's start, its ack floor 0, the last one seen "
-                       "here 300"),
+  EXPECT_NE(log().find("was made anew by another replica or the broker: it delivers from stream "
+                       "sequence 250 (it delivered from the stream's start), its ack floor 0, "
+                       "the last one seen here 300"),
             std::string::npos)
       << log();
   EXPECT_EQ(lifecycle.ack_floor(), 300u);
+}
+
+TEST_F(Lifecycle, AnotherServersCreationTimeIsNotANewConsumer) {
+  // Each server of a cluster reports when it made its copy: a leader moving changes `created`.
+  auto lifecycle = make();
+  ASSERT_TRUE(lifecycle.bind("DAEMON_SYNC"));
+  nats::ConsumerInfo info = *broker.find("DAEMON_SYNC", "sync-listener");
+  info.created = "2026-12-02T14:13:55.043605483Z";
+  lifecycle.saw_consumer(info);
+  EXPECT_EQ(log().find("made anew"), std::string::npos) << log();
 }
 
 TEST_F(Lifecycle, ARecreationAPeerWonSaysWhereTheWinnerStarts) {
