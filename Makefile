@@ -5,15 +5,22 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc)
 WERROR     ?= $(or $(NATSFLEET_WERROR),OFF)
 
-.PHONY: all deps configure build test demo bench chaos asan tsan fuzz format format-check clean
+.PHONY: all deps deps-demo configure build test demo package bench chaos asan tsan fuzz format \
+  format-check clean
 
 all: build
 
 deps:
 	@bash scripts/install-deps.sh
 
+deps-demo:
+	@bash scripts/install-deps.sh demo
+
+CMAKE_CONFIGURE = cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+  -DNATSFLEET_WERROR=$(WERROR)
+
 configure: deps
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DNATSFLEET_WERROR=$(WERROR) >/dev/null
+	@$(CMAKE_CONFIGURE) -DNATSFLEET_TESTS=ON >/dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -21,8 +28,16 @@ build: configure
 test: deps format-check build
 	@cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 300
 
-demo: build
+# Only what the demo runs: the natsfleet binary (no tests, no browser).
+demo: deps-demo
+	@$(CMAKE_CONFIGURE) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target natsfleet_cli
 	@$(BUILD)/natsfleet demo
+
+# The Debian packages natsfleet, libnatsfleet0.1 and libnatsfleet-dev in $(BUILD)/ (README:
+# "Installing").
+package: build
+	@cd $(BUILD) && cpack -G DEB
 
 bench: build
 	@$(BUILD)/bench/natsfleet-bench

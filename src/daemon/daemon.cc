@@ -15,6 +15,7 @@
 #include "base/endpoint.h"
 #include "broker/embedded_broker.h"
 #include "daemon/descriptor_budget.h"
+#include "daemon/service_notifier.h"
 #include "fleet/partition_plan.h"
 #include "health/daemon_metrics.h"
 #include "health/health_server.h"
@@ -256,6 +257,51 @@ FleetHealth health_with_sinks(const Daemon::State& s) {
   return h;
 }
 
+// One line for `systemctl status`: ready, or the first subscription that is not and why.
+std::string status_line(const FleetHealth& h) {
+  if (!h.live) return "fatal: " + h.fatal_reason;
+  if (!h.connected) return "not ready: not connected to the broker";
+  for (const auto& sub : h.subscriptions) {
+    if (sub.downstream_down) return "not ready: " + sub.name + ": " + sub.downstream_error;
+    if (sub.state != SubscriptionState::bound)
+      return "not ready: " + sub.name + " " + to_string(sub.state) +
+             (sub.last_error.empty() ? "" : ": " + sub.last_error);
+  }
+  return h.ready ? "ready: " + std::to_string(h.subscriptions.size()) + " subscriptions bound"
+                 : "not ready";
+}
+
+// Until a stop is requested: tells the service manager when every subscription is first bound
+// (READY=1), and, while the fleet answers for its health and is live, that it is alive
+// (WATCHDOG=1): a wedged or fatal fleet stops the pings and the manager restarts the process.
+void serve_until_stopped(const Daemon::State& s, StopRequest& stop,
+                         const ServiceNotifier& notifier) {
+  if (!notifier.enabled()) return stop.wait();
+  std::chrono::microseconds tick = 1s;
+  if (auto watchdog = notifier.watchdog()) tick = std::min(tick, *watchdog / 3);
+  bool ready_said = false;
+  bool failure_said = false;
+  std::string status_said;
+  do {
+    const FleetHealth h = health_with_sinks(s);
+    std::string message;
+    if (h.live && notifier.watchdog()) message += "WATCHDOG=1\n";
+    if (h.ready && !ready_said) message += "READY=1\n";
+    if (std::string status = status_line(h); status != status_said) {
+      message += "STATUS=" + status + "\n";
+      status_said = std::move(status);
+    }
+    ready_said = ready_said || h.ready;
+    if (!message.empty()) {
+      auto sent = notifier.send(message);
+      if (!sent && !failure_said) s.log->warn("{}", sent.error().describe());
+      failure_said = failure_said || !sent;
+    }
+    // Until ready, a short wait: the manager (and whoever waits on `systemctl start`) learns of
+    // the binding soon after it happens.
+  } while (!stop.wait_for(ready_said ? tick : std::min<std::chrono::microseconds>(tick, 100ms)));
+}
+
 int Daemon::run(StopRequest& stop) {
   State& s = *state_;
   auto& log = *s.log;
@@ -394,10 +440,8 @@ int Daemon::run(StopRequest& stop) {
     return started.error().code == Errc::no_resources ? kExitFatal : kExitUsage;
   }
 
-  {
-    std::unique_lock lock(stop.mu_);
-    stop.cv_.wait(lock, [&] { return stop.requested_; });
-  }
+  const ServiceNotifier notifier = ServiceNotifier::from_environment();
+  serve_until_stopped(s, stop, notifier);
   std::string fatal;
   {
     std::lock_guard lock(stop.mu_);
@@ -408,6 +452,8 @@ int Daemon::run(StopRequest& stop) {
   else
     log.error("fatal: {}; exiting with {} so the orchestrator restarts this process", fatal,
               kExitFatal);
+  (void)notifier.send("STOPPING=1\nSTATUS=" +
+                      (fatal.empty() ? std::string("stopping") : "fatal: " + redact(fatal)));
   // Nothing waits for a worker to come back once shutdown has begun; work in progress goes on.
   for (auto& sink : s.sinks) sink->begin_stop();
   fleet.shutdown(s.config.shutdown_timeout);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -33,6 +34,15 @@ class StopRequest {
   bool requested() const {
     std::lock_guard lock(mu_);
     return requested_;
+  }
+  // Waits until a stop is requested (true) or `timeout` passes (false).
+  bool wait_for(std::chrono::microseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return requested_; });
+  }
+  void wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return requested_; });
   }
 
  private:

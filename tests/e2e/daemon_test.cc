@@ -16,6 +16,7 @@
 #include "support/broker_client.h"
 #include "support/daemon_process.h"
 #include "support/nats_server.h"
+#include "support/notify_listener.h"
 
 namespace natsfleet::testing {
 namespace {
@@ -308,6 +309,46 @@ TEST(Daemon, OrderedWorkOnTheEmbeddedBrokerKeepsEachKeyInOrder) {
   EXPECT_EQ(last.size(), static_cast<size_t>(kKeys));
   daemon.signal(SIGTERM);
   EXPECT_EQ(daemon.wait_exit(20s), 0) << daemon.log();
+}
+
+// Under systemd (Type=notify): READY=1 only once every subscription is bound, watchdog pings
+// while the fleet is live (bound or not), a status line naming what waits, STOPPING=1 at the end.
+TEST(ServiceManager, HearsReadyOnceBoundWatchdogPingsWhileLiveAndStopping) {
+  NatsServer server;
+  BrokerClient admin{server.url()};
+  TempDir dir;
+  NotifyListener manager;
+  ScopedEnv socket("NOTIFY_SOCKET", manager.path());
+  ScopedEnv watchdog("WATCHDOG_USEC", "300000");
+  const int port = free_loopback_port();
+  DaemonProcess daemon{dir.path(),
+                       "svc",
+                       work_config("svc", dir.path() + "/svc.jsonl", port),
+                       {"--server", server.url()}};
+  daemon.start();
+  // No stream holds jobs.run yet: the subscription waits, and says so.
+  ASSERT_TRUE(manager.wait_for_line("STATUS=not ready: jobs-worker binding", 15s))
+      << manager.transcript() << daemon.log();
+  for (int ping = 0; ping < 3; ++ping)
+    ASSERT_TRUE(manager.wait_for_line("WATCHDOG=1", 5s)) << manager.transcript();
+  EXPECT_EQ(manager.transcript().find("READY=1"), std::string::npos) << manager.transcript();
+  EXPECT_EQ(readyz(port), 503);
+
+  admin.create_stream("JOBS", {"jobs.>"});
+  ASSERT_TRUE(manager.wait_for_line("READY=1", 15s)) << manager.transcript() << daemon.log();
+  EXPECT_EQ(readyz(port), 200);
+  EXPECT_NE(manager.transcript().find("STATUS=ready: 1 subscriptions bound"), std::string::npos)
+      << manager.transcript();
+  for (int ping = 0; ping < 3; ++ping)
+    ASSERT_TRUE(manager.wait_for_line("WATCHDOG=1", 5s)) << manager.transcript();
+
+  daemon.signal(SIGTERM);
+  ASSERT_TRUE(manager.wait_for_line("STOPPING=1", 15s)) << manager.transcript();
+  EXPECT_EQ(daemon.wait_exit(20s), 0) << daemon.log();
+  size_t ready = 0;
+  for (const auto& datagram : manager.received())
+    ready += datagram.find("READY=1") != std::string::npos;
+  EXPECT_EQ(ready, 1u) << manager.transcript();  // once, not again after each reconnect
 }
 
 }  // namespace

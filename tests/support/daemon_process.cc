@@ -136,12 +136,12 @@ uint64_t rss_kib(pid_t pid) {
   return 0;
 }
 
-CliOutcome run_cli(const std::string& args) {
+CliOutcome run_shell(const std::string& command) {
   TempDir dir;
   const std::string err_path = dir.path() + "/stderr";
-  const std::string command = std::string(NATSFLEET_CLI_BIN) + " " + args + " 2>" + err_path;
+  const std::string line = "( " + command + " ) 2>" + err_path;
   CliOutcome o;
-  FILE* pipe = ::popen(command.c_str(), "r");
+  FILE* pipe = ::popen(line.c_str(), "r");
   if (!pipe) return o;
   char buf[4096];
   while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) o.out.append(buf, n);
@@ -151,6 +151,10 @@ CliOutcome run_cli(const std::string& args) {
   err << std::ifstream(err_path).rdbuf();
   o.err = err.str();
   return o;
+}
+
+CliOutcome run_cli(const std::string& args) {
+  return run_shell(std::string(NATSFLEET_CLI_BIN) + " " + args);
 }
 
 }  // namespace natsfleet::testing

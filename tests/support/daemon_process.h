@@ -65,6 +65,8 @@ struct CliOutcome {
   std::string err;
 };
 CliOutcome run_cli(const std::string& args);
+// Any command line, through the shell, the same way.
+CliOutcome run_shell(const std::string& command);
 
 // The resident set size of a process in KiB, from /proc (0 when it cannot be read).
 uint64_t rss_kib(pid_t pid);
