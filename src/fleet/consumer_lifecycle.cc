@@ -102,7 +102,7 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::adopt(const std::string& stream,
         Errc::invalid_argument, "consumer " + info.name + " on stream " + stream + " " +
                                     shape.problem + "; delete it, and natsfleet creates it anew");
   if (!shape.needs_update) return info;
-  auto updated = api_.create_consumer(stream, shape.updated);
+  auto updated = api_.update_consumer(stream, shape.updated);
   if (!updated) return updated.error();
   log_once(fmt::format("work {}: updated consumer {} on stream {} in place ({})", spec_.name,
                        info.name, stream, shape.changes));

@@ -19,9 +19,15 @@ class ConsumerApi {
   virtual Result<StreamInfo> stream_info(const std::string& stream) = 0;
   virtual Result<ConsumerInfo> consumer_info(const std::string& stream,
                                              const std::string& consumer) = 0;
-  // Create, or on server 2.9 update in place when only mutable fields differ (an upsert). A
-  // config with durable_name makes a durable; one with only a name, a named ephemeral.
+  // Create. Server 2.10 and later never change an existing consumer on a create (an existing one
+  // of another config is an error; of the same config, its info); 2.9 ignores the action and
+  // updates in place when only mutable fields differ (an upsert). A config with durable_name
+  // makes a durable; one with only a name, a named ephemeral.
   virtual Result<ConsumerInfo> create_consumer(const std::string& stream,
+                                               const ConsumerConfig& config) = 0;
+  // Update an existing consumer's mutable fields in place (2.10: an error when it is missing;
+  // 2.9: as create_consumer).
+  virtual Result<ConsumerInfo> update_consumer(const std::string& stream,
                                                const ConsumerConfig& config) = 0;
   virtual Result<void> delete_consumer(const std::string& stream, const std::string& consumer) = 0;
 };

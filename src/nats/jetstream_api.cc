@@ -350,16 +350,32 @@ Result<ConsumerInfo> JetStreamApi::consumer_info(const std::string& stream,
   return parse_consumer_info(*answer);
 }
 
-Result<ConsumerInfo> JetStreamApi::create_consumer(const std::string& stream,
-                                                   const ConsumerConfig& config) {
-  // A durable by its durable_name; an ephemeral by its name (server 2.9 and later), which lets a
-  // replica recreate its own ephemeral under the same name.
+namespace {
+
+// A durable by its durable_name; an ephemeral by its name (server 2.9 and later), which lets a
+// replica recreate its own ephemeral under the same name. `action` ("create" or "update") is
+// what server 2.10 and later hold the call to; 2.9 ignores it (an upsert).
+Result<ConsumerInfo> put_consumer(JetStreamApi& api, const std::string& stream,
+                                  const ConsumerConfig& config, const char* action) {
   const bool durable = !config.durable_name.empty();
-  auto answer = call(std::string(durable ? "CONSUMER.DURABLE.CREATE." : "CONSUMER.CREATE.") +
-                         stream + "." + config.consumer_name(),
-                     {{"stream_name", stream}, {"config", to_json(config)}});
+  auto answer =
+      api.call(std::string(durable ? "CONSUMER.DURABLE.CREATE." : "CONSUMER.CREATE.") + stream +
+                   "." + config.consumer_name(),
+               {{"stream_name", stream}, {"config", to_json(config)}, {"action", action}});
   if (!answer) return answer.error();
   return parse_consumer_info(*answer);
+}
+
+}  // namespace
+
+Result<ConsumerInfo> JetStreamApi::create_consumer(const std::string& stream,
+                                                   const ConsumerConfig& config) {
+  return put_consumer(*this, stream, config, "create");
+}
+
+Result<ConsumerInfo> JetStreamApi::update_consumer(const std::string& stream,
+                                                   const ConsumerConfig& config) {
+  return put_consumer(*this, stream, config, "update");
 }
 
 Result<void> JetStreamApi::delete_consumer(const std::string& stream, const std::string& consumer) {

@@ -61,6 +61,8 @@ class JetStreamApi final : public ConsumerApi {
   Result<std::vector<std::string>> consumer_names(const std::string& stream);
   Result<ConsumerInfo> consumer_info(const std::string& stream,
                                      const std::string& consumer) override;
+  Result<ConsumerInfo> update_consumer(const std::string& stream,
+                                       const ConsumerConfig& config) override;
   Result<ConsumerInfo> create_consumer(const std::string& stream,
                                        const ConsumerConfig& config) override;
   Result<void> delete_consumer(const std::string& stream, const std::string& consumer) override;

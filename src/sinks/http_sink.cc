@@ -301,6 +301,42 @@ void HttpSink::give_back(std::unique_ptr<Connection> connection) {
     idle_.push_back(std::move(connection));
 }
 
+namespace {
+
+// The message header `name` (any case), or nullptr.
+const std::string* header_value(const Headers& headers, std::string_view name) {
+  for (const auto& [key, values] : headers)
+    if (!values.empty() && key.size() == name.size() &&
+        std::equal(key.begin(), key.end(), name.begin(),
+                   [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; }))
+      return &values.front();
+  return nullptr;
+}
+
+bool lower_hex(std::string_view text) {
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// W3C Trace Context: version 2 hex, trace id 32, parent id 16, flags 2, dash-separated; the
+// ids not all zeros. A version above 00 may append fields after the flags.
+bool valid_traceparent(std::string_view v) {
+  if (v.size() < 55 || v[2] != '-' || v[35] != '-' || v[52] != '-') return false;
+  if (v.size() > 55 && (v.substr(0, 2) == "00" || v[55] != '-')) return false;
+  const auto version = v.substr(0, 2), trace = v.substr(3, 32), parent = v.substr(36, 16);
+  return lower_hex(version) && version != "ff" && lower_hex(trace) && lower_hex(parent) &&
+         lower_hex(v.substr(53, 2)) && trace != std::string(32, '0') &&
+         parent != std::string(16, '0');
+}
+
+// tracestate goes with a valid traceparent only, and only printable ASCII (no line breaks).
+bool printable(std::string_view v) {
+  return v.size() <= 512 &&
+         std::all_of(v.begin(), v.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+}
+
+}  // namespace
+
 SinkResult HttpSink::deliver(const Message& message, const std::string& subscription) {
   // The endpoint is unreachable, overloaded or failing: the message is fine (retry, honouring
   // Retry-After). Only an answer about this message (another 4xx) rejects it.
@@ -325,6 +361,14 @@ SinkResult HttpSink::deliver(const Message& message, const std::string& subscrip
       request.set("Nats-Sequence", std::to_string(d->stream_seq));
     }
     request.set("Nats-Delivered", std::to_string(message.delivered()));
+    // A publisher's trace continues into the service: its W3C trace context passes on.
+    if (const auto* parent = header_value(message.headers(), "traceparent");
+        parent && valid_traceparent(*parent)) {
+      request.set("traceparent", *parent);
+      if (const auto* state = header_value(message.headers(), "tracestate");
+          state && printable(*state))
+        request.set("tracestate", *state);
+    }
     for (const auto& [name, value] : options_.headers) request.set(name, value);
     request.body() = record_json(message, subscription);
     request.prepare_payload();

@@ -126,14 +126,14 @@ TEST_F(DebianPackage, TheUnitRunsOneInstancePerConfigUnderSystemdsWatch) {
   fs::create_directories(root + "/etc/natsfleet");
   fs::copy_file(root + "/usr/share/doc/natsfleet/examples/example.toml",
                 root + "/etc/natsfleet/example.toml");
-  const CliOutcome placed =
-      run_shell("sed -e 's|/usr/bin/natsfleet|" + root + "/usr/bin/natsfleet|' -e 's| /etc/| " +
-                root + "/etc/|; s|=/etc/|=" + root + "/etc/|' " + root +
-                "/usr/lib/systemd/system/natsfleet@.service > " + units +
-                "/natsfleet@example.service");
+  const CliOutcome placed = run_shell(
+      "sed -e 's|/usr/bin/natsfleet|" + root + "/usr/bin/natsfleet|' -e 's| /etc/| " + root +
+      "/etc/|; s|=/etc/|=" + root + "/etc/|' " + root +
+      "/usr/lib/systemd/system/natsfleet@.service > " + units + "/natsfleet@example.service");
   ASSERT_EQ(placed.code, 0) << explain(placed);
-  const CliOutcome verified = run_shell("SYSTEMD_LOG_LEVEL=notice systemd-analyze verify --man=no " +
-                                        units + "/natsfleet@example.service");
+  const CliOutcome verified =
+      run_shell("SYSTEMD_LOG_LEVEL=notice systemd-analyze verify --man=no " + units +
+                "/natsfleet@example.service");
   EXPECT_EQ(verified.code, 0) << explain(verified);
   EXPECT_EQ(verified.out + verified.err, "") << explain(verified);
 }

@@ -398,5 +398,35 @@ TEST(JetStreamBroadcast, ALostReplicaConsumerIsRecreatedAfterTheLastMessageSeen)
   EXPECT_TRUE(consumer_exists(admin, "STATUS", mine));
 }
 
+// nats-server 2.10 holds a consumer create to creating and an update to updating: a replica
+// that recreates a consumer a peer made a moment before gets an error (and then uses the
+// peer's), never a rewrite of it; an update of a consumer that is gone makes none.
+TEST(ConsumerActions, OnBroker210ACreateNeverRewritesAndAnUpdateNeverCreates) {
+  if (nats_server_version() < std::pair{2, 10})
+    GTEST_SKIP() << "nats-server 2.9 ignores the action: a create or an update is an upsert";
+  NatsServer server;
+  BrokerClient admin{server.url()};
+  admin.create_stream("ACTIONS", {"actions.>"});
+  const auto config = nats::parse_consumer_config({{"durable_name", "mover"},
+                                                   {"ack_policy", "explicit"},
+                                                   {"ack_wait", 30 * kSecond},
+                                                   {"filter_subject", "actions.a"},
+                                                   {"deliver_policy", "all"}});
+  ASSERT_TRUE(admin.api().create_consumer("ACTIONS", config));
+  auto changed = config;
+  changed.ack_wait = std::chrono::seconds(10);
+  EXPECT_FALSE(admin.api().create_consumer("ACTIONS", changed));
+  EXPECT_EQ(admin.api().consumer_info("ACTIONS", "mover")->config.ack_wait,
+            std::chrono::seconds(30));
+  EXPECT_TRUE(admin.api().create_consumer("ACTIONS", config));  // the same config: its info
+  ASSERT_TRUE(admin.api().update_consumer("ACTIONS", changed));
+  EXPECT_EQ(admin.api().consumer_info("ACTIONS", "mover")->config.ack_wait,
+            std::chrono::seconds(10));
+  auto gone = config;
+  gone.durable_name = "gone";
+  EXPECT_FALSE(admin.api().update_consumer("ACTIONS", gone));
+  EXPECT_FALSE(consumer_exists(admin, "ACTIONS", "gone"));
+}
+
 }  // namespace
 }  // namespace natsfleet::testing

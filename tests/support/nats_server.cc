@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -491,6 +492,22 @@ std::set<int> tcp_ports_a_child_inherits() {
   auto child = base::ChildProcess::start({"/bin/sleep", "30"});
   if (!child) throw std::runtime_error(child.error().describe());
   return tcp_ports_held_by(child->pid());  // the child is killed and reaped when it goes
+}
+
+std::pair<int, int> nats_server_version() {
+  static const std::pair<int, int> version = [] {
+    std::pair<int, int> v{0, 0};
+    FILE* pipe = ::popen((std::string(kServerBinary) + " --version 2>/dev/null").c_str(), "r");
+    if (!pipe) return v;
+    char buf[128] = {};
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, pipe);
+    ::pclose(pipe);
+    const std::string text(buf, n);  // "nats-server: v2.10.27"
+    if (const auto at = text.find(" v"); at != std::string::npos)
+      std::sscanf(text.c_str() + at + 2, "%d.%d", &v.first, &v.second);
+    return v;
+  }();
+  return version;
 }
 
 }  // namespace natsfleet::testing

@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "broker/nats_server_process.h"
@@ -141,6 +142,10 @@ class NatsCluster {
  private:
   std::vector<std::unique_ptr<NatsServer>> nodes_;
 };
+
+// The version of the nats-server the fixtures start (the first in PATH): {2, 10} for 2.10.27,
+// {0, 0} when it cannot be read. Tests of what one version does better skip on the other.
+std::pair<int, int> nats_server_version();
 
 // broker::free_loopback_ports, throwing std::runtime_error when the system refuses a socket.
 int free_loopback_port();  // bind 127.0.0.1:0, read the port, close

@@ -108,6 +108,17 @@ class ScriptedBroker final : public nats::ConsumerApi {
     }
     return add_consumer(stream, config);
   }
+  Result<nats::ConsumerInfo> update_consumer(const std::string& stream,
+                                             const nats::ConsumerConfig& config) override {
+    calls.push_back("update " + config.consumer_name());
+    if (unreachable) return Error{Errc::timeout, "timed out"};
+    auto it = consumers.find(stream + "/" + config.consumer_name());
+    if (it == consumers.end()) return not_found(kJsConsumerNotFound, "consumer");
+    if (!only_mutable_fields_differ(it->second.config, config))
+      return Error{std::error_code(10012, jetstream_category()), "consumer cannot be updated"};
+    it->second.config = config;  // in place: position and creation time stay
+    return it->second;
+  }
   Result<void> delete_consumer(const std::string& stream, const std::string& consumer) override {
     calls.push_back("delete " + consumer);
     if (unreachable) return Error{Errc::timeout, "timed out"};

@@ -77,6 +77,40 @@ TEST(HttpSink, CoreMessagesHaveNoStreamHeaders) {
   EXPECT_EQ(req.headers.at("nats-subject"), "member.7.status");
 }
 
+// The publisher's W3C trace context goes on to the service, so its trace continues there.
+TEST(HttpSink, PassesTheMessagesTraceContextOn) {
+  TestHttpServer server(always(200));
+  HttpSink sink(options_for(server.url()));
+  const std::string parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  Message traced("mail.outgoing", "hi",
+                 {{"Traceparent", {parent}}, {"tracestate", {"vendor=abc,other=1"}}});
+  ASSERT_EQ(sink.deliver(traced, "mail-relay").disposition.kind(), Kind::ack);
+  // Malformed: all-zero trace id, upper-case hex, a line break in tracestate.
+  Message zeros("mail.outgoing", "hi",
+                {{"traceparent", {"00-00000000000000000000000000000000-00f067aa0ba902b7-01"}},
+                 {"tracestate", {"vendor=abc"}}});
+  ASSERT_EQ(sink.deliver(zeros, "mail-relay").disposition.kind(), Kind::ack);
+  Message upper("mail.outgoing", "hi",
+                {{"traceparent", {"00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01"}}});
+  ASSERT_EQ(sink.deliver(upper, "mail-relay").disposition.kind(), Kind::ack);
+  Message broken_state("mail.outgoing", "hi",
+                       {{"traceparent", {parent}}, {"tracestate", {"a=1\r\nX-Injected: 1"}}});
+  ASSERT_EQ(sink.deliver(broken_state, "mail-relay").disposition.kind(), Kind::ack);
+  ASSERT_EQ(sink.deliver(core_message("untraced"), "status").disposition.kind(), Kind::ack);
+
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 5u);
+  EXPECT_EQ(requests[0].headers.at("traceparent"), parent);
+  EXPECT_EQ(requests[0].headers.at("tracestate"), "vendor=abc,other=1");
+  EXPECT_EQ(requests[1].headers.count("traceparent"), 0u);
+  EXPECT_EQ(requests[1].headers.count("tracestate"), 0u);
+  EXPECT_EQ(requests[2].headers.count("traceparent"), 0u);
+  EXPECT_EQ(requests[3].headers.at("traceparent"), parent);
+  EXPECT_EQ(requests[3].headers.count("tracestate"), 0u);
+  EXPECT_EQ(requests[3].headers.count("x-injected"), 0u);
+  EXPECT_EQ(requests[4].headers.count("traceparent"), 0u);
+}
+
 TEST(HttpSink, ServerErrorIsADownstreamFailureNotARejection) {
   TestHttpServer server(always(500));
   HttpSink sink(options_for(server.url()));
