@@ -58,8 +58,17 @@ double covered(const std::vector<Span>& spans, double from, double to) {
 // twice, at two sequences, and that is a duplicate, not a reordering) (a repeat of the key's latest
 // message is at-least-once, not a violation). "Already" is exact within one replica's file; across
 // replicas a record counts as earlier only when it was seen more than order_tolerance_ms before.
+// A violation where either record was delivered under another stream sequence than its publish
+// ack named is counted apart: the broker rewrote the stream's history under the consumer.
 void check_key_order(History& h, const CheckOptions& options, Verdict& v) {
   v.ordered = true;
+  std::unordered_map<int64_t, uint64_t> acked_seq;
+  for (const auto& p : h.publishes)
+    if (p.acked && p.seq > 0) acked_seq[p.id] = p.seq;
+  const auto renumbered = [&](const HandlingRecord& x) {
+    auto it = acked_seq.find(x.id);
+    return it != acked_seq.end() && it->second != x.seq;
+  };
   std::unordered_map<int64_t, std::vector<size_t>> by_key;  // indexes into h.handlings
   if (options.swap_one_key) {
     std::unordered_map<int64_t, size_t> first_of_key;
@@ -81,13 +90,17 @@ void check_key_order(History& h, const CheckOptions& options, Verdict& v) {
         const bool earlier =
             q.replica == r.replica || q.at_ms + options.order_tolerance_ms < r.at_ms;
         if (!earlier || q.id <= r.id) continue;
-        ++v.order_violations;
-        if (v.order_violation_examples.size() < 10)
-          v.order_violation_examples.push_back(
-              "key " + std::to_string(key) + ": message " + std::to_string(r.id) + " (seq " +
-              std::to_string(r.seq) + ", r" + std::to_string(r.replica + 1) + ") handled after " +
-              std::to_string(q.id) + " (seq " + std::to_string(q.seq) + ", r" +
-              std::to_string(q.replica + 1) + ")");
+        const bool rewritten = renumbered(q) || renumbered(r);
+        auto& count = rewritten ? v.order_violations_rewritten : v.order_violations;
+        auto& examples =
+            rewritten ? v.order_violation_rewritten_examples : v.order_violation_examples;
+        ++count;
+        if (examples.size() < 10)
+          examples.push_back("key " + std::to_string(key) + ": message " + std::to_string(r.id) +
+                             " (seq " + std::to_string(r.seq) + ", r" +
+                             std::to_string(r.replica + 1) + ") handled after " +
+                             std::to_string(q.id) + " (seq " + std::to_string(q.seq) + ", r" +
+                             std::to_string(q.replica + 1) + ")");
         break;
       }
     }
@@ -249,6 +262,13 @@ std::string report(const Verdict& v) {
   if (v.ordered) {
     out << "per-key order violations " << v.order_violations << "\n";
     for (const auto& e : v.order_violation_examples) out << "  " << e << "\n";
+    if (v.order_violations_rewritten) {
+      out << "per-key order violations on a stream history the broker rewrote "
+          << v.order_violations_rewritten
+          << " (a record's stream sequence is not the one its publish ack named; not counted "
+             "against natsfleet)\n";
+      for (const auto& e : v.order_violation_rewritten_examples) out << "  " << e << "\n";
+    }
   }
   if (v.unknown) out << "records of unpublished messages " << v.unknown << "\n";
   if (v.unreadable_lines) out << "unreadable sink lines " << v.unreadable_lines << "\n";
@@ -259,32 +279,35 @@ std::string report(const Verdict& v) {
 }
 
 nlohmann::json to_json(const Verdict& v) {
-  return nlohmann::json{{"published", v.published},
-                        {"acknowledged", v.acked},
-                        {"handled", v.handled},
-                        {"handled_unacknowledged", v.handled_unacked},
-                        {"lost", v.lost},
-                        {"lost_ids", v.lost_ids},
-                        {"broker_lost", v.broker_lost},
-                        {"broker_lost_ids", v.broker_lost_ids},
-                        {"stored_twice", v.stored_twice},
-                        {"unknown_records", v.unknown},
-                        {"dead_lettered", v.dead_lettered},
-                        {"duplicates", v.duplicates},
-                        {"duplicated_messages", v.duplicated_messages},
-                        {"duplicate_rate", v.duplicate_rate},
-                        {"duplicates_by_fault", v.duplicates_by_fault},
-                        {"faults_by_kind", v.faults_by_kind},
-                        {"longest_stall_ms", v.longest_stall_ms},
-                        {"longest_stall_id", v.longest_stall_id},
-                        {"stalls_over_bound", v.stalls_over_bound},
-                        {"stall_bound_ms", v.stall_bound_ms},
-                        {"unreadable_sink_lines", v.unreadable_lines},
-                        {"self_test_dropped", v.self_test_dropped},
-                        {"ordered", v.ordered},
-                        {"order_violations", v.order_violations},
-                        {"order_violation_examples", v.order_violation_examples},
-                        {"pass", v.pass}};
+  return nlohmann::json{
+      {"published", v.published},
+      {"acknowledged", v.acked},
+      {"handled", v.handled},
+      {"handled_unacknowledged", v.handled_unacked},
+      {"lost", v.lost},
+      {"lost_ids", v.lost_ids},
+      {"broker_lost", v.broker_lost},
+      {"broker_lost_ids", v.broker_lost_ids},
+      {"stored_twice", v.stored_twice},
+      {"unknown_records", v.unknown},
+      {"dead_lettered", v.dead_lettered},
+      {"duplicates", v.duplicates},
+      {"duplicated_messages", v.duplicated_messages},
+      {"duplicate_rate", v.duplicate_rate},
+      {"duplicates_by_fault", v.duplicates_by_fault},
+      {"faults_by_kind", v.faults_by_kind},
+      {"longest_stall_ms", v.longest_stall_ms},
+      {"longest_stall_id", v.longest_stall_id},
+      {"stalls_over_bound", v.stalls_over_bound},
+      {"stall_bound_ms", v.stall_bound_ms},
+      {"unreadable_sink_lines", v.unreadable_lines},
+      {"self_test_dropped", v.self_test_dropped},
+      {"ordered", v.ordered},
+      {"order_violations", v.order_violations},
+      {"order_violation_examples", v.order_violation_examples},
+      {"order_violations_rewritten", v.order_violations_rewritten},
+      {"order_violation_rewritten_examples", v.order_violation_rewritten_examples},
+      {"pass", v.pass}};
 }
 
 std::vector<Second> per_second(const History& h) {

@@ -213,6 +213,20 @@ TEST(Checker, AnOlderMessageOfAKeyAfterANewerOneIsAViolation) {
       << v.order_violation_examples[0];
 }
 
+TEST(Checker, AViolationOnAStreamHistoryTheBrokerRewroteIsCountedApart) {
+  auto h = keyed();
+  // Key 0: 4 handled, then 2 delivered again under sequence 2 (its publish ack said 3): a
+  // failover renumbered the stream under the consumer.
+  h.handlings = {{0, 0, 1, 1, 200}, {2, 0, 1, 3, 250}, {4, 0, 1, 5, 300}, {1, 1, 1, 2, 300},
+                 {3, 1, 1, 4, 400}, {5, 1, 1, 6, 500}, {2, 1, 2, 2, 800}};
+  const auto v = check(h, ordered_options());
+  EXPECT_EQ(v.order_violations, 0u) << report(v);
+  EXPECT_EQ(v.order_violations_rewritten, 1u) << report(v);
+  EXPECT_TRUE(v.pass) << report(v);
+  EXPECT_NE(report(v).find("on a stream history the broker rewrote 1"), std::string::npos)
+      << report(v);
+}
+
 TEST(Checker, OrderWithinOneFileIsExactAcrossFilesWithinTheTolerance) {
   auto h = keyed();
   // Same poll, two files: 2 seen at 300 on r2 just after 4 on r1 is within the tolerance...
