@@ -167,6 +167,16 @@ class Lifecycle : public ::testing::Test {
     return ConsumerLifecycle(spec, options, broker, log_);
   }
   std::string log() const { return lines_.str(); }
+  // Bound, ack floor 120 seen, the consumer gone, the stream now holding up to `last_seq`:
+  // what the recreation makes (an error when binding failed).
+  Result<nats::ConsumerInfo> recreate_after_floor_120_on_a_stream_holding(uint64_t last_seq) {
+    auto lifecycle = make();
+    if (auto bound = lifecycle.bind("DAEMON_SYNC"); !bound) return bound.error();
+    lifecycle.saw_ack_floor(120);
+    broker.consumers.clear();
+    broker.streams["DAEMON_SYNC"].last_seq = last_seq;
+    return lifecycle.recreate(0);
+  }
   std::string successor() const {
     return successor_name(spec.name, "DAEMON_SYNC", spec.subject, spec.shape);
   }
@@ -496,12 +506,7 @@ TEST_F(Lifecycle, AStreamCreatedAnewIsReadFromItsStart) {
 TEST_F(Lifecycle, TheSameStreamShorterThanTheFloorIsReadAfterWhatItHolds) {
   // A failover lost the stream's tail: what it holds was handled, what it stores next takes the
   // sequences after its last (some at or below the old floor). Not the whole stream again.
-  auto lifecycle = make();
-  ASSERT_TRUE(lifecycle.bind("DAEMON_SYNC"));
-  lifecycle.saw_ack_floor(120);
-  broker.consumers.clear();
-  broker.streams["DAEMON_SYNC"].last_seq = 30;
-  auto info = lifecycle.recreate(0);
+  auto info = recreate_after_floor_120_on_a_stream_holding(30);
   ASSERT_TRUE(info);
   EXPECT_EQ(info->config.opt_start_seq, 31u);
   EXPECT_NE(log().find("the stream holds up to 30, below ack floor 120"), std::string::npos)
@@ -510,12 +515,7 @@ TEST_F(Lifecycle, TheSameStreamShorterThanTheFloorIsReadAfterWhatItHolds) {
 
 TEST_F(Lifecycle, AShorterStreamOfUnknownBirthIsReadFromItsStart) {
   broker.add_stream("DAEMON_SYNC", 500, "");  // a broker that does not say when it was made
-  auto lifecycle = make();
-  ASSERT_TRUE(lifecycle.bind("DAEMON_SYNC"));
-  lifecycle.saw_ack_floor(120);
-  broker.consumers.clear();
-  broker.streams["DAEMON_SYNC"].last_seq = 30;
-  auto info = lifecycle.recreate(0);
+  auto info = recreate_after_floor_120_on_a_stream_holding(30);
   ASSERT_TRUE(info);
   EXPECT_EQ(info->config.opt_start_seq, 1u);
 }
