@@ -453,8 +453,11 @@ void ConsumerSubscription::run_bound() {
       status_.set_state(SubscriptionState::binding, "pull engine not running");
       return;
     }
-    engine_->tick();
+    // Read before tick(): a silence long enough to be a gap (a lookup that blocked this thread
+    // past it, say) is dropped there with the pulls that owed heartbeats, and the new pulls owe
+    // none yet.
     missed = engine_->heartbeat_missed();
+    engine_->tick();
     if (const uint64_t gaps = engine_->gaps(); gaps != gaps_logged_) {
       gaps_logged_ = gaps;
       resend_recent_acks();  // the silence may have been a leader moving

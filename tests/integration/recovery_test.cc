@@ -331,6 +331,29 @@ TEST(Pause, PausedBrokerIsAWarningNotFatalAndConsumptionResumes) {
   EXPECT_EQ(r.fatals(), 0);
 }
 
+TEST(Pause, ALookupOutlastingTheGapStillCountsTheMissedHeartbeats) {
+  // Each consumer lookup against the paused broker blocks the supervisor for 2 s, longer than
+  // the 1 s after which a silence is a gap; the missed heartbeats must still be seen. Looked up
+  // every 100 ms, the first lookup after the pause starts before two heartbeats are missed.
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  auto options = fast_options({server.url()}, "replica");
+  options.request_timeout = 2s;
+  options.info_interval = 100ms;
+  Replica r(server.url(), fast_work("jobs-worker", "jobs.run"), options);
+  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  admin.publish_many("jobs.run", 5, "before-");
+  ASSERT_TRUE(r.seen.wait_distinct(5, 10s));
+
+  server.pause();
+  EXPECT_TRUE(wait_for([&] { return r.sub().state == SubscriptionState::recovering; }, 8s))
+      << "state " << to_string(r.sub().state) << ": " << r.sub().last_error;
+  server.resume();
+  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 15s)) << r.sub().last_error;
+  EXPECT_EQ(r.fatals(), 0);
+}
+
 TEST(Shutdown, InFlightHandlersFinishAndAreAckedTheRestGoesBackAtOnce) {
   NatsServer server;
   BrokerClient admin(server.url());
