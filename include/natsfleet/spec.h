@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace natsfleet {
 
@@ -36,7 +37,11 @@ enum class Ordering {
 struct WorkSpec {
   std::string name;     // the shared durable's name: every replica declaring it shares the work
   std::string subject;  // the filter subject; also how the stream is found
-  std::string stream;   // optional: found by subject across all streams when empty
+  // Several filter subjects on the one consumer, in place of `subject` (which is then left
+  // empty, or set to the first): nats-server 2.10 and later; on 2.9 the work reports fatal. They
+  // must not overlap; the first finds the stream. Not with ordering = per-key.
+  std::vector<std::string> subjects;
+  std::string stream;  // optional: found by subject across all streams when empty
   WorkShape shape = WorkShape::pull;
   // A message the broker has not heard about within ack_wait goes to another replica. natsfleet
   // keeps each message this replica holds alive with in-progress acks: one waiting for a

@@ -62,7 +62,8 @@ const ConsumerInfo* successor_of(const ConsumerInfo& c, const BrokerSnapshot& sn
   for (const ConsumerInfo* d : snapshot.consumers_of(c.stream)) {
     const auto shape = successor_shape(*d);
     if (d == &c || !shape) continue;
-    if (d->name == fleet::successor_name(c.name, c.stream, d->config.filter_subject, *shape))
+    if (d->name ==
+        fleet::successor_name(c.name, c.stream, fleet::filter_subjects(d->config), *shape))
       return d;
   }
   return nullptr;
@@ -101,10 +102,19 @@ std::optional<Finding> idle_pull(const Sampled& c, const std::string& over) {
                     c.before.delivered_stream_seq == now.delivered_stream_seq &&
                     c.before.ack_floor_stream_seq == now.ack_floor_stream_seq;
   if (!idle) return std::nullopt;
-  return finding(
-      now, "idle-pull",
+  const std::string what =
       fmt::format("{} pending, no pull waiting; delivered seq {} and ack floor {} unchanged {}",
-                  now.num_pending, now.delivered_stream_seq, now.ack_floor_stream_seq, over),
+                  now.num_pending, now.delivered_stream_seq, now.ack_floor_stream_seq, over);
+  // Its metadata (server 2.10) says which natsfleet work made it: the operator knows what to run.
+  if (auto work = now.config.metadata.find(fleet::kWorkMetadataKey);
+      work != now.config.metadata.end())
+    return finding(now, "idle-pull",
+                   what + "; natsfleet created it for work '" + work->second + "'",
+                   "no replica of work '" + work->second +
+                       "' runs: start one (natsfleet run with that [[work]]), or delete the "
+                       "consumer if the work is gone");
+  return finding(
+      now, "idle-pull", what,
       "no replica pulls: start one (natsfleet run), or delete the consumer if its work is gone");
 }
 
@@ -209,7 +219,7 @@ void judge_work(const config::WorkConfig& work, const std::string& where,
 
   const ConsumerInfo* consumer = snapshot.find(stream->name, spec.name);
   const std::string successor_name =
-      fleet::successor_name(spec.name, stream->name, spec.subject, spec.shape);
+      fleet::successor_name(spec.name, stream->name, fleet::filter_subjects(spec), spec.shape);
   const ConsumerInfo* successor = snapshot.find(stream->name, successor_name);
   if (!consumer) {
     if (!successor)

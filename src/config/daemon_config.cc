@@ -35,10 +35,10 @@ constexpr std::string_view kTopKeys[] = {"name",   "servers",    "credentials",
 constexpr std::string_view kTlsKeys[] = {"ca", "cert", "key"};
 constexpr std::string_view kHealthKeys[] = {"listen"};
 constexpr std::string_view kWorkKeys[] = {
-    "name",        "subject",         "stream",    "shape",      "ack_wait",
-    "max_deliver", "max_ack_pending", "start",     "on_missing", "heartbeat",
-    "concurrency", "dead_letter",     "retry_min", "retry_max",  "sink",
-    "ordering",    "key_token",       "partitions"};
+    "name",      "subject",     "subjects",        "stream",    "shape",
+    "ack_wait",  "max_deliver", "max_ack_pending", "start",     "on_missing",
+    "heartbeat", "concurrency", "dead_letter",     "retry_min", "retry_max",
+    "sink",      "ordering",    "key_token",       "partitions"};
 constexpr std::string_view kBroadcastKeys[] = {"name",       "subject",   "concurrency",
                                                "source",     "stream",    "heartbeat",
                                                "max_queued", "key_token", "sink"};
@@ -421,8 +421,7 @@ class ConfigParser {
 
     spec.name = work.required_string("name", "the shared consumer's name");
     if (auto bad = problem(check_name(spec.name)); !bad.empty()) work.fail("name", bad);
-    spec.subject = work.required_string("subject");
-    if (auto bad = problem(check_subject(spec.subject)); !bad.empty()) work.fail("subject", bad);
+    read_subjects(work, spec);
     if (auto stream = work.string("stream")) {
       spec.stream = *stream;
       check("stream", [&](WorkSpec& s) { s.stream = spec.stream; });
@@ -474,6 +473,7 @@ class ConfigParser {
       // Judged with the work's subject: it must not be one the work itself consumes.
       check("dead_letter", [&](WorkSpec& s) {
         s.subject = spec.subject;
+        s.subjects = spec.subjects;
         s.dead_letter = spec.dead_letter;
       });
     }
@@ -493,6 +493,31 @@ class ConfigParser {
     return config;
   }
 
+  // subject, or subjects: several filter subjects on the one consumer (nats-server 2.10 and
+  // later; the server's version is checked when the work binds).
+  void read_subjects(TableReader& work, WorkSpec& spec) const {
+    auto subjects = work.strings("subjects");
+    if (!subjects) {
+      spec.subject = work.required_string("subject");
+      if (auto bad = problem(check_subject(spec.subject)); !bad.empty()) work.fail("subject", bad);
+      return;
+    }
+    if (work.find("subject")) work.fail("subjects", "subject is set too: set one of them");
+    if (subjects->empty()) work.fail("subjects", "is empty");
+    const toml::array& items = *work.find("subjects")->as_array();
+    for (size_t i = 0; i < subjects->size(); ++i)
+      if (auto bad = problem(check_subject((*subjects)[i])); !bad.empty())
+        work.fail_at(*items.get(i), work.path("subjects") + "[" + std::to_string(i) + "]", bad);
+    spec.subjects = std::move(*subjects);
+    spec.subject = spec.subjects.front();
+    if (auto bad = work_field_problem([&](WorkSpec& s) {
+          s.subject.clear();
+          s.subjects = spec.subjects;
+        });
+        !bad.empty())
+      work.fail("subjects", bad);
+  }
+
   // ordering, key_token and partitions: read together, since each means something only with
   // the others (and with the subject, the heartbeat and ack_wait).
   void read_ordering(TableReader& work, WorkSpec& spec) const {
@@ -500,6 +525,8 @@ class ConfigParser {
       spec.ordering = *ordering == "per-key" ? Ordering::per_key : Ordering::none;
     const auto key_token = work.integer("key_token", 1, Limits::kMaxKeyToken);
     const auto partitions = work.integer("partitions", 1, Limits::kMaxPartitions);
+    if (spec.ordering == Ordering::per_key && spec.subjects.size() > 1)
+      work.fail("ordering", "per-key takes one subject, not several: the key is a token of it");
     if (spec.ordering != Ordering::per_key) {
       for (const char* key : {"key_token", "partitions"})
         if (work.find(key)) work.fail(key, "applies to ordering = \"per-key\" only");

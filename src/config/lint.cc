@@ -5,6 +5,7 @@
 
 #include "base/duration.h"
 #include "base/endpoint.h"
+#include "fleet/consumer_shape.h"
 
 namespace natsfleet::config {
 namespace {
@@ -13,11 +14,15 @@ constexpr int kFileLine = 1;
 
 std::string where(const std::string& file, int line) { return file + ":" + std::to_string(line); }
 
-// Two work entries handle the same messages: same subject, and not two explicit, different
-// streams (a subject belongs to one stream, so that pair is a different misconfiguration).
-bool same_messages(const WorkConfig& a, const WorkConfig& b) {
-  if (a.spec.subject != b.spec.subject) return false;
-  return a.spec.stream.empty() || b.spec.stream.empty() || a.spec.stream == b.spec.stream;
+// The subject two work entries both filter ("" when none): they handle the same messages unless
+// they name two explicit, different streams (a subject belongs to one stream, so that pair is a
+// different misconfiguration).
+std::string shared_subject(const WorkConfig& a, const WorkConfig& b) {
+  if (!a.spec.stream.empty() && !b.spec.stream.empty() && a.spec.stream != b.spec.stream) return {};
+  const auto theirs = fleet::filter_subjects(b.spec);
+  for (const auto& subject : fleet::filter_subjects(a.spec))
+    if (std::find(theirs.begin(), theirs.end(), subject) != theirs.end()) return subject;
+  return {};
 }
 
 void lint_sink(const std::string& file, const sinks::SinkConfig& sink, int line,
@@ -71,9 +76,10 @@ std::vector<LintFinding> lint(const DaemonConfig& config) {
     const WorkConfig& work = config.work[i];
     const WorkSpec& spec = work.spec;
     for (size_t j = 0; j < i; ++j) {
-      if (!same_messages(config.work[j], work) || config.work[j].spec.name == spec.name) continue;
+      const auto subject = shared_subject(config.work[j], work);
+      if (subject.empty() || config.work[j].spec.name == spec.name) continue;
       out.push_back({file, work.line, "duplicate-subject",
-                     "work '" + spec.name + "' consumes '" + spec.subject + "' like work '" +
+                     "work '" + spec.name + "' consumes '" + subject + "' like work '" +
                          config.work[j].spec.name + "' (line " +
                          std::to_string(config.work[j].line) +
                          "): two consumers, so every message is handled twice"});
@@ -138,9 +144,10 @@ std::vector<LintFinding> lint_all(const std::vector<DaemonConfig>& configs) {
       bool found = false;
       for (size_t g = 0; g < f && !found; ++g) {
         for (const WorkConfig& other : configs[g].work) {
-          if (!same_messages(other, work) || other.spec.name == work.spec.name) continue;
+          const auto subject = shared_subject(other, work);
+          if (subject.empty() || other.spec.name == work.spec.name) continue;
           per_file[f].push_back({config.file, work.line, "duplicate-subject",
-                                 "work '" + work.spec.name + "' consumes '" + work.spec.subject +
+                                 "work '" + work.spec.name + "' consumes '" + subject +
                                      "' like work '" + other.spec.name + "' in " +
                                      where(configs[g].file, other.line) +
                                      ": two consumers, so every message is handled twice"});

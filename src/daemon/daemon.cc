@@ -16,6 +16,7 @@
 #include "broker/embedded_broker.h"
 #include "daemon/descriptor_budget.h"
 #include "daemon/service_notifier.h"
+#include "fleet/consumer_shape.h"
 #include "fleet/partition_plan.h"
 #include "health/daemon_metrics.h"
 #include "health/health_server.h"
@@ -143,33 +144,34 @@ bool ensure_streams(const std::string& url, const config::DaemonConfig& cfg, spd
   const auto until = Clock::now() + 10s;
   while (!conn.value()->connected() && Clock::now() < until) std::this_thread::sleep_for(20ms);
   nats::JetStreamApi api(*conn.value(), 2s);
-  auto create = [&](const std::string& name, const std::string& subject) {
-    if (auto made = api.create_stream({.name = name, .subjects = {subject}}); !made) {
-      log.error("embedded broker: cannot create stream {} for {}: {}", name, subject,
+  auto create = [&](const std::string& name, const std::vector<std::string>& subjects) {
+    const auto described = fleet::describe_subjects(subjects);
+    if (auto made = api.create_stream({.name = name, .subjects = subjects}); !made) {
+      log.error("embedded broker: cannot create stream {} for {}: {}", name, described,
                 made.error().describe());
       return false;
     }
-    log.info("embedded broker: created stream {} for subject {}", name, subject);
+    log.info("embedded broker: created stream {} for subject {}", name, described);
     return true;
   };
   for (const auto& work : cfg.work) {
+    auto subjects = fleet::filter_subjects(work.spec);
     // Per-key ordered work is stored under its partitioned subjects (fleet/partition_plan.h).
-    std::string subject = work.spec.subject;
     if (work.spec.ordering == Ordering::per_key)
       if (auto plan = fleet::PartitionPlan::make(work.spec.subject, work.spec.key_token,
                                                  work.spec.partitions))
-        subject = plan->stored_subjects();
-    auto held = api.find_stream(subject);
+        subjects = {plan->stored_subjects()};
+    auto held = api.find_stream(subjects.front());
     std::string name = held ? *held : work.spec.stream;
     if (name.empty()) {
       name = work.spec.name;
       for (char& c : name) c = c == '-' ? '_' : static_cast<char>(std::toupper(c));
     }
-    if (!held && !create(name, subject)) return false;
+    if (!held && !create(name, subjects)) return false;
     // The work's dead letters get a stream of their own: a terminated message is only let go once
     // a stream has stored its copy.
     if (!work.spec.dead_letter.empty() && !api.find_stream(work.spec.dead_letter) &&
-        !create(name + "_DEAD_LETTERS", work.spec.dead_letter))
+        !create(name + "_DEAD_LETTERS", {work.spec.dead_letter}))
       return false;
   }
   conn.value()->shutdown(1s);
@@ -368,7 +370,8 @@ int Daemon::run(StopRequest& stop) {
       log.error("{}", added.error().describe());
       return kExitUsage;
     }
-    log.info("work {}: {} -> {}", name, work.spec.subject, sink->describe());
+    log.info("work {}: {} -> {}", name, fleet::describe_subjects(fleet::filter_subjects(work.spec)),
+             sink->describe());
   }
   for (const auto& bc : s.config.broadcast) {
     sinks::SinkConfig sink_config = bc.sink;

@@ -44,6 +44,14 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::create_or_read(const std::string& 
                                                              bool* created) {
   auto made = api_.create_consumer(stream, config);
   *created = bool(made);
+  if (made && config.filter_subjects.size() > 1 && made->config.filter_subjects.empty()) {
+    // A server before 2.10 ignores filter_subjects: the consumer it made filters nothing.
+    (void)api_.delete_consumer(stream, config.consumer_name());
+    return Result<nats::ConsumerInfo>(
+        Errc::invalid_argument,
+        "the broker ignored the consumer's filter_subjects and made one that filters every "
+        "subject (deleted again): several filter subjects need nats-server 2.10 or newer");
+  }
   if (made) return made;
   // Another replica created it a moment earlier (perhaps starting elsewhere), or the create was
   // applied and its answer lost: use what the broker holds, and say where it starts.
@@ -64,7 +72,7 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::reconcile(const std::string& strea
   if (!existing && !existing.error().is_consumer_not_found()) return existing.error();
   if (!existing) {
     // A finished migration retired the original: its successor carries the work.
-    const auto successor = successor_name(spec_.name, stream, spec_.subject, spec_.shape);
+    const auto successor = successor_name(spec_.name, stream, filter_subjects(spec_), spec_.shape);
     if (auto moved = api_.consumer_info(stream, successor)) return adopt(stream, std::move(*moved));
     // Deleted a moment ago, perhaps: the replicas that were bound recreate it after their ack
     // floor. This one knows no floor; created first, from the start, it would win the race and
@@ -86,7 +94,7 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::reconcile(const std::string& strea
     if (created)
       log_once(fmt::format("work {}: created shared {} consumer {} on stream {} (subject {})",
                            spec_.name, spec_.shape == WorkShape::pull ? "pull" : "push-queue",
-                           spec_.name, stream, spec_.subject));
+                           spec_.name, stream, describe_subjects(filter_subjects(spec_))));
     return adopt(stream, std::move(*info));
   }
   ShapeCheck shape = check_shape(spec_, existing->config);
@@ -112,7 +120,7 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::adopt(const std::string& stream,
 Result<nats::ConsumerInfo> ConsumerLifecycle::migrate(const std::string& stream,
                                                       const nats::ConsumerInfo& old,
                                                       const std::string& problem) {
-  const auto successor = successor_name(spec_.name, stream, spec_.subject, spec_.shape);
+  const auto successor = successor_name(spec_.name, stream, filter_subjects(spec_), spec_.shape);
   // Everything up to the old ack floor was handled; after it may be pending. Starting there
   // loses nothing (messages acked out of order above the floor may be handled again).
   const uint64_t start = old.ack_floor_stream_seq + 1;

@@ -1,5 +1,6 @@
 #include "fleet/consumer_shape.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string_view>
@@ -18,14 +19,43 @@ std::string describe_ns(int64_t value) {
   return std::to_string(value / 1'000'000) + "ms";
 }
 
+// Sets the consumer's filter: one subject in filter_subject (which every server knows), several
+// in filter_subjects.
+void set_filter(nats::ConsumerConfig& c, const WorkSpec& spec) {
+  if (spec.subjects.size() > 1)
+    c.filter_subjects = spec.subjects;
+  else
+    c.filter_subject = spec.subjects.empty() ? spec.subject : spec.subjects.front();
+}
+
 }  // namespace
 
+std::vector<std::string> filter_subjects(const WorkSpec& spec) {
+  return spec.subjects.empty() ? std::vector<std::string>{spec.subject} : spec.subjects;
+}
+
+std::vector<std::string> filter_subjects(const nats::ConsumerConfig& config) {
+  if (!config.filter_subjects.empty()) return config.filter_subjects;
+  if (config.filter_subject.empty()) return {};
+  return {config.filter_subject};
+}
+
+std::string describe_subjects(const std::vector<std::string>& subjects) {
+  if (subjects.empty()) return "every subject";
+  std::string out;
+  for (const auto& s : subjects) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
 std::string successor_name(const std::string& name, const std::string& stream,
-                           const std::string& subject, WorkShape shape) {
+                           const std::vector<std::string>& subjects, WorkShape shape) {
   const char* kind = shape == WorkShape::pull ? "pull" : "queue";
+  // One subject hashes as it always did, so names made by earlier releases still match.
+  std::string filter;
+  for (const auto& s : subjects) filter += (filter.empty() ? "" : " ") + s;
   char digits[9];
   std::snprintf(digits, sizeof digits, "%08x",
-                base::fnv1a_32(stream + '\n' + subject + '\n' + kind));
+                base::fnv1a_32(stream + '\n' + filter + '\n' + kind));
   return name + "-" + kind + "-" + digits;
 }
 
@@ -53,7 +83,8 @@ nats::ConsumerConfig desired_consumer_config(const WorkSpec& spec, const std::st
   c.ack_wait = spec.ack_wait;
   c.max_deliver = kBrokerMaxDeliver;
   c.max_ack_pending = spec.max_ack_pending;
-  c.filter_subject = spec.subject;
+  set_filter(c, spec);
+  c.metadata[kWorkMetadataKey] = spec.name;
   c.deliver_policy =
       spec.start == StartAt::all ? nats::DeliverPolicy::all : nats::DeliverPolicy::new_messages;
   c.replay_policy = nats::ReplayPolicy::instant;
@@ -85,7 +116,8 @@ nats::ConsumerConfig replica_consumer_config(const WorkSpec& spec, const std::st
   c.ack_wait = spec.ack_wait;
   c.max_deliver = kBrokerMaxDeliver;
   c.max_ack_pending = spec.max_ack_pending;
-  c.filter_subject = spec.subject;
+  set_filter(c, spec);
+  c.metadata[kBroadcastMetadataKey] = spec.name;
   c.deliver_policy = start_seq > 0      ? nats::DeliverPolicy::by_start_sequence
                      : last_per_subject ? nats::DeliverPolicy::last_per_subject
                                         : nats::DeliverPolicy::new_messages;
@@ -109,8 +141,13 @@ std::string shape_problem(const WorkSpec& spec, const nats::ConsumerConfig& exis
     return "is a pull consumer; this fleet shares a push consumer with a deliver group";
   if (spec.shape == WorkShape::push_queue && !group)
     return "is a plain push durable, which admits a single subscriber";
-  if (existing.filter_subject != spec.subject)
-    return "filters subject '" + existing.filter_subject + "', not '" + spec.subject + "'";
+  auto have = filter_subjects(existing);
+  auto want = filter_subjects(spec);
+  std::sort(have.begin(), have.end());
+  std::sort(want.begin(), want.end());
+  if (have != want)
+    return "filters " + describe_subjects(filter_subjects(existing)) + ", not " +
+           describe_subjects(filter_subjects(spec));
   if (existing.ack_policy != nats::AckPolicy::explicit_ack)
     return std::string("has ack policy '") + nats::to_string(existing.ack_policy) +
            "', not explicit";

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "nats/consumer_config.h"
 #include "natsfleet/spec.h"
@@ -31,6 +32,18 @@ nats::ConsumerConfig config_starting_at(const WorkSpec& spec, uint64_t seq,
 nats::ConsumerConfig replica_consumer_config(const WorkSpec& spec, const std::string& name,
                                              uint64_t start_seq, std::chrono::milliseconds inactive,
                                              bool last_per_subject = false);
+// The metadata key naming the work (on a shared durable) or the broadcast (on a replica's
+// ephemeral) a consumer was created for; servers before 2.10 drop it.
+inline constexpr const char* kWorkMetadataKey = "natsfleet.work";
+inline constexpr const char* kBroadcastMetadataKey = "natsfleet.broadcast";
+
+// The subjects the spec's consumer filters: `subjects`, or `subject` alone.
+std::vector<std::string> filter_subjects(const WorkSpec& spec);
+// The subjects a consumer filters (none: every subject of its stream).
+std::vector<std::string> filter_subjects(const nats::ConsumerConfig& config);
+// Either list in words: "jobs.run", or "orders.created, orders.paid".
+std::string describe_subjects(const std::vector<std::string>& subjects);
+
 // Where a push-queue consumer delivers: the same for every replica of the fleet.
 std::string deliver_subject_for(const std::string& durable);
 
@@ -48,9 +61,9 @@ struct ShapeCheck {
 ShapeCheck check_shape(const WorkSpec& spec, const nats::ConsumerConfig& existing);
 
 // The successor that replaces a consumer of the wrong shape: "<name>-<shape>-<8 hex digits>",
-// the digits a hash of the stream, the filter subject and the shape. Every replica (and `natsfleet
-// audit`) computes the same name, so concurrent migrations converge on one consumer.
+// the digits a hash of the stream, the filter subjects and the shape. Every replica (and
+// `natsfleet audit`) computes the same name, so concurrent migrations converge on one consumer.
 std::string successor_name(const std::string& name, const std::string& stream,
-                           const std::string& subject, WorkShape shape);
+                           const std::vector<std::string>& subjects, WorkShape shape);
 
 }  // namespace natsfleet::fleet

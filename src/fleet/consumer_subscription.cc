@@ -99,8 +99,8 @@ ConsumerSubscription::ConsumerSubscription(WorkSpec spec, WorkHandler handler,
       replica_(std::move(replica)),
       fencing_(fencing),
       ctx_(context),
-      status_(spec_.name, scope == Scope::shared ? "work" : "broadcast", spec_.subject,
-              context.log),
+      status_(spec_.name, scope == Scope::shared ? "work" : "broadcast",
+              describe_subjects(filter_subjects(spec_)), context.log),
       api_(*context.connection, context.options.request_timeout),
       lifecycle_(spec_, lifecycle_options(spec_, scope, replica_, context.options), api_,
                  context.log),
@@ -276,6 +276,10 @@ void ConsumerSubscription::run_binding() {
       wait_for(tick_);
       continue;
     }
+    if (auto refused = unsupported_by_server(); !refused.empty()) {
+      go_fatal(refused);
+      return;
+    }
     auto bound = bind();
     if (bound) {
       status_.set_state(SubscriptionState::bound);
@@ -284,6 +288,22 @@ void ConsumerSubscription::run_binding() {
     status_.warn(bound.error().describe() + "; retrying");
     wait_for(backoff.next());
   }
+}
+
+std::string ConsumerSubscription::unsupported_by_server() {
+  if (spec_.subjects.size() < 2) return {};
+  auto version = ctx_.connection->server_version();
+  if (!version) {
+    // Unknown (a server that speaks TLS first, say): the create's answer tells (create_or_read).
+    log_once("work " + spec_.name + ": cannot read the server's version (" +
+             version.error().describe() + "); several filter subjects need 2.10 or newer");
+    return {};
+  }
+  if (version->at_least(2, 10)) return {};
+  return fmt::format(
+      "work {} filters several subjects ({}), which needs nats-server 2.10 or newer; the server "
+      "it is connected to runs {}: upgrade it, or split the work into one per subject",
+      spec_.name, describe_subjects(spec_.subjects), version->text);
 }
 
 Result<void> ConsumerSubscription::bind() {

@@ -120,6 +120,8 @@ class ConsumerSubscription final : public Supervised {
   void run_binding();
   void run_bound();
   void run_recovering();
+  // Why the connected server cannot run this spec (several filter subjects before 2.10), or "".
+  std::string unsupported_by_server();
   Result<void> bind();
   Result<std::string> locate_stream();
   void install_intake(const nats::ConsumerConfig& config);

@@ -70,6 +70,11 @@ class Fleet::Impl {
     if (!names_.insert(spec.name).second)
       return Result<void>(Errc::invalid_argument, "duplicate subscription name " + spec.name);
     if (!handler) return Result<void>(Errc::invalid_argument, "work " + spec.name + ": no handler");
+    // From here on `subject` is the first filter subject, and `subjects` holds two or more.
+    if (!spec.subjects.empty()) {
+      spec.subject = spec.subjects.front();
+      if (spec.subjects.size() == 1) spec.subjects.clear();
+    }
     work_.emplace_back(std::move(spec), std::move(handler));
     return {};
   }

@@ -2,6 +2,8 @@
 
 #include <cctype>
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
 #include "fleet/partition_plan.h"
 
@@ -80,11 +82,41 @@ std::string name_problem(std::string_view name) {
   return {};
 }
 
+// True when some subject matches both patterns.
+bool overlap(std::string_view a, std::string_view b) {
+  for (;;) {
+    const size_t adot = a.find('.'), bdot = b.find('.');
+    const auto at = a.substr(0, adot), bt = b.substr(0, bdot);
+    if (at == ">" || bt == ">") return true;
+    if (at != "*" && bt != "*" && at != bt) return false;
+    const bool a_last = adot == std::string_view::npos, b_last = bdot == std::string_view::npos;
+    if (a_last || b_last) return a_last && b_last;
+    a.remove_prefix(adot + 1);
+    b.remove_prefix(bdot + 1);
+  }
+}
+
+std::string filter_problem(const WorkSpec& spec) {
+  if (spec.subjects.empty()) return subject_problem(spec.subject);
+  if (!spec.subject.empty() && spec.subject != spec.subjects.front())
+    return "subject '" + spec.subject + "' and subjects are both set: set one of them";
+  for (size_t i = 0; i < spec.subjects.size(); ++i) {
+    if (auto bad = subject_problem(spec.subjects[i]); !bad.empty()) return "subjects: " + bad;
+    for (size_t j = 0; j < i; ++j)
+      if (overlap(spec.subjects[j], spec.subjects[i]))
+        return "subjects '" + spec.subjects[j] + "' and '" + spec.subjects[i] +
+               "' overlap: a consumer's filter subjects must not";
+  }
+  if (spec.subjects.size() > 1 && spec.ordering == Ordering::per_key)
+    return "ordering = per-key takes one subject, not several";
+  return {};
+}
+
 std::string work_problem(const WorkSpec& spec) {
   using L = Limits;
   using std::chrono::milliseconds;
   if (auto bad = name_problem(spec.name); !bad.empty()) return bad;
-  if (auto bad = subject_problem(spec.subject); !bad.empty()) return bad;
+  if (auto bad = filter_problem(spec); !bad.empty()) return bad;
   if (!spec.stream.empty())
     if (auto bad = name_problem(spec.stream); !bad.empty()) return "stream " + bad;
   if (spec.concurrency < 1) return "concurrency must be at least 1";
@@ -135,8 +167,8 @@ std::string work_problem(const WorkSpec& spec) {
     return bad;
   if (spec.retry_max < spec.retry_min) return "retry_max is below retry_min";
   if (spec.ordering == Ordering::per_key) {
-    if (auto plan = fleet::PartitionPlan::make(spec.subject, spec.key_token, spec.partitions);
-        !plan)
+    const auto& subject = spec.subjects.empty() ? spec.subject : spec.subjects.front();
+    if (auto plan = fleet::PartitionPlan::make(subject, spec.key_token, spec.partitions); !plan)
       return plan.error().message;
     if (spec.shape != WorkShape::pull) return "ordering = per-key needs the pull shape";
     // A message that waited on a paused replica longer than this is dropped there unhandled,
@@ -150,9 +182,10 @@ std::string work_problem(const WorkSpec& spec) {
     if (auto bad = subject_problem(spec.dead_letter, /*allow_wildcards=*/false); !bad.empty())
       return "dead_letter " + bad + ": it is where messages are published, so it has no wildcards";
     // Its own dead letters would come back to the work that gave up on them, for ever.
-    if (matches(spec.subject, spec.dead_letter))
-      return "dead_letter '" + spec.dead_letter + "' is matched by the work's own subject '" +
-             spec.subject + "': its dead letters would be consumed again";
+    for (const auto& subject : spec.subjects.empty() ? std::vector{spec.subject} : spec.subjects)
+      if (matches(subject, spec.dead_letter))
+        return "dead_letter '" + spec.dead_letter + "' is matched by the work's own subject '" +
+               subject + "': its dead letters would be consumed again";
   }
   return {};
 }

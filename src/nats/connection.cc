@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -23,6 +24,8 @@ struct Connection::Shared {
   bool closed = false;
   std::atomic<uint64_t> reconnects{0};
   std::atomic<bool> ever_connected{false};
+  std::mutex versions_mu;
+  std::map<std::string, ServerVersion> versions;  // by the server's URL
 };
 
 namespace {
@@ -412,6 +415,21 @@ std::string Connection::new_inbox() const {
   if (natsInbox_Create(&raw) != NATS_OK) return "_INBOX.natsfleet";
   InboxPtr inbox(raw);
   return std::string(inbox.get());
+}
+
+Result<ServerVersion> Connection::server_version() const {
+  char url[512];
+  if (natsConnection_GetConnectedUrl(shared_->nc, url, sizeof url) != NATS_OK || url[0] == '\0')
+    return Error{make_error_code(Errc::not_connected), "not connected to a server"};
+  {
+    std::lock_guard lock(shared_->versions_mu);
+    if (auto it = shared_->versions.find(url); it != shared_->versions.end()) return it->second;
+  }
+  auto version = read_server_version(url, shared_->options.connect_timeout);
+  if (!version) return version.error();
+  std::lock_guard lock(shared_->versions_mu);
+  shared_->versions[url] = *version;
+  return *version;
 }
 
 Result<void> Connection::flush(std::chrono::milliseconds timeout) {

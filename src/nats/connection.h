@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "nats/server_version.h"
 #include "natsfleet/error.h"
 #include "natsfleet/message.h"
 
@@ -117,6 +118,10 @@ class Connection {
   static constexpr size_t kMaxBatch = 64;
   static constexpr size_t kMaxBatchBytes = 256 * 1024;
   std::string new_inbox() const;
+  // The version of the server this connection is on now, read once per server address (see
+  // server_version.h; blocks up to connect_timeout the first time). Errors: not_connected, or
+  // read_server_version's.
+  [[nodiscard]] Result<ServerVersion> server_version() const;
   Result<void> flush(std::chrono::milliseconds timeout);
 
   // Drains when connected (pending publishes go out, then it closes), closes otherwise, and

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace natsfleet::nats {
 
@@ -42,6 +43,8 @@ struct ConsumerConfig {
   std::chrono::nanoseconds ack_wait{0};
   int64_t max_deliver = 0;  // -1: unlimited
   std::string filter_subject;
+  // Several filter subjects (server 2.10 and later; 2.9 ignores the field and filters nothing).
+  std::vector<std::string> filter_subjects;
   ReplayPolicy replay_policy = ReplayPolicy::instant;
   int64_t max_waiting = 0;      // pull requests the broker queues (pull consumers only)
   int64_t max_ack_pending = 0;  // -1: unlimited
@@ -50,7 +53,10 @@ struct ConsumerConfig {
   std::chrono::nanoseconds idle_heartbeat{0};
   bool flow_control = false;
   std::chrono::nanoseconds inactive_threshold{0};
-  // Fields natsfleet does not model (backoff, sample_freq, num_replicas, metadata, ...), each
+  // Free-form labels (server 2.10 and later; 2.9 ignores the field). natsfleet marks the
+  // consumers it creates with the work or broadcast they serve (see consumer_shape.h).
+  std::map<std::string, std::string> metadata;
+  // Fields natsfleet does not model (backoff, sample_freq, num_replicas, ...), each
   // key's JSON text as the broker sent it: an update in place sends them back unchanged.
   std::map<std::string, std::string> other_fields;
 

@@ -140,12 +140,11 @@ Enum enum_from(const std::string& text, const std::array<Enum, N>& values, Enum 
 }
 
 // The keys ConsumerConfig models; every other key rides in other_fields.
-constexpr std::array<std::string_view, 17> kConsumerKeys = {
-    "durable_name",      "name",          "description",    "deliver_policy",
-    "opt_start_seq",     "ack_policy",    "ack_wait",       "max_deliver",
-    "filter_subject",    "replay_policy", "max_waiting",    "max_ack_pending",
-    "deliver_subject",   "deliver_group", "idle_heartbeat", "flow_control",
-    "inactive_threshold"};
+constexpr std::array<std::string_view, 19> kConsumerKeys = {
+    "durable_name",   "name",         "description",        "deliver_policy",  "opt_start_seq",
+    "ack_policy",     "ack_wait",     "max_deliver",        "filter_subject",  "filter_subjects",
+    "replay_policy",  "max_waiting",  "max_ack_pending",    "deliver_subject", "deliver_group",
+    "idle_heartbeat", "flow_control", "inactive_threshold", "metadata"};
 
 std::chrono::nanoseconds ns_of(const nlohmann::json& j, const char* key) {
   return std::chrono::nanoseconds(get_or<int64_t>(j, key, 0));
@@ -172,6 +171,7 @@ ConsumerConfig parse_consumer_config(const nlohmann::json& j) {
   c.ack_wait = ns_of(j, "ack_wait");
   c.max_deliver = get_or<int64_t>(j, "max_deliver", 0);
   c.filter_subject = get_or<std::string>(j, "filter_subject", "");
+  c.filter_subjects = get_or<std::vector<std::string>>(j, "filter_subjects", {});
   c.replay_policy =
       enum_from(get_or<std::string>(j, "replay_policy", "instant"),
                 std::array{ReplayPolicy::instant, ReplayPolicy::original}, ReplayPolicy::instant);
@@ -182,6 +182,7 @@ ConsumerConfig parse_consumer_config(const nlohmann::json& j) {
   c.idle_heartbeat = ns_of(j, "idle_heartbeat");
   c.flow_control = get_or<bool>(j, "flow_control", false);
   c.inactive_threshold = ns_of(j, "inactive_threshold");
+  c.metadata = get_or<std::map<std::string, std::string>>(j, "metadata", {});
   for (const auto& [key, value] : j.items())
     if (std::find(kConsumerKeys.begin(), kConsumerKeys.end(), key) == kConsumerKeys.end())
       c.other_fields[key] = value.dump();
@@ -210,6 +211,7 @@ nlohmann::json to_json(const ConsumerConfig& c) {
   duration("ack_wait", c.ack_wait);
   number("max_deliver", c.max_deliver);
   text("filter_subject", c.filter_subject);
+  if (!c.filter_subjects.empty()) j["filter_subjects"] = c.filter_subjects;
   j["replay_policy"] = to_string(c.replay_policy);
   number("max_waiting", c.max_waiting);
   number("max_ack_pending", c.max_ack_pending);
@@ -218,6 +220,7 @@ nlohmann::json to_json(const ConsumerConfig& c) {
   duration("idle_heartbeat", c.idle_heartbeat);
   if (c.flow_control) j["flow_control"] = true;
   duration("inactive_threshold", c.inactive_threshold);
+  if (!c.metadata.empty()) j["metadata"] = c.metadata;
   return j;
 }
 

@@ -152,7 +152,7 @@ void set_up_every_consumer_finding(BrokerClient& admin) {
     create_consumer(admin, "MIG", push_config(name, filter));
     create_consumer(
         admin, "MIG",
-        pull_config(fleet::successor_name(name, "MIG", filter, WorkShape::pull), filter));
+        pull_config(fleet::successor_name(name, "MIG", {filter}, WorkShape::pull), filter));
   }
 
   // Healthy: every message handled and acked.
@@ -236,7 +236,7 @@ TEST(Audit, ConfigWorkIsCheckedAgainstTheBroker) {
   // "done": migrated to its successor; the old push durable is left over, unbound.
   create_consumer(admin, "WORK", push_config("done", "work.d"));
   auto successor = fleet::desired_consumer_config(spec("done", "work.d"));
-  successor.durable_name = fleet::successor_name("done", "WORK", "work.d", WorkShape::pull);
+  successor.durable_name = fleet::successor_name("done", "WORK", {"work.d"}, WorkShape::pull);
   create_consumer(admin, "WORK", nats::to_json(successor));
 
   TempDir dir;

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -84,7 +86,7 @@ TEST(Migration, FailureAReplayedTwoReplicasConvergeOnOneSuccessorAndLoseNothing)
   replay_failure_a(admin);
   if (HasFatalFailure()) return;
   const std::string successor = fleet::successor_name("sync-listener", "DAEMON_SYNC",
-                                                      "daemon.sync.complete", WorkShape::pull);
+                                                      {"daemon.sync.complete"}, WorkShape::pull);
 
   Recorder seen;
   auto options = [&](const char* name) {
@@ -426,6 +428,78 @@ TEST(ConsumerActions, OnBroker210ACreateNeverRewritesAndAnUpdateNeverCreates) {
   gone.durable_name = "gone";
   EXPECT_FALSE(admin.api().update_consumer("ACTIONS", gone));
   EXPECT_FALSE(consumer_exists(admin, "ACTIONS", "gone"));
+}
+
+// One consumer filtering several subjects (nats-server 2.10): the work gets those and nothing
+// else of its stream, and the consumer says on the broker which work it serves.
+TEST(SeveralSubjects, OnBroker210OneConsumerFiltersThemAllAndNothingElse) {
+  if (nats_server_version() < std::pair{2, 10})
+    GTEST_SKIP() << "nats-server 2.9 has no filter_subjects (the next test covers it)";
+  NatsServer server;
+  BrokerClient admin{server.url()};
+  admin.create_stream("ORDERS", {"orders.>"});
+  std::mutex mu;
+  std::map<std::string, int> by_subject;
+  Recorder seen;
+  Fleet fleet(fast_options({server.url()}, "billing"));
+  WorkSpec spec = fast_work("orders", "");
+  spec.subjects = {"orders.created", "orders.paid"};
+  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
+    {
+      std::lock_guard lock(mu);
+      ++by_subject[m.subject()];
+    }
+    seen.record("billing", m);
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(fleet.start());
+  ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 10s))
+      << fleet.health().subscriptions.at(0).last_error;
+  admin.publish_many("orders.audit", 10, "audit-");
+  admin.publish_many("orders.created", 10, "created-");
+  admin.publish_many("orders.paid", 10, "paid-");
+  ASSERT_TRUE(seen.wait_distinct(20, 10s));
+  fleet.shutdown(5s);
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(by_subject,
+              (std::map<std::string, int>{{"orders.created", 10}, {"orders.paid", 10}}));
+  }
+  const auto info = admin.api().consumer_info("ORDERS", "orders");
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->config.filter_subjects, spec.subjects);
+  EXPECT_EQ(info->config.metadata.at(fleet::kWorkMetadataKey), "orders");
+  EXPECT_EQ(info->num_pending, 0u) << "orders.audit is not the consumer's";
+  EXPECT_EQ(fleet.health().subscriptions.at(0).subject, "orders.created, orders.paid");
+}
+
+TEST(SeveralSubjects, OnBroker29TheWorkIsFatalNamesTheVersionAndMakesNoConsumer) {
+  if (nats_server_version() >= std::pair{2, 10}) GTEST_SKIP() << "2.10 has filter_subjects";
+  NatsServer server;
+  BrokerClient admin{server.url()};
+  admin.create_stream("ORDERS", {"orders.>"});
+  WorkSpec spec = fast_work("orders", "");
+  spec.subjects = {"orders.created", "orders.paid"};
+  std::mutex mu;
+  std::string reason;
+  Fleet fleet(fast_options({server.url()}, "billing"));
+  ASSERT_TRUE(fleet.add_work(spec, [](const Message&) { return Disposition::ack(); }));
+  fleet.on_fatal([&](const FatalReport& report) {
+    std::lock_guard lock(mu);
+    reason = report.reason;
+  });
+  ASSERT_TRUE(fleet.start());
+  auto fatal_reason = [&] {
+    std::lock_guard lock(mu);
+    return reason;
+  };
+  ASSERT_TRUE(wait_for([&] { return !fatal_reason().empty(); }, 10s))
+      << fleet.health().subscriptions.at(0).last_error;
+  EXPECT_NE(fatal_reason().find("needs nats-server 2.10 or newer"), std::string::npos)
+      << fatal_reason();
+  EXPECT_NE(fatal_reason().find("runs 2.9."), std::string::npos) << fatal_reason();
+  EXPECT_FALSE(fleet.health().ready);
+  EXPECT_TRUE(consumers_of(admin, "ORDERS").empty());
 }
 
 }  // namespace

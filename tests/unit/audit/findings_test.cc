@@ -129,6 +129,21 @@ TEST(ConsumerFindings, IdlePullHasPendingWorkNobodyPullsAndNoProgress) {
   EXPECT_NE(findings[0].evidence.find("over 3s"), std::string::npos);
 }
 
+TEST(ConsumerFindings, AnIdlePullNatsfleetMadeNamesItsWork) {
+  Consumer c = Consumer("JOBS", "jobs-worker").set("num_waiting", 0).set("num_pending", 5);
+  c.delivered(10, 10).ack_floor(10);
+  Consumer labelled = c;
+  labelled.config("metadata", nlohmann::json{{"natsfleet.work", "jobs-worker"}});
+  auto findings = judge(labelled, labelled);
+  ASSERT_EQ(rules(findings), Rules{"idle-pull"});
+  EXPECT_NE(findings[0].evidence.find("natsfleet created it for work 'jobs-worker'"),
+            std::string::npos)
+      << findings[0].evidence;
+  EXPECT_EQ(findings[0].action.rfind("no replica of work 'jobs-worker' runs", 0), 0u)
+      << findings[0].action;
+  EXPECT_EQ(judge(c, c)[0].evidence.find("natsfleet created"), std::string::npos);
+}
+
 TEST(ConsumerFindings, IdlePullNeedsNoWaitingPullAndNoProgressAndADurable) {
   Consumer before = Consumer("JOBS", "jobs-worker").set("num_waiting", 0).set("num_pending", 5);
   before.delivered(10, 10).ack_floor(10);
@@ -223,7 +238,7 @@ TEST(ConsumerFindings, ConsumerInOneSampleOnlyIsNotJudged) {
 struct Migration {
   Consumer old_push = Consumer("MIG", "orders", "mig.orders").push("deliver.orders");
   Consumer successor = Consumer(
-      "MIG", fleet::successor_name("orders", "MIG", "mig.orders", WorkShape::pull), "mig.orders");
+      "MIG", fleet::successor_name("orders", "MIG", {"mig.orders"}, WorkShape::pull), "mig.orders");
 };
 
 TEST(ConsumerFindings, UnboundPredecessorIsLeftOverAndSafeToDelete) {
@@ -248,7 +263,7 @@ TEST(ConsumerFindings, BoundPredecessorGetsNoFindingAtAll) {
 TEST(ConsumerFindings, PullPredecessorOfAQueueSuccessor) {
   Consumer old_pull = Consumer("MIG", "orders", "mig.orders").set("num_waiting", 0);
   const std::string name =
-      fleet::successor_name("orders", "MIG", "mig.orders", WorkShape::push_queue);
+      fleet::successor_name("orders", "MIG", {"mig.orders"}, WorkShape::push_queue);
   Consumer queue = Consumer("MIG", name, "mig.orders").push("deliver.q", name);
   auto s = snapshot({old_pull, queue});
   EXPECT_EQ(rules(consumer_findings(s, s, seconds(3))), Rules{"predecessor-left"});
@@ -319,7 +334,7 @@ TEST(WorkFindings, MissingConsumerIsCreatedByRunUnlessASuccessorExists) {
 
   Consumer successor = created_for(cfg, "JOBS");
   const std::string name =
-      fleet::successor_name("jobs-worker", "JOBS", "jobs.run", WorkShape::pull);
+      fleet::successor_name("jobs-worker", "JOBS", {"jobs.run"}, WorkShape::pull);
   successor.set("name", name).config("durable_name", name);
   EXPECT_TRUE(work_findings(cfg, snapshot({successor}, streams)).empty())
       << "migrated: the old consumer is gone";
@@ -334,7 +349,7 @@ TEST(WorkFindings, WrongShapeUnlessACompatibleSuccessorExists) {
   const fleet::ShapeCheck check = fleet::check_shape(cfg.work[0].spec, plain_push.info().config);
   EXPECT_NE(findings[0].evidence.find(check.problem), std::string::npos);
   const std::string name =
-      fleet::successor_name("jobs-worker", "JOBS", "jobs.run", WorkShape::pull);
+      fleet::successor_name("jobs-worker", "JOBS", {"jobs.run"}, WorkShape::pull);
   EXPECT_NE(findings[0].action.find(name), std::string::npos);
 
   Consumer successor = created_for(cfg, "JOBS");

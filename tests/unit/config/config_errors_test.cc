@@ -927,6 +927,47 @@ sink = { type = "stdout" }
 )",
      3, "health.listen", "expected a string, got an integer"},
 
+    // Several filter subjects.
+    {"SubjectAndSubjects", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+subjects = ["a.b", "a.c"]
+sink = { type = "stdout" }
+)",
+     5, "work[0].subjects", "subject is set too"},
+    {"BadSubjectInSubjects", R"(name = "svc"
+[[work]]
+name = "w"
+subjects = ["a.b",
+  "a..c"]
+sink = { type = "stdout" }
+)",
+     5, "work[0].subjects[1]", "empty token"},
+    {"OverlappingSubjects", R"(name = "svc"
+[[work]]
+name = "w"
+subjects = ["orders.*", "orders.paid"]
+sink = { type = "stdout" }
+)",
+     4, "work[0].subjects", "overlap"},
+    {"EmptySubjects", R"(name = "svc"
+[[work]]
+name = "w"
+subjects = []
+sink = { type = "stdout" }
+)",
+     4, "work[0].subjects", "is empty"},
+    {"OrderedWorkWithSeveralSubjects", R"(name = "svc"
+[[work]]
+name = "w"
+subjects = ["orders.*", "refunds.*"]
+ordering = "per-key"
+key_token = 2
+sink = { type = "stdout" }
+)",
+     5, "work[0].ordering", "one subject"},
+
     // Nothing declared.
     {"NothingToConsume", R"(name = "svc"
 servers = ["nats://127.0.0.1:4222"]

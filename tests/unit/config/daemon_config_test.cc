@@ -186,6 +186,19 @@ sink = { type = "stdout" }
   EXPECT_EQ(spec.heartbeat, std::chrono::milliseconds(2000));
 }
 
+TEST(DaemonConfig, SubjectsGiveOneConsumerSeveralFilterSubjects) {
+  auto config = parse_config(R"(name = "billing"
+[[work]]
+name = "orders"
+subjects = ["orders.created", "orders.paid"]
+sink = { type = "stdout" }
+)",
+                             "billing.toml");
+  const WorkSpec& spec = config.work.at(0).spec;
+  EXPECT_EQ(spec.subjects, (std::vector<std::string>{"orders.created", "orders.paid"}));
+  EXPECT_EQ(spec.subject, "orders.created");  // the one that finds the stream
+}
+
 TEST(DaemonConfig, OmittedKeysTakeTheDefaults) {
   const DaemonConfig config = parse_config(R"(name = "svc"
 [[work]]

@@ -46,6 +46,8 @@ class ScriptedBroker final : public nats::ConsumerApi {
   int hidden_lookups = 0;
   // A peer replica's create lands first: the next create is refused and this one exists.
   std::optional<nats::ConsumerConfig> peer_creates_first;
+  // A server before 2.10: creates drop the fields it does not know.
+  bool before_210 = false;
 
   void add_stream(const std::string& name, uint64_t last_seq, std::string created = "t0") {
     nats::StreamInfo s;
@@ -105,6 +107,12 @@ class ScriptedBroker final : public nats::ConsumerApi {
         return Error{std::error_code(10148, jetstream_category()), "consumer already exists"};
       it->second.config = config;  // in place: position and creation time stay
       return it->second;
+    }
+    if (before_210) {
+      auto known = config;
+      known.filter_subjects.clear();
+      known.metadata.clear();
+      return add_consumer(stream, known);
     }
     return add_consumer(stream, config);
   }
@@ -178,7 +186,7 @@ class Lifecycle : public ::testing::Test {
     return lifecycle.recreate(0);
   }
   std::string successor() const {
-    return successor_name(spec.name, "DAEMON_SYNC", spec.subject, spec.shape);
+    return successor_name(spec.name, "DAEMON_SYNC", filter_subjects(spec), spec.shape);
   }
 
   WorkSpec spec = work();
@@ -202,6 +210,23 @@ TEST_F(Lifecycle, NoConsumerIsCreatedAsTheSpecAsks) {
 // A replica starting just after the consumer was deleted knows no ack floor; the replicas that
 // were bound recreate it after theirs. Created from the start first, it would make the fleet
 // handle the whole stream again (chaos seed 1202: 53,211 of 55,248 messages twice).
+TEST_F(Lifecycle, AServerThatIgnoresFilterSubjectsKeepsNoConsumerThatFiltersNothing) {
+  spec.subjects = {"daemon.sync.complete", "daemon.sync.failed"};
+  broker.before_210 = true;
+  auto lifecycle = make();
+  auto info = lifecycle.bind("DAEMON_SYNC");
+  ASSERT_FALSE(info);
+  EXPECT_NE(info.error().describe().find("need nats-server 2.10 or newer"), std::string::npos)
+      << info.error().describe();
+  EXPECT_EQ(broker.count("delete sync-listener"), 1);
+  EXPECT_EQ(broker.find("DAEMON_SYNC", "sync-listener"), nullptr);
+
+  broker.before_210 = false;
+  info = lifecycle.bind("DAEMON_SYNC");
+  ASSERT_TRUE(info) << info.error().describe();
+  EXPECT_EQ(info->config.filter_subjects, spec.subjects);
+}
+
 TEST_F(Lifecycle, AFirstBindFindingNoConsumerOnAFullStreamWaitsForAPeerToRecreateIt) {
   auto lifecycle = make();
   std::vector<std::chrono::milliseconds> waits;

@@ -130,7 +130,7 @@ TEST(ConsumerShape, AckAndDeliverPoliciesThatLoseOrSlowWorkAreTheWrongShape) {
 
 TEST(ConsumerShape, SuccessorStartsAfterTheOldFloorUnderItsOwnName) {
   const auto name =
-      successor_name("sync-listener", "DAEMON_SYNC", "daemon.sync.complete", WorkShape::pull);
+      successor_name("sync-listener", "DAEMON_SYNC", {"daemon.sync.complete"}, WorkShape::pull);
   auto c = config_starting_at(spec(), 201, name);
   EXPECT_EQ(c.durable_name, name);
   EXPECT_EQ(c.opt_start_seq, 201u);
@@ -139,19 +139,70 @@ TEST(ConsumerShape, SuccessorStartsAfterTheOldFloorUnderItsOwnName) {
 
 TEST(ConsumerShape, SuccessorNameIsTheSameForEveryReplicaAndDiffersByShapeAndPlace) {
   const auto a =
-      successor_name("sync-listener", "DAEMON_SYNC", "daemon.sync.complete", WorkShape::pull);
+      successor_name("sync-listener", "DAEMON_SYNC", {"daemon.sync.complete"}, WorkShape::pull);
   EXPECT_EQ(
-      a, successor_name("sync-listener", "DAEMON_SYNC", "daemon.sync.complete", WorkShape::pull));
+      a, successor_name("sync-listener", "DAEMON_SYNC", {"daemon.sync.complete"}, WorkShape::pull));
   EXPECT_EQ(a.rfind("sync-listener-pull-", 0), 0u) << a;
   EXPECT_EQ(a.size(), std::string("sync-listener-pull-").size() + 8);
-  EXPECT_NE(a, successor_name("sync-listener", "OTHER", "daemon.sync.complete", WorkShape::pull));
-  EXPECT_NE(a, successor_name("sync-listener", "DAEMON_SYNC", "daemon.sync.*", WorkShape::pull));
-  EXPECT_EQ(
-      successor_name("sync-listener", "DAEMON_SYNC", "daemon.sync.complete", WorkShape::push_queue)
-          .rfind("sync-listener-queue-", 0),
-      0u);
-  // Fixed across builds and platforms: `natsfleet audit` from another build finds it.
-  EXPECT_EQ(a, "sync-listener-pull-" + std::string(a.end() - 8, a.end()));
+  EXPECT_NE(a, successor_name("sync-listener", "OTHER", {"daemon.sync.complete"}, WorkShape::pull));
+  EXPECT_NE(a, successor_name("sync-listener", "DAEMON_SYNC", {"daemon.sync.*"}, WorkShape::pull));
+  EXPECT_EQ(successor_name("sync-listener", "DAEMON_SYNC", {"daemon.sync.complete"},
+                           WorkShape::push_queue)
+                .rfind("sync-listener-queue-", 0),
+            0u);
+  // Fixed across builds, platforms and releases: `natsfleet audit` from another build finds it.
+  EXPECT_EQ(a, "sync-listener-pull-e1acf918");
+  EXPECT_EQ(successor_name("orders", "ORDERS", {"orders.created", "orders.paid"}, WorkShape::pull),
+            "orders-pull-ae56d1c7");
+}
+
+WorkSpec orders_spec() {
+  WorkSpec s;
+  s.name = "orders";
+  s.subject = "orders.created";
+  s.subjects = {"orders.created", "orders.paid"};
+  return s;
+}
+
+TEST(ConsumerShape, SeveralSubjectsAreFilterSubjectsAndOneIsTheFilterSubject) {
+  const auto several = desired_consumer_config(orders_spec());
+  EXPECT_EQ(several.filter_subjects, orders_spec().subjects);
+  EXPECT_TRUE(several.filter_subject.empty());
+  const auto one = desired_consumer_config(spec());
+  EXPECT_EQ(one.filter_subject, "daemon.sync.complete");
+  EXPECT_TRUE(one.filter_subjects.empty());
+  EXPECT_EQ(config_starting_at(orders_spec(), 7).filter_subjects, orders_spec().subjects);
+  EXPECT_EQ(describe_subjects(filter_subjects(several)), "orders.created, orders.paid");
+}
+
+TEST(ConsumerShape, FilterSubjectsCompareAsASet) {
+  auto existing = desired_consumer_config(orders_spec());
+  std::reverse(existing.filter_subjects.begin(), existing.filter_subjects.end());
+  EXPECT_TRUE(check_shape(orders_spec(), existing).compatible);
+
+  existing.filter_subjects = {"orders.created"};
+  auto check = check_shape(orders_spec(), existing);
+  EXPECT_FALSE(check.compatible);
+  EXPECT_EQ(check.problem, "filters orders.created, not orders.created, orders.paid");
+
+  // What a server before 2.10 makes of them: no filter at all.
+  existing.filter_subjects.clear();
+  check = check_shape(orders_spec(), existing);
+  EXPECT_FALSE(check.compatible);
+  EXPECT_EQ(check.problem, "filters every subject, not orders.created, orders.paid");
+}
+
+TEST(ConsumerShape, CreatedConsumersNameWhatTheyServeInTheirMetadata) {
+  EXPECT_EQ(desired_consumer_config(spec()).metadata.at(kWorkMetadataKey), "sync-listener");
+  EXPECT_EQ(replica_consumer_config(spec(), "status-1", 0, std::chrono::seconds(60))
+                .metadata.at(kBroadcastMetadataKey),
+            "sync-listener");
+  // Labels are not shape: a consumer without them (an earlier release's, a hand-made one) fits.
+  auto existing = desired_consumer_config(spec());
+  existing.metadata.clear();
+  const auto check = check_shape(spec(), existing);
+  EXPECT_TRUE(check.compatible);
+  EXPECT_FALSE(check.needs_update);
 }
 
 TEST(ConsumerShape, ReplicaConsumerIsANamedEphemeralThatExpires) {
@@ -187,7 +238,7 @@ TEST(ShapeRatchet, EveryWorkConsumerNatsfleetCreatesIsPullOrHasADeliverGroup) {
       WorkSpec s = spec();
       s.shape = shape;
       s.start = start;
-      const auto successor = successor_name(s.name, "S", s.subject, shape);
+      const auto successor = successor_name(s.name, "S", {s.subject}, shape);
       for (const auto& c :
            {desired_consumer_config(s), config_starting_at(s, 7),
             desired_consumer_config(s, successor), config_starting_at(s, 7, successor)}) {

@@ -6,6 +6,7 @@
 #include <climits>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace natsfleet {
 namespace {
@@ -157,6 +158,51 @@ TEST(Validate, DeadLetterIsAPlainSubjectTheWorkDoesNotConsume) {
   spec.subject = "mail.outgoing";
   spec.dead_letter = "mail.outgoing";
   EXPECT_NE(validate_work(spec).error().message.find("consumed again"), std::string::npos);
+}
+
+TEST(Validate, SeveralSubjectsMustNotOverlapNorFightTheOneSubject) {
+  WorkSpec spec{.name = "w"};
+  spec.subjects = {"orders.created", "orders.paid", "refunds.*"};
+  EXPECT_TRUE(validate_work(spec).ok());
+  spec.subject = "orders.created";  // the first, as add_work leaves it
+  EXPECT_TRUE(validate_work(spec).ok());
+  spec.subject = "orders.paid";
+  EXPECT_EQ(validate_work(spec).error().message,
+            "subject 'orders.paid' and subjects are both set: set one of them");
+  spec.subject.clear();
+  struct Case {
+    std::vector<std::string> subjects;
+    std::string overlapping;  // empty: valid
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"orders.*", "orders.paid"}, "'orders.*' and 'orders.paid'"},
+           {{"orders.>", "orders.a.b"}, "'orders.>' and 'orders.a.b'"},
+           {{"a.*.c", "a.b.*"}, "'a.*.c' and 'a.b.*'"},
+           {{"a.b", "a.b"}, "'a.b' and 'a.b'"},
+           {{"a.*", "a.b.c"}, ""},
+           {{"a.b", "a.b.c"}, ""},
+           {{"a.*.c", "a.b.d"}, ""},
+       }) {
+    spec.subjects = c.subjects;
+    const auto checked = validate_work(spec);
+    if (c.overlapping.empty()) {
+      EXPECT_TRUE(checked.ok()) << c.subjects[0] << " " << c.subjects[1];
+    } else {
+      ASSERT_FALSE(checked.ok()) << c.overlapping;
+      EXPECT_NE(checked.error().message.find(c.overlapping + " overlap"), std::string::npos)
+          << checked.error().message;
+    }
+  }
+  spec.subjects = {"orders.created", "orders..paid"};
+  EXPECT_NE(validate_work(spec).error().message.find("subjects: "), std::string::npos);
+  spec.subjects = {"orders.created", "orders.paid"};
+  spec.dead_letter = "orders.paid";
+  EXPECT_NE(validate_work(spec).error().message.find("consumed again"), std::string::npos);
+  spec.dead_letter.clear();
+  spec.ordering = Ordering::per_key;
+  spec.key_token = 2;
+  EXPECT_EQ(validate_work(spec).error().message,
+            "ordering = per-key takes one subject, not several");
 }
 
 }  // namespace

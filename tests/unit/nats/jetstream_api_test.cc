@@ -109,7 +109,19 @@ TEST(ConsumerConfigJson, ReadsEveryModelledField) {
   EXPECT_FALSE(c.is_pull());
   EXPECT_EQ(c.idle_heartbeat, std::chrono::seconds(5));
   EXPECT_TRUE(c.flow_control);
-  EXPECT_EQ(c.other_fields.size(), 4u);  // backoff, sample_freq, num_replicas, metadata
+  EXPECT_EQ(c.metadata, (std::map<std::string, std::string>{{"owner", "team-a"}}));
+  EXPECT_EQ(c.other_fields.size(), 3u);  // backoff, sample_freq, num_replicas
+}
+
+TEST(ConsumerConfigJson, SeveralFilterSubjectsReadAndWriteAsTheirOwnField) {
+  const auto sent = nlohmann::json::parse(R"({"durable_name": "orders",
+      "deliver_policy": "all", "ack_policy": "explicit", "replay_policy": "instant",
+      "filter_subjects": ["orders.created", "orders.paid"]})");
+  const auto c = parse_consumer_config(sent);
+  EXPECT_EQ(c.filter_subjects, (std::vector<std::string>{"orders.created", "orders.paid"}));
+  EXPECT_TRUE(c.filter_subject.empty());
+  EXPECT_TRUE(c.other_fields.empty());
+  EXPECT_EQ(to_json(c), sent);
 }
 
 TEST(ConsumerConfigJson, WritesBackWhatTheBrokerSentFieldForField) {
