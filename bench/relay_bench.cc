@@ -6,11 +6,14 @@
 // core BroadcastSpec handler (no stream, no relay, no WebSocket).
 //
 //   natsfleet-relay-bench [--members M] [--per-replica S] [--statuses N] [--rate R]
-//                         [--publishers P] [--client-threads T]
+//                         [--publishers P] [--client-threads T] [--ordered]
 //
 // Sessions: M members x S sessions on each of the two replicas (default 500 x 2 x 2 = 2,000).
 // --rate paces publishing in statuses/s over all publishers (0: as fast as they go). Exit code 0
 // when every session got exactly its member's statuses, 2 when not, 1 when the setup failed.
+// --ordered passes each status's event order (its seq + 1), as a handler of per-key ordered work
+// does: Relay::publish then reads the member's newest stored status before storing one. With one
+// publisher nothing is superseded, so the same exactly-once check holds.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -480,12 +483,17 @@ struct Options {
   double rate = 2000;
   int publishers = 1;
   int client_threads = 2;
+  bool ordered = false;  // statuses carry their event order
 };
 
 Options parse_options(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string_view flag = argv[i];
+    if (flag == "--ordered") {
+      o.ordered = true;
+      continue;
+    }
     if (i + 1 >= argc) die("missing value for " + std::string(flag));
     const char* value = argv[++i];
     if (flag == "--members")
@@ -507,6 +515,8 @@ Options parse_options(int argc, char** argv) {
       o.client_threads < 1)
     die("--members, --per-replica, --statuses, --publishers and --client-threads must be "
         "positive, --rate not negative");
+  if (o.ordered && o.publishers != 1)
+    die("--ordered takes one publisher: with several, a status can be superseded on the way");
   return o;
 }
 
@@ -581,8 +591,9 @@ int main(int argc, char** argv) {
     std::printf("  paced at %.0f statuses/s", o.rate);
   else
     std::printf("  burst (--rate 0)");
-  std::printf(", %d publisher thread(s), %d client io threads, 1 gateway io thread per replica\n",
-              o.publishers, o.client_threads);
+  std::printf(", %d publisher thread(s), %d client io threads, 1 gateway io thread per replica%s\n",
+              o.publishers, o.client_threads,
+              o.ordered ? ", statuses in event order (--ordered)" : "");
   std::printf("  %u cpus, load average at start %s, RLIMIT_NOFILE %llu",
               std::thread::hardware_concurrency(), load_average().c_str(),
               static_cast<unsigned long long>(fd_limit));
@@ -661,7 +672,8 @@ int main(int argc, char** argv) {
     const auto give_up = Clock::now() + kPublishGiveUp;
     // A publish the stream may or may not have stored is repeated with the same id: stored once.
     for (;;) {
-      auto stored = publisher.publish(member_name(member), payload, msg_id);
+      auto stored = publisher.publish(member_name(member), payload, msg_id,
+                                      o.ordered ? static_cast<uint64_t>(i) + 1 : 0);
       if (stored) return;
       if (Clock::now() >= give_up)
         die("status " + std::to_string(i) + " never stored: " + stored.error().describe());

@@ -33,6 +33,8 @@ inline std::error_code make_error_code(Errc e) noexcept {
 // JetStream API err_code values natsfleet acts on.
 inline constexpr int kJsConsumerNotFound = 10014;
 inline constexpr int kJsStreamNotFound = 10059;
+// A publish's Nats-Expected-Last-Subject-Sequence was not the subject's last sequence.
+inline constexpr int kJsWrongLastSequence = 10071;
 
 // A code with the broker's own words (the API's "description"), for logs and /status.
 struct Error {

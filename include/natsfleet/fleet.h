@@ -13,6 +13,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,17 @@ class Fleet {
                                                    const std::string& msg_id,
                                                    std::chrono::milliseconds timeout,
                                                    const Headers& headers = {});
+
+  // The newest message `stream` holds on `subject` (no wildcards), read from the stream's leader
+  // ($JS.API.STREAM.MSG.GET, last_by_subj): its data and headers, and in delivery() the stream and
+  // its stream sequence. std::nullopt when the stream holds none on the subject. With that
+  // sequence in a Nats-Expected-Last-Subject-Sequence header (0: none), a publish_to_stream is
+  // stored only if nothing was stored on the subject since; otherwise it fails with
+  // jetstream_category() code kJsWrongLastSequence, and reading again tells what came between.
+  // Thread-safe; errors as publish_to_stream's.
+  [[nodiscard]] Result<std::optional<Message>> last_stored(const std::string& stream,
+                                                           const std::string& subject,
+                                                           std::chrono::milliseconds timeout);
 
   FleetHealth health() const;
 

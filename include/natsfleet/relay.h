@@ -64,7 +64,9 @@ struct RelayStats {
   uint64_t dropped = 0;     // refused by a session (closed, or too slow)
   uint64_t unrouted = 0;    // statuses for a key with no session here (normal in a fleet)
   uint64_t superseded = 0;  // not delivered: its event is older than one delivered for the key
-  size_t keys = 0;          // keys with a session here
+  // publish() calls that stored nothing: the stream held a status of the key's as new or newer
+  uint64_t superseded_at_publish = 0;
+  size_t keys = 0;  // keys with a session here
   size_t sessions = 0;
   bool subscribed = false;  // the relay's subscription exists (it binds in the background)
 };
@@ -98,7 +100,12 @@ class Relay {
   // published after a newer event's. Each replica then delivers a status only when its event is
   // newer than the last one delivered for the key (RelayStats::superseded counts the others),
   // so a page never goes back to an older status, and a session that attaches later is handed
-  // the newest event's status, not the last one published.
+  // the newest event's status, not the last one published. With the JetStream source the stream
+  // keeps that order too: a status is stored only while the newest the stream holds for the key
+  // is an older event's (read, then stored on condition that nothing came between; one more
+  // request per publish), otherwise publish() stores nothing and succeeds
+  // (RelayStats::superseded_at_publish). So a replica that subscribes later starts from each
+  // key's newest event.
   [[nodiscard]] Result<void> publish(const std::string& key, const std::string& payload,
                                      const std::string& msg_id, uint64_t event = 0);
 

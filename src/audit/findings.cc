@@ -210,6 +210,21 @@ void judge_work(const config::WorkConfig& work, const std::string& where,
                    "create a stream for the subject; natsfleet run waits until one exists"});
     return;
   }
+  // One consumer reads one stream: every filter subject must be in the first one's.
+  for (size_t i = 1; i < spec.subjects.size(); ++i) {
+    const std::string& subject = spec.subjects[i];
+    if (subject_within_any(subject, stream->subjects)) continue;
+    const nats::StreamInfo* other = stream_holding(subject, snapshot);
+    out.push_back(
+        {stream->name, spec.name, other ? "work-wrong-stream" : "work-no-stream",
+         other ? fmt::format("{}: subject '{}' is in stream '{}', subject '{}' in stream '{}': "
+                             "one consumer reads one stream",
+                             where, spec.subject, stream->name, subject, other->name)
+               : fmt::format("{}: stream '{}' holds subject '{}', but no stream holds '{}'", where,
+                             stream->name, spec.subject, subject),
+         fmt::format("add '{}' to stream '{}'{}", subject, stream->name,
+                     other ? ", or split the work in two: one per stream" : "")});
+  }
   if (!spec.stream.empty() && spec.stream != stream->name)
     out.push_back(
         {stream->name, spec.name, "work-wrong-stream",

@@ -235,6 +235,22 @@ class Fleet::Impl {
     return ack->seq;
   }
 
+  Result<std::optional<Message>> last_stored(const std::string& stream, const std::string& subject,
+                                             std::chrono::milliseconds timeout) {
+    if (!connection_)
+      return Result<std::optional<Message>>(Errc::not_connected, "fleet not started");
+    auto stored = nats::JetStreamApi(*connection_, timeout).last_message(stream, subject);
+    if (!stored) {
+      const auto& code = stored.error().code;
+      if (code.category() == jetstream_category() && code.value() == nats::kJsNoMessageFound)
+        return std::optional<Message>();
+      return Error{code, stream + " " + subject + ": " + stored.error().describe()};
+    }
+    Delivery delivery{.stream = stream, .stream_seq = stored->seq};
+    return std::optional<Message>(Message(std::move(stored->subject), std::move(stored->data),
+                                          std::move(stored->headers), delivery));
+  }
+
   FleetHealth health() const {
     FleetHealth h;
     {
@@ -405,6 +421,11 @@ Result<uint64_t> Fleet::publish_to_stream(const std::string& subject, const std:
                                           std::chrono::milliseconds timeout,
                                           const Headers& headers) {
   return impl_->publish_to_stream(subject, data, msg_id, timeout, headers);
+}
+Result<std::optional<Message>> Fleet::last_stored(const std::string& stream,
+                                                  const std::string& subject,
+                                                  std::chrono::milliseconds timeout) {
+  return impl_->last_stored(stream, subject, timeout);
 }
 FleetHealth Fleet::health() const { return impl_->health(); }
 void Fleet::shutdown(std::chrono::milliseconds deadline) { impl_->shutdown(deadline); }

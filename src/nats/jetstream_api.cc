@@ -403,6 +403,13 @@ Result<StoredMessage> JetStreamApi::get_message(const std::string& stream, uint6
   return parse_stored_message(answer->value("message", nlohmann::json()));
 }
 
+Result<StoredMessage> JetStreamApi::last_message(const std::string& stream,
+                                                 const std::string& subject) {
+  auto answer = call("STREAM.MSG.GET." + stream, {{"last_by_subj", subject}});
+  if (!answer) return answer.error();
+  return parse_stored_message(answer->value("message", nlohmann::json()));
+}
+
 Result<void> JetStreamApi::delete_message(const std::string& stream, uint64_t seq) {
   // no_erase: the message is removed from the index; overwriting its bytes is not needed here.
   auto answer = call("STREAM.MSG.DELETE." + stream, {{"seq", seq}, {"no_erase", true}});

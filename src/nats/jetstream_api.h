@@ -73,6 +73,8 @@ class JetStreamApi final : public ConsumerApi {
   // (next_by_subj, server 2.9 and later). None: an error with code kJsNoMessageFound.
   Result<StoredMessage> get_message(const std::string& stream, uint64_t seq,
                                     const std::string& subject = {});
+  // The newest message on `subject` (last_by_subj). None: an error with code kJsNoMessageFound.
+  Result<StoredMessage> last_message(const std::string& stream, const std::string& subject);
   Result<void> delete_message(const std::string& stream, uint64_t seq);
   // Removes the messages on `subject` only (it may hold wildcards); returns how many went.
   Result<uint64_t> purge_subject(const std::string& stream, const std::string& subject);

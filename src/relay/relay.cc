@@ -20,6 +20,8 @@ std::string upper(std::string text) {
 
 // The header that carries a status's event order (Relay::publish's `event`).
 constexpr const char* kEventHeader = "Natsfleet-Relay-Event";
+// The broker stores a publish carrying it only if the subject's last sequence is the one named.
+constexpr const char* kExpectedLastSubjectSequence = "Nats-Expected-Last-Subject-Sequence";
 
 uint64_t event_of(const Message& m) {
   return base::parse_number<uint64_t>(m.header(kEventHeader)).value_or(0);
@@ -70,6 +72,7 @@ struct Inbound {
   RecentIds recent;
   std::atomic<uint64_t> received{0};
   std::atomic<uint64_t> duplicates{0};
+  std::atomic<uint64_t> superseded_at_publish{0};  // publish() found a newer event's stored
 };
 
 }  // namespace
@@ -146,10 +149,45 @@ class Relay::Impl {
     if (event != 0) headers[kEventHeader] = {std::to_string(event)};
     if (options_.source == BroadcastSource::core)
       return fleet_.publish(subject, payload, msg_id, headers);
-    auto stored =
-        fleet_.publish_to_stream(subject, payload, msg_id, options_.publish_timeout, headers);
-    if (!stored) return stored.error();
-    return {};
+    if (event == 0) {
+      auto stored =
+          fleet_.publish_to_stream(subject, payload, msg_id, options_.publish_timeout, headers);
+      if (!stored) return stored.error();
+      return {};
+    }
+    return publish_if_newest(subject, payload, msg_id, event, std::move(headers));
+  }
+
+  // Stores a status only while the newest the stream holds for its key is an older event's, so
+  // the stream's last status per key (what a replica that subscribes later starts from) is the
+  // newest event's. Between the read and the store another replica may store one: the store
+  // then names the wrong last sequence, and the key is read again.
+  Result<void> publish_if_newest(const std::string& subject, const std::string& payload,
+                                 const std::string& msg_id, uint64_t event, Headers headers) {
+    constexpr int kAttempts = 8;
+    const auto deadline = std::chrono::steady_clock::now() + options_.publish_timeout;
+    Error last_error{make_error_code(Errc::timeout), subject + ": no attempt to store it"};
+    for (int attempt = 0; attempt < kAttempts; ++attempt) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      auto newest = fleet_.last_stored(options_.stream, subject, left);
+      if (!newest) return newest.error();
+      if (*newest && event_of(**newest) >= event) {
+        inbound_->superseded_at_publish++;
+        return {};
+      }
+      headers[kExpectedLastSubjectSequence] = {
+          std::to_string(*newest ? (*newest)->stream_seq() : 0)};
+      auto stored = fleet_.publish_to_stream(subject, payload, msg_id, left, headers);
+      if (stored) return {};
+      const auto& code = stored.error().code;
+      if (code.category() != jetstream_category() || code.value() != kJsWrongLastSequence)
+        return stored.error();
+      last_error = stored.error();
+    }
+    return Error{last_error.code, subject + ": statuses of newer events kept being stored (" +
+                                      last_error.describe() + ")"};
   }
 
   RelayStats stats() const {
@@ -157,6 +195,7 @@ class Relay::Impl {
     RelayStats s;
     s.received = inbound_->received.load();
     s.duplicates = inbound_->duplicates.load();
+    s.superseded_at_publish = inbound_->superseded_at_publish.load();
     s.delivered = registry.delivered;
     s.dropped = registry.dropped;
     s.unrouted = registry.unrouted;

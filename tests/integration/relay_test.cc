@@ -69,9 +69,9 @@ bool wait_ready(std::initializer_list<Replica*> replicas) {
 
 // Publishes until the stream has stored it, as a work handler would by nak and redelivery.
 void publish_until_stored(Relay& relay, const std::string& key, const std::string& payload,
-                          const std::string& msg_id) {
+                          const std::string& msg_id, uint64_t event = 0) {
   const auto give_up = std::chrono::steady_clock::now() + 20s;
-  while (!relay.publish(key, payload, msg_id)) {
+  while (!relay.publish(key, payload, msg_id, event)) {
     ASSERT_LT(std::chrono::steady_clock::now(), give_up) << "never stored: " << payload;
     std::this_thread::sleep_for(50ms);
   }
@@ -189,6 +189,67 @@ TEST(Relay, AReplicaThatSubscribesLaterStillHandsEachMemberTheirLastStatus) {
   auto bob_on_b = b.attach("bob");
   EXPECT_EQ(alice_on_b->got(), std::vector<std::string>{"alice: synced"});
   EXPECT_EQ(bob_on_b->got(), std::vector<std::string>{"bob: failed"});
+}
+
+TEST(Relay, AReplicaThatSubscribesLaterStartsFromEachMembersNewestEventNotTheLastPublished) {
+  NatsServer server;
+  Replica a(server.url(), "replica-a");
+  ASSERT_TRUE(a.fleet.start());
+  ASSERT_TRUE(a.relay.ensure_subscribed());
+  ASSERT_TRUE(wait_ready({&a}));
+  // Event 20's status is published first; event 14's comes late (its work message was held by
+  // a replica that died, and handled again after ack_wait), then bob's 7 and 9 in order.
+  ASSERT_TRUE(a.relay.publish("alice", "alice: event 20", "w20", 20));
+  ASSERT_TRUE(a.relay.publish("alice", "alice: event 14", "w14", 14));
+  ASSERT_TRUE(a.relay.publish("alice", "alice: event 20 again", "w20-again", 20));
+  ASSERT_TRUE(a.relay.publish("bob", "bob: event 7", "w7", 7));
+  ASSERT_TRUE(a.relay.publish("bob", "bob: event 9", "w9", 9));
+  EXPECT_EQ(a.relay.stats().superseded_at_publish, 2u);
+  auto alice_last =
+      a.fleet.last_stored("RELAY_SYNC_STATUS", "natsfleet.relay.sync-status.alice", 2s);
+  ASSERT_TRUE(alice_last) << alice_last.error().describe();
+  ASSERT_TRUE(alice_last->has_value());
+  EXPECT_EQ((*alice_last)->data(), "alice: event 20");
+  auto nobody = a.fleet.last_stored("RELAY_SYNC_STATUS", "natsfleet.relay.sync-status.carol", 2s);
+  ASSERT_TRUE(nobody) << nobody.error().describe();
+  EXPECT_FALSE(nobody->has_value());
+
+  Replica b(server.url(), "replica-b");
+  ASSERT_TRUE(b.fleet.start());
+  ASSERT_TRUE(b.relay.ensure_subscribed());
+  ASSERT_TRUE(wait_ready({&b}));
+  ASSERT_TRUE(wait_for([&] { return b.relay.stats().received >= 2; }, 10s));
+  EXPECT_EQ(b.attach("alice")->got(), std::vector<std::string>{"alice: event 20"});
+  EXPECT_EQ(b.attach("bob")->got(), std::vector<std::string>{"bob: event 9"});
+}
+
+TEST(Relay, ReplicasPublishingOneMembersEventsAtOnceLeaveTheNewestStored) {
+  NatsServer server;
+  Replica a(server.url(), "replica-a");
+  Replica b(server.url(), "replica-b");
+  ASSERT_TRUE(a.fleet.start());
+  ASSERT_TRUE(b.fleet.start());
+  ASSERT_TRUE(a.relay.ensure_subscribed());
+  ASSERT_TRUE(wait_ready({&a, &b}));
+  // Two replicas race: a publishes the odd events, b the even ones, each in its own order, so
+  // reads and conditional stores interleave.
+  constexpr uint64_t kEvents = 200;
+  auto publish_every_other = [&](Replica& r, uint64_t first) {
+    for (uint64_t e = first; e <= kEvents; e += 2)
+      publish_until_stored(r.relay, "alice", "event " + std::to_string(e), "w" + std::to_string(e),
+                           e);
+  };
+  std::thread odd([&] { publish_every_other(a, 1); });
+  publish_every_other(b, 2);
+  odd.join();
+  auto last = a.fleet.last_stored("RELAY_SYNC_STATUS", "natsfleet.relay.sync-status.alice", 2s);
+  ASSERT_TRUE(last && last->has_value());
+  EXPECT_EQ((*last)->data(), "event 200");
+  // The stream holds the key's statuses in increasing event order.
+  auto alice = a.attach("alice");
+  ASSERT_TRUE(
+      wait_for([&] { return !alice->got().empty() && alice->got().back() == "event 200"; }, 10s));
+  EXPECT_EQ(a.relay.stats().superseded, 0u) << "a stored status went back to an older event";
 }
 
 TEST(Relay, KeysThatCannotBeASubjectTokenAreRefused) {

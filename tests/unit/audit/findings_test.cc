@@ -325,6 +325,31 @@ TEST(WorkFindings, TheSubjectDecidesTheStream) {
   EXPECT_NE(findings[0].action.find("stream = \"JOBS\""), std::string::npos);
 }
 
+TEST(WorkFindings, EveryFilterSubjectMustBeInTheFirstOnesStream) {
+  auto cfg = daemon_config(
+      "[[work]]\nname = \"orders\"\n"
+      "subjects = [\"orders.created\", \"orders.paid\", \"mail.sent\", \"nowhere.x\"]\n"
+      "sink = { type = \"file\", path = \"out.jsonl\" }\n");
+  auto s = snapshot({created_for(cfg, "ORDERS")},
+                    {stream("ORDERS", {"orders.*"}), stream("MAIL", {"mail.*"})});
+  auto findings = work_findings(cfg, s);
+  ASSERT_EQ(rules(findings), (Rules{"work-wrong-stream", "work-no-stream"}));
+  EXPECT_EQ(findings[0].stream, "ORDERS");
+  EXPECT_NE(findings[0].evidence.find("'mail.sent' in stream 'MAIL'"), std::string::npos)
+      << findings[0].evidence;
+  EXPECT_NE(findings[1].evidence.find("no stream holds 'nowhere.x'"), std::string::npos)
+      << findings[1].evidence;
+  EXPECT_NE(findings[1].action.find("add 'nowhere.x' to stream 'ORDERS'"), std::string::npos);
+
+  auto all_in_one = daemon_config(
+      "[[work]]\nname = \"orders\"\n"
+      "subjects = [\"orders.created\", \"orders.paid\"]\n"
+      "sink = { type = \"file\", path = \"out.jsonl\" }\n");
+  EXPECT_TRUE(work_findings(all_in_one, snapshot({created_for(all_in_one, "ORDERS")},
+                                                 {stream("ORDERS", {"orders.*"})}))
+                  .empty());
+}
+
 TEST(WorkFindings, MissingConsumerIsCreatedByRunUnlessASuccessorExists) {
   auto cfg = daemon_config(work_entry("jobs-worker", "jobs.run"));
   const auto streams = std::vector{stream("JOBS", {"jobs.>"})};
