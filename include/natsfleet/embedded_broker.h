@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "natsfleet/error.h"
+#include "natsfleet/export.h"
 
 namespace natsfleet {
 
@@ -28,7 +29,7 @@ struct EmbeddedBrokerOptions {
   std::vector<std::pair<std::string, std::string>> mappings;
 };
 
-class EmbeddedBroker {
+class NATSFLEET_API EmbeddedBroker {
  public:
   explicit EmbeddedBroker(EmbeddedBrokerOptions options = {});
   // Stops the child (SIGTERM, then SIGKILL); removes the state directory if it made it.

@@ -8,6 +8,8 @@
 #include <utility>
 #include <variant>
 
+#include "natsfleet/export.h"
+
 namespace natsfleet {
 
 enum class Errc {
@@ -22,9 +24,11 @@ enum class Errc {
   no_resources,           // the system refused a thread (or another resource) natsfleet needs
 };
 
-const std::error_category& error_category() noexcept;
-const std::error_category& nats_category() noexcept;       // values are nats.c natsStatus
-const std::error_category& jetstream_category() noexcept;  // values are JetStream err_code
+NATSFLEET_API const std::error_category& error_category() noexcept;
+// Values are nats.c natsStatus.
+NATSFLEET_API const std::error_category& nats_category() noexcept;
+// Values are JetStream err_code.
+NATSFLEET_API const std::error_category& jetstream_category() noexcept;
 
 inline std::error_code make_error_code(Errc e) noexcept {
   return {static_cast<int>(e), error_category()};

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "natsfleet/error.h"
+#include "natsfleet/export.h"
 #include "natsfleet/health.h"
 #include "natsfleet/message.h"
 #include "natsfleet/spec.h"
@@ -71,7 +72,7 @@ using WorkHandler = std::function<Disposition(const Message&)>;
 using BroadcastHandler = std::function<void(const Message&)>;
 using FatalHandler = std::function<void(const FatalReport&)>;
 
-class Fleet {
+class NATSFLEET_API Fleet {
  public:
   explicit Fleet(FleetOptions options);
   // Shuts down (with a short deadline) when still running, then waits for any handler that

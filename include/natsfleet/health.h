@@ -6,11 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "natsfleet/export.h"
+
 namespace natsfleet {
 
 enum class SubscriptionState { binding, bound, recovering, stalled, fatal, stopped };
 
-const char* to_string(SubscriptionState state) noexcept;
+NATSFLEET_API const char* to_string(SubscriptionState state) noexcept;
 
 struct SubscriptionCounters {
   uint64_t received = 0;  // deliveries handed to the handler

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "natsfleet/export.h"
+
 namespace natsfleet {
 
 using Headers = std::map<std::string, std::vector<std::string>>;
@@ -34,7 +36,7 @@ struct Delivery {
   int64_t timestamp_ns = 0;
 };
 
-class Message {
+class NATSFLEET_API Message {
  public:
   Message() = default;
   Message(std::string subject, std::string data, Headers headers,
@@ -86,7 +88,7 @@ class Message {
 //   downstream down: it stops pulling, retries the held messages one at a time with jittered
 //   backoff and resumes at full speed on the first success. A message that fails while others
 //   succeed is its own problem: it takes the rejected path.
-class Disposition {
+class NATSFLEET_API Disposition {
  public:
   enum class Kind { ack, nak, term, retry };
 
@@ -122,7 +124,7 @@ class Disposition {
 // this message is fine": the fleet retries it like Disposition::retry instead of counting an
 // error. A core NATS broadcast cannot be redelivered: it is retried in place while its bounded
 // queue keeps the newest messages.
-class DownstreamUnavailable : public std::runtime_error {
+class NATSFLEET_API DownstreamUnavailable : public std::runtime_error {
  public:
   explicit DownstreamUnavailable(const std::string& why, std::chrono::milliseconds after = {})
       : std::runtime_error(why), after_(after) {}

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "natsfleet/export.h"
+
 namespace natsfleet {
 
 inline constexpr std::string_view kRedacted = "***";
@@ -17,12 +19,12 @@ inline constexpr std::string_view kRedacted = "***";
 // A URL with its secrets replaced by "***": a userinfo's password (or the whole userinfo when it
 // has no ':', a token), and each query and fragment value. Scheme, host, port and path stay, so
 // the URL still says where. Text without "://" is returned unchanged.
-std::string redact_url(std::string_view url);
-std::string redact_urls(const std::vector<std::string>& urls);  // ", "-joined
+NATSFLEET_API std::string redact_url(std::string_view url);
+NATSFLEET_API std::string redact_urls(const std::vector<std::string>& urls);  // ", "-joined
 
 // Every URL in free text (an error from a library, a log line) redacted as above. A URL runs
 // from its scheme to the first whitespace, quote, '<' or '>', less any ':', ',', ';', '.', ')' or
 // ']' it ends with.
-std::string redact(std::string_view text);
+NATSFLEET_API std::string redact(std::string_view text);
 
 }  // namespace natsfleet

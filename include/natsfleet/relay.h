@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "natsfleet/error.h"
+#include "natsfleet/export.h"
 #include "natsfleet/fleet.h"
 #include "natsfleet/spec.h"
 
@@ -31,7 +32,7 @@ namespace natsfleet {
 
 // One client connection that takes statuses (a WebSocket, say). Called from any thread,
 // concurrently; must never block: deliver() queues or refuses.
-class RelaySession {
+class NATSFLEET_API RelaySession {
  public:
   virtual ~RelaySession() = default;
   // One status; the payload is shared by every session it goes to. False when the session is
@@ -71,7 +72,7 @@ struct RelayStats {
   bool subscribed = false;  // the relay's subscription exists (it binds in the background)
 };
 
-class Relay {
+class NATSFLEET_API Relay {
  public:
   Relay(Fleet& fleet, RelayOptions options);
   ~Relay();
@@ -119,6 +120,6 @@ class Relay {
 };
 
 // Whether `key` can be a relay key; fails with Errc::invalid_argument saying why not.
-[[nodiscard]] Result<void> check_relay_key(std::string_view key);
+[[nodiscard]] NATSFLEET_API Result<void> check_relay_key(std::string_view key);
 
 }  // namespace natsfleet

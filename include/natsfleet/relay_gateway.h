@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "natsfleet/error.h"
+#include "natsfleet/export.h"
 #include "natsfleet/relay.h"
 
 namespace natsfleet {
@@ -58,7 +59,7 @@ struct RelayGatewayStats {
   std::uint64_t closed_idle = 0;   // sessions closed because nothing arrived in idle_timeout
 };
 
-class RelayGateway {
+class NATSFLEET_API RelayGateway {
  public:
   // The relay must outlive the gateway. Every attach makes sure the relay's subscription exists
   // (as Relay::attach does); a failure is logged and retried on the next attach.

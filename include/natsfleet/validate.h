@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "natsfleet/error.h"
+#include "natsfleet/export.h"
 #include "natsfleet/spec.h"
 
 namespace natsfleet {
@@ -19,7 +20,7 @@ namespace natsfleet {
 // validate_broadcast refuse a value outside it, naming the field and the range. Each bound keeps
 // a value meaningful (a thread per concurrent handler, a duration the broker's nanosecond fields
 // hold) and far beyond any sensible use; the daemon's config reference lists the same ranges.
-struct Limits {
+struct NATSFLEET_API Limits {
   static constexpr int kMaxConcurrency = 1024;  // a thread each
   static constexpr int kMaxAckPending = 1'000'000;
   static constexpr int kMaxDeliver = 1'000'000;  // or -1: unlimited
@@ -40,12 +41,13 @@ struct Limits {
 
 // A NATS subject: dot-separated non-empty tokens, no whitespace; `*` a whole token and `>` the
 // last token, when wildcards are allowed.
-[[nodiscard]] Result<void> check_subject(std::string_view subject, bool allow_wildcards = true);
+[[nodiscard]] NATSFLEET_API Result<void> check_subject(std::string_view subject,
+                                                       bool allow_wildcards = true);
 // A consumer or stream name: non-empty, no whitespace, '.', '*', '>', '/' or '\'.
-[[nodiscard]] Result<void> check_name(std::string_view name);
-[[nodiscard]] Result<void> validate_work(const WorkSpec& spec);
-[[nodiscard]] Result<void> validate_broadcast(const BroadcastSpec& spec);
+[[nodiscard]] NATSFLEET_API Result<void> check_name(std::string_view name);
+[[nodiscard]] NATSFLEET_API Result<void> validate_work(const WorkSpec& spec);
+[[nodiscard]] NATSFLEET_API Result<void> validate_broadcast(const BroadcastSpec& spec);
 // The `token`-th (1-based) dot-separated token of a subject, or "" when it has fewer.
-std::string subject_token(std::string_view subject, int token);
+NATSFLEET_API std::string subject_token(std::string_view subject, int token);
 
 }  // namespace natsfleet

@@ -2,9 +2,13 @@
 // find_package(natsfleet) (shared and static) and with pkg-config, consumes from a real broker.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "support/broker_client.h"
 #include "support/daemon_process.h"
@@ -92,6 +96,38 @@ TEST_F(InstalledTree, AProgramBuiltWithFindPackageConsumesSharedAndStatic) {
   EXPECT_EQ(static_linked.out.find("libnatsfleet"), std::string::npos) << static_linked.out;
   expect_consumes(build + "/consumer");
   expect_consumes(build + "/consumer_static");
+}
+
+// The shared library's ABI is the public API alone, versioned: none of natsfleet's internals,
+// nor the Boost, fmt, JSON or standard library code it instantiates, which a program linking
+// other copies of them would otherwise bind to.
+TEST_F(InstalledTree, TheSharedLibraryExportsThePublicApiAndNothingElse) {
+  const std::string library = prefix() + "/" + in_libdir("LIB/libnatsfleet.so.0.1");
+  const CliOutcome exported = run_shell("nm -D --defined-only -C " + library);
+  ASSERT_EQ(exported.code, 0) << explain(exported);
+  std::istringstream lines(exported.out);
+  std::vector<std::string> symbols;
+  for (std::string line; std::getline(lines, line);) {
+    // "ADDRESS TYPE NAME@@VERSION"
+    const size_t name_at = line.find(' ', line.find(' ') + 1);
+    ASSERT_NE(name_at, std::string::npos) << line;
+    symbols.push_back(line.substr(name_at + 1));
+  }
+  ASSERT_GT(symbols.size(), 20u) << exported.out;
+  const std::regex public_symbol(
+      R"(^((typeinfo|typeinfo name|vtable) for )?natsfleet::[A-Za-z_]+[^:].*@@NATSFLEET_0\.1$)");
+  const std::regex internal_namespace(R"(natsfleet::[a-z_]+::)");
+  for (const std::string& symbol : symbols) {
+    if (symbol == "NATSFLEET_0.1") continue;  // the version node itself
+    EXPECT_TRUE(std::regex_match(symbol, public_symbol)) << symbol;
+    EXPECT_FALSE(std::regex_search(symbol.substr(0, symbol.find('(')), internal_namespace))
+        << symbol;
+  }
+  for (const char* needed : {"natsfleet::Fleet::start()@@NATSFLEET_0.1",
+                             "natsfleet::Message::in_progress() const@@NATSFLEET_0.1",
+                             "natsfleet::jetstream_category()@@NATSFLEET_0.1",
+                             "typeinfo for natsfleet::DownstreamUnavailable@@NATSFLEET_0.1"})
+    EXPECT_NE(std::find(symbols.begin(), symbols.end(), needed), symbols.end()) << needed;
 }
 
 TEST_F(InstalledTree, AProgramBuiltWithPkgConfigConsumes) {
