@@ -355,8 +355,15 @@ class HttpConnection : public Connection, public std::enable_shared_from_this<Ht
     if (!takeover) throw std::logic_error("a route answered with an empty takeover");
     stream_.expires_never();
     tcp::socket socket = stream_.release_socket();
-    finish();  // the socket is the taker's now, and the slot free for another connection
-    if (auto taken = takeover(std::move(socket), std::move(req))) core_->track(taken);
+    if (auto taken = takeover(std::move(socket), std::move(req))) {
+      core_->track(taken);
+      // stop() sets stopping, then asks the connections it lists to close: one that listed
+      // this connection but not the taker's has set it already, so the taker is asked here.
+      if (core_->stopping) taken->close_gracefully();
+    }
+    // Only now, so that stop(), which waits while any connection is tracked, always sees this
+    // one or its taker. The socket is the taker's; the slot is free for another connection.
+    finish();
   }
 
   void write(Response res, bool close) {

@@ -186,6 +186,7 @@ class WsSession : public net::Connection,
   // Completes the upgrade the HTTP connection read.
   void accept(Request req) {
     upgrade_ = std::move(req);
+    accepting_ = true;
     websocket::stream_base::timeout timeouts{};
     timeouts.handshake_timeout = core_->options.request_timeout;  // also bounds the close
     timeouts.idle_timeout = websocket::stream_base::none();       // pings are ours, see on_timer
@@ -247,8 +248,15 @@ class WsSession : public net::Connection,
 
   void on_accept(beast::error_code ec) {
     upgrade_ = {};
-    if (ec || core_->stopping) {
+    accepting_ = false;
+    if (ec) {
       finish();
+      return;
+    }
+    // The browser has its 101 already: a gateway stopping meanwhile says goodbye to it as to
+    // any other session, rather than cutting the connection.
+    if (core_->stopping || close_on_accept_) {
+      say_goodbye(close_on_accept_ ? close_code_ : websocket::close_code::going_away);
       return;
     }
     registry_id_ = core_->registry.add(member_, shared_from_this());
@@ -339,10 +347,20 @@ class WsSession : public net::Connection,
 
   void start_close(websocket::close_code code) {
     if (finished_ || closing_) return;
-    if (!registered_) {  // still upgrading: nothing to say goodbye to
-      finish();
+    if (!registered_) {
+      // The handshake's answer may be on its way to the browser: say goodbye once it is done.
+      if (accepting_) {
+        close_on_accept_ = true;
+        close_code_ = code;
+        return;
+      }
+      finish();  // not upgrading yet: nothing to say goodbye to
       return;
     }
+    say_goodbye(code);
+  }
+
+  void say_goodbye(websocket::close_code code) {
     closing_ = true;
     stop_delivery();
     timer_.cancel();
@@ -389,6 +407,9 @@ class WsSession : public net::Connection,
   Clock::time_point last_ping_{};
   SessionId registry_id_ = 0;
   bool registered_ = false;
+  bool accepting_ = false;        // the upgrade's handshake is under way
+  bool close_on_accept_ = false;  // start_close() came during the handshake
+  websocket::close_code close_code_ = websocket::close_code::going_away;
   bool holds_slot_ = true;  // the upgrade route reserved it for this session
   bool ping_in_flight_ = false;
   bool closing_ = false;

@@ -4,6 +4,10 @@
 // stop() closes the sessions it holds.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <thread>
+#include <vector>
+
 #include "natsfleet/fleet.h"
 #include "natsfleet/relay.h"
 #include "natsfleet/relay_gateway.h"
@@ -80,6 +84,46 @@ TEST(RelayGateway, StopClosesEveryBrowserAsGoingAway) {
   EXPECT_EQ(alice->close_reason().code, boost::beast::websocket::close_code::going_away);
   EXPECT_EQ(a.gateway.port(), 0) << "stopped";
   a.gateway.stop();  // idempotent
+}
+
+// A browser whose upgrade the gateway answered while stopping is told "going away" like the
+// others, not cut: the stop comes as soon as the first upgrade is under way, so the others are
+// somewhere in theirs (the answer written, the session not yet registered, say).
+TEST(RelayGateway, BrowsersUpgradedWhileTheGatewayStopsAreToldGoingAwayToo) {
+  NatsServer server;
+  constexpr int kRounds = 10;
+  constexpr int kBrowsers = 8;
+  int told = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    Replica a(server.url(), "replica-" + std::to_string(round));
+    ASSERT_TRUE(a.fleet.start());
+    ASSERT_TRUE(a.gateway.start());
+    const int port = a.gateway.port();
+    std::vector<std::unique_ptr<WsClient>> browsers(kBrowsers);
+    std::vector<std::thread> attaching;
+    for (int i = 0; i < kBrowsers; ++i)
+      attaching.emplace_back([&, i] {
+        try {
+          auto browser = std::make_unique<WsClient>(port, "/ws?member=m" + std::to_string(i));
+          if (browser->status() != 101) return;  // refused: the gateway was stopping
+          browser->start_reading();
+          browsers[i] = std::move(browser);
+        } catch (const std::exception&) {
+          // cut before its upgrade was answered: the gateway had stopped
+        }
+      });
+    ASSERT_TRUE(wait_for([&] { return a.gateway.stats().sessions > 0; }, 10s, 0ms));
+    a.gateway.stop();
+    for (auto& thread : attaching) thread.join();
+    for (int i = 0; i < kBrowsers; ++i) {
+      if (!browsers[i]) continue;
+      ASSERT_TRUE(wait_for([&] { return browsers[i]->closed(); }, 10s)) << "round " << round;
+      EXPECT_EQ(browsers[i]->close_reason().code, boost::beast::websocket::close_code::going_away)
+          << "round " << round << ", browser " << i << " was upgraded, then cut";
+      ++told;
+    }
+  }
+  EXPECT_GT(told, 0) << "no browser was upgraded before the stop: the test saw nothing";
 }
 
 }  // namespace
