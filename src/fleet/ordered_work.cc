@@ -244,12 +244,13 @@ void OrderedWork::wait_handlers() {
 Disposition OrderedWork::handle(int partition, const Message& message) {
   Partition& part = state_[static_cast<size_t>(partition)];
   const uint64_t seq = message.stream_seq();
-  // A redelivery of a message older than one this replica handled in the partition: it was
-  // settled before that one was delivered (one message in flight per partition), so the broker
-  // lost its answer. Never a first delivery: a broker failing over can deliver a message late,
-  // out of stream order, and skipping it would lose it.
-  if (seq != 0 && message.delivered() > 1 && seq <= part.handled_to.load()) {
+  if (is_repeat(part.handled, part.handled_to.load(), message)) {
     ++repeats_skipped_;
+    ctx_.log->info(
+        "work {}: partition {}: stream sequence {} (delivery {}) was handled here already; acked "
+        "again without the handler (the broker lost its ack, or a leader that had been paused "
+        "sent it again)",
+        spec_.name, partition, seq, message.delivered());
     return Disposition::ack();
   }
   // Counted once per message: a held message tried again (its downstream is down) comes back.
@@ -275,6 +276,7 @@ Disposition OrderedWork::handle(int partition, const Message& message) {
   } release{part};
   Disposition outcome = handler_(message);
   if (outcome.kind() == Disposition::Kind::ack || outcome.kind() == Disposition::Kind::term) {
+    part.handled.remember(message);
     uint64_t was = part.handled_to.load();
     while (seq > was && !part.handled_to.compare_exchange_weak(was, seq)) {
     }

@@ -5,8 +5,9 @@
 //   - before anything binds, a probe that the broker maps the work's subject to partitions as
 //     the plan says (a missing or different mapping is fatal, with the mapping to add);
 //   - at most `concurrency` partitions handled at once on this replica;
-//   - a redelivery of a message older than one this replica already handled in its partition
-//     (the broker lost an ack, say in a restart) is acked again without the handler;
+//   - a message this replica already handled, delivered again (the broker lost an ack, or a
+//     paused leader resumed), or a redelivery of one older than it handled in its partition, is
+//     acked again without the handler (fleet/handled_messages.h);
 //   - one health entry: the partitions' states and counters, and which partitions are held.
 #pragma once
 
@@ -19,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "fleet/handled_messages.h"
 #include "fleet/partition_plan.h"
 #include "fleet/supervised.h"
 
@@ -52,6 +54,7 @@ class OrderedWork final : public Supervised {
  private:
   struct Partition {
     std::atomic<uint64_t> handled_to{0};  // the highest stream sequence handled here
+    HandledMessages handled;              // the messages handled here lately
     std::atomic<uint64_t> last_seen{0};   // the stream sequence last handed to this replica
     std::atomic<bool> held{false};
   };
