@@ -34,6 +34,8 @@ constexpr const char* kLoopback = "127.0.0.1";
 // Start-up is retried with fresh ports when another process grabbed one of ours between probing
 // and the server binding it; a real configuration error fails on every attempt anyway.
 constexpr int kMaxStartAttempts = 3;
+// How long a cluster's meta group may take to take in every node once they all answer.
+constexpr std::chrono::milliseconds kMetaGroupTimeout{10'000};
 // A single probe of a healthy local server answers in milliseconds; a paused or wedged one must
 // not eat the whole readiness budget in one request.
 constexpr std::chrono::milliseconds kProbeTimeout{500};
@@ -383,7 +385,24 @@ NatsCluster::NatsCluster(const NatsClusterOptions& cluster_options) {
       port_conflict = port_conflict || outcome == NatsServer::StartOutcome::port_in_use;
       errors.push_back(std::move(error));
     }
-    if (errors.empty()) return;
+    if (errors.empty()) {
+      // Every node answering is not enough: nats-server 2.10 can form its meta group from the
+      // first nodes up and leave a later one out for good (seen: cluster_size 2 of 3 for over a
+      // minute, so no R3 stream could be placed). Such a start is made again from scratch.
+      int members = -1;
+      const bool whole = wait_for(
+          [&] {
+            members = meta_group_size();
+            return members < 0 || members == size;
+          },
+          kMetaGroupTimeout, std::chrono::milliseconds(100));
+      if (whole) return;
+      if (attempt == kMaxStartAttempts)
+        throw std::runtime_error("NatsCluster(" + std::to_string(size) +
+                                 ") formed a meta group of " + std::to_string(members) +
+                                 " nodes, " + std::to_string(kMaxStartAttempts) + " times");
+      continue;
+    }
     if (!port_conflict || attempt == kMaxStartAttempts) {
       throw std::runtime_error("NatsCluster(" + std::to_string(size) + ") did not form:\n" +
                                join(errors, "\n\n"));
@@ -427,6 +446,19 @@ std::string NatsCluster::meta_leader() const {
     if (status == 200) return jsz_meta_leader(jsz);
   }
   return {};
+}
+
+int NatsCluster::meta_group_size() const {
+  const std::string leader = meta_leader();
+  for (const auto& node : nodes_) {
+    if (node->name() != leader || !node->running() || node->paused()) continue;
+    int status = -1;
+    const std::string jsz = http_get(node->monitor_port(), "/jsz", &status, kProbeTimeout);
+    const size_t key = jsz.find("\"cluster_size\":");
+    if (status != 200 || key == std::string::npos) return -1;  // 2.9 does not say
+    return std::atoi(jsz.c_str() + key + std::strlen("\"cluster_size\":"));
+  }
+  return 0;  // no leader yet
 }
 
 void NatsCluster::wait_ready(std::chrono::milliseconds timeout) const {

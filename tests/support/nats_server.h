@@ -135,6 +135,9 @@ class NatsCluster {
 
   // Name of the JetStream meta leader as seen by the first running node, "" if none is known.
   std::string meta_leader() const;
+  // Nodes in the meta group, as its leader's /jsz counts them: 0 with no leader, -1 when the
+  // server does not say (2.9).
+  int meta_group_size() const;
   // Waits until every running, unpaused node is ready (see NatsServer::wait_ready); throws
   // otherwise.
   void wait_ready(std::chrono::milliseconds timeout = kClusterReadyTimeout) const;
