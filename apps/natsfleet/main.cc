@@ -73,7 +73,8 @@ int run(const std::string& path, const std::vector<std::string>& servers,
     std::fprintf(stderr, "natsfleet: %s\n", e.what());
     return natsfleet::daemon::kExitUsage;
   }
-  natsfleet::daemon::setup_logging(log_format_flag.empty() ? config.log_format : log_format_flag);
+  natsfleet::daemon::setup_logging(log_format_flag.empty() ? config.log_format : log_format_flag,
+                                   config.log_level);
   natsfleet::daemon::StopRequest stop;
   try {
     watch_signals(stop);

@@ -29,9 +29,9 @@ namespace {
 using std::chrono::milliseconds;
 using Names = std::span<const std::string_view>;
 
-constexpr std::string_view kTopKeys[] = {"name",   "servers",    "credentials",
-                                         "tls",    "log_format", "shutdown_timeout",
-                                         "health", "work",       "broadcast"};
+constexpr std::string_view kTopKeys[] = {"name",       "servers",   "credentials",      "tls",
+                                         "log_format", "log_level", "shutdown_timeout", "health",
+                                         "work",       "broadcast"};
 constexpr std::string_view kTlsKeys[] = {"ca", "cert", "key"};
 constexpr std::string_view kHealthKeys[] = {"listen"};
 constexpr std::string_view kWorkKeys[] = {
@@ -319,6 +319,8 @@ class ConfigParser {
     read_fleet(top, config);
     read_health(top, config);
     if (auto format = top.choice("log_format", {"text", "json"})) config.log_format = *format;
+    if (auto level = top.choice("log_level", {"debug", "info", "warn", "error"}))
+      config.log_level = *level;
     if (auto timeout = top.duration("shutdown_timeout", kShutdownTimeoutMin, kShutdownTimeoutMax))
       config.shutdown_timeout = *timeout;
 

@@ -40,6 +40,8 @@ struct DaemonConfig {
   FleetOptions fleet;
   std::string health_listen = "127.0.0.1:9464";
   std::string log_format = "text";  // text | json
+  // debug adds a line per message decision (received, fenced, held, acked, naked, terminated)
+  std::string log_level = "info";  // debug | info | warn | error
   std::chrono::milliseconds shutdown_timeout{10000};
   std::vector<WorkConfig> work;
   std::vector<BroadcastConfig> broadcast;

@@ -58,7 +58,7 @@ class RedactingFormatter final : public spdlog::formatter {
 
 }  // namespace
 
-void setup_logging(const std::string& format) {
+void setup_logging(const std::string& format, const std::string& level) {
   spdlog::drop("natsfleet");
   auto logger = spdlog::stderr_color_mt("natsfleet");
   std::unique_ptr<spdlog::formatter> formatter;
@@ -68,6 +68,7 @@ void setup_logging(const std::string& format) {
     formatter =
         std::make_unique<spdlog::pattern_formatter>("%Y-%m-%dT%H:%M:%S.%e %^%-5l%$ [%n] %v");
   logger->set_formatter(std::make_unique<RedactingFormatter>(std::move(formatter)));
+  logger->set_level(spdlog::level::from_str(level));
   spdlog::set_default_logger(logger);
 }
 

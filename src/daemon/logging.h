@@ -6,7 +6,8 @@
 
 namespace natsfleet::daemon {
 
-// format: "text" or "json". Applies to every logger cloned from the default afterwards.
-void setup_logging(const std::string& format);
+// format: "text" or "json"; level: "debug", "info", "warn" or "error". Applies to every logger
+// cloned from the default afterwards.
+void setup_logging(const std::string& format, const std::string& level = "info");
 
 }  // namespace natsfleet::daemon

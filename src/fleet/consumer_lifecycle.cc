@@ -88,10 +88,22 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::reconcile(const std::string& strea
         return Result<nats::ConsumerInfo>(Errc::shutting_down, "stopping");
       return reconcile(stream, stream_last_seq, {});
     }
+    // What was handled already, as far as this replica knows it or its peers tell: a consumer
+    // made from spec.start would deliver it again, after later messages of the same keys.
+    uint64_t floor = bound_before_ ? ack_floor_ : 0;
+    if (options_.fleet_floor) floor = std::max(floor, options_.fleet_floor());
     bool created = false;
-    auto info = create_or_read(stream, desired_consumer_config(spec_), &created);
+    auto info = create_or_read(stream,
+                               floor > 0 ? config_starting_at(spec_, floor + 1, spec_.name)
+                                         : desired_consumer_config(spec_),
+                               &created);
     if (!info) return info;
-    if (created)
+    if (created && floor > 0)
+      log_->warn(
+          "work {}: consumer {} was missing on stream {}; created it from stream sequence {}, "
+          "after what this replica and its live peers handled",
+          spec_.name, spec_.name, stream, floor + 1);
+    else if (created)
       log_once(fmt::format("work {}: created shared {} consumer {} on stream {} (subject {})",
                            spec_.name, spec_.shape == WorkShape::pull ? "pull" : "push-queue",
                            spec_.name, stream, describe_subjects(filter_subjects(spec_))));
@@ -172,21 +184,23 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::ensure_replica_consumer(const std:
 
 void ConsumerLifecycle::saw_ack_floor(uint64_t floor) { ack_floor_ = std::max(ack_floor_, floor); }
 
-void ConsumerLifecycle::saw_consumer(const nats::ConsumerInfo& info) {
+bool ConsumerLifecycle::saw_consumer(const nats::ConsumerInfo& info) {
   const uint64_t floor_before = ack_floor_;
   saw_ack_floor(info.ack_floor_stream_seq);
   // Made anew since this replica last looked (by a peer's recovery, or by the broker itself):
   // where it starts decides what the fleet handles again, so a new start is said once. (Not
   // its creation time: each server of a cluster reports the time it made its own copy.)
   std::string start = delivers_from(info.config);
-  if (start == consumer_start_) return;
-  if (!consumer_start_.empty())
+  if (start == consumer_start_) return false;
+  const bool anew = !consumer_start_.empty();
+  if (anew)
     log_->warn(
         "{} {}: consumer {} on stream {} was made anew by another replica or the broker: it "
         "delivers from {} (it delivered from {}), its ack floor {}, the last one seen here {}",
         kind(), spec_.name, consumer_, stream_, start, consumer_start_, info.ack_floor_stream_seq,
         floor_before);
   consumer_start_ = std::move(start);
+  return anew;
 }
 
 ConsumerLifecycle::Lookup ConsumerLifecycle::look_up(Error* error) {

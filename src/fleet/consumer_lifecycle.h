@@ -52,6 +52,10 @@ class ConsumerLifecycle {
     // after the ack floor they saw; created first from the start, it would replay the whole
     // stream to the fleet. 0: no wait.
     std::chrono::milliseconds first_create_wait{0};
+    // shared: the highest stream sequence the live replicas handled in this consumer (per-key
+    // ordered work asks them: see Fencing::fleet_floor), asked before a bind creates the
+    // consumer, which then starts after it. Unset: a first bind creates it from spec.start.
+    std::function<uint64_t()> fleet_floor;
   };
   // Sleeps for the time given; false when the subscription is stopping.
   using Wait = std::function<bool(std::chrono::milliseconds)>;
@@ -80,8 +84,8 @@ class ConsumerLifecycle {
   // A floor learnt elsewhere (the replicas' answers): it only moves up.
   void saw_ack_floor(uint64_t floor);
   // A consumer info read elsewhere (polling): raises the floor, and says so once when the
-  // consumer was made anew since with another start, and where the new one starts.
-  void saw_consumer(const nats::ConsumerInfo& info);
+  // consumer was made anew since with another start, and where the new one starts (true then).
+  bool saw_consumer(const nats::ConsumerInfo& info);
 
   // Retires the predecessor of a migration once nobody has been bound to it for retire_grace
   // (any replica may; one already gone counts as retired). An error only when the broker refused

@@ -51,6 +51,14 @@ milliseconds nak_delay(const WorkSpec& spec, uint64_t delivered) {
                                  delivered > 0 ? delivered - 1 : 0);
 }
 
+// "stream sequence S (delivery D, consumer sequence C)", for debug lines.
+std::string describe_delivery(const std::string& reply) {
+  auto d = consume::parse_ack_subject(reply);
+  if (!d) return "a message";
+  return fmt::format("stream sequence {} (delivery {}, consumer sequence {})", d->stream_seq,
+                     d->delivered, d->consumer_seq);
+}
+
 // How long a dead letter may take to be stored before the message is nak'd instead.
 constexpr milliseconds kDeadLetterTimeout{5000};
 
@@ -70,9 +78,10 @@ int initial_window(const WorkSpec& spec) {
 }
 
 ConsumerLifecycle::Options lifecycle_options(const WorkSpec& spec, ConsumerLifecycle::Scope scope,
-                                             const ReplicaOptions& replica,
+                                             const ReplicaOptions& replica, const Fencing& fencing,
                                              const FleetOptions& fleet) {
   ConsumerLifecycle::Options options;
+  options.fleet_floor = fencing.fleet_floor;
   options.scope = scope;
   // A replica's own consumer: a name no other replica (nor a restart of this one) picks.
   if (scope == ConsumerLifecycle::Scope::per_replica)
@@ -102,7 +111,7 @@ ConsumerSubscription::ConsumerSubscription(WorkSpec spec, WorkHandler handler,
       status_(spec_.name, scope == Scope::shared ? "work" : "broadcast",
               describe_subjects(filter_subjects(spec_)), context.log),
       api_(*context.connection, context.options.request_timeout),
-      lifecycle_(spec_, lifecycle_options(spec_, scope, replica_, context.options), api_,
+      lifecycle_(spec_, lifecycle_options(spec_, scope, replica_, fencing_, context.options), api_,
                  context.log),
       // Often enough to see a missed heartbeat, and to keep held messages' in-progress acks
       // (every ack_wait / 3) well inside ack_wait.
@@ -163,6 +172,7 @@ void ConsumerSubscription::begin_shutdown() {
 }
 
 void ConsumerSubscription::give_back(nats::InboundMessage&& m) {
+  ctx_.log->debug("work {}: gave back {}", spec_.name, describe_delivery(m.reply));
   send_ack(m.reply, consume::nak_body(milliseconds(0)));
   status_.counters.naked++;
 }
@@ -499,7 +509,10 @@ void ConsumerSubscription::tend_held() {
   if (gate_.quiet()) return;
   const auto now = Clock::now();
   // Messages waiting in the dispatcher meanwhile are kept alive by keep_alive().
-  for (const auto& reply : gate_.in_progress_due(now)) send_ack(reply, consume::kInProgressBody);
+  for (const auto& reply : gate_.in_progress_due(now)) {
+    ctx_.log->debug("work {}: in progress (held): {}", spec_.name, describe_delivery(reply));
+    send_ack(reply, consume::kInProgressBody);
+  }
   if (auto probe = gate_.next_probe(now)) {
     // Kept alive by the gate until now; due again at the next keep_alive().
     probe->kept_alive = now - keep_alive_every_;
@@ -521,7 +534,12 @@ void ConsumerSubscription::poll_info() {
       status_.warn("consumer info failed: " + info.error().describe());
     return;
   }
-  lifecycle_.saw_consumer(*info);
+  bool changed = lifecycle_.saw_consumer(*info);
+  if (!info->leader.empty()) {
+    changed = changed || (!leader_seen_.empty() && info->leader != leader_seen_);
+    leader_seen_ = info->leader;
+  }
+  if (changed && fencing_.consumer_changed) fencing_.consumer_changed();
   status_.set_consumer_counts(info->num_pending, info->num_ack_pending, lifecycle_.ack_floor());
   const uint64_t acked = status_.counters.acked.load() + status_.counters.termed.load();
   const auto now = Clock::now();
@@ -635,6 +653,7 @@ void ConsumerSubscription::run_recovering() {
       std::lock_guard lock(signal_mu_);
       signal_.reset();  // settled by this recovery
     }
+    if (fencing_.consumer_changed) fencing_.consumer_changed();
     last_info_ = last_progress_ = Clock::now();
     status_.set_state(SubscriptionState::bound, "recovered after: " + recovering_reason_);
     return;
@@ -700,8 +719,13 @@ void ConsumerSubscription::resend_recent_acks() {
   auto answered =
       ctx_.connection->request(last, std::string(consume::kAckBody),
                                std::min(spec_.ack_wait / 4, ctx_.options.request_timeout));
-  SPDLOG_LOGGER_DEBUG(ctx_.log, "work {}: sent the last {} acks again ({})", spec_.name,
-                      acks.size() + 1, answered ? "applied" : answered.error().describe());
+  if (ctx_.log->should_log(spdlog::level::debug)) {
+    std::string sequences;
+    for (const auto& reply : acks) sequences += describe_delivery(reply) + ", ";
+    ctx_.log->debug("work {}: sent the last {} acks again ({}{}): {}", spec_.name, acks.size() + 1,
+                    sequences, describe_delivery(last),
+                    answered ? "applied" : answered.error().describe());
+  }
 }
 
 void ConsumerSubscription::send_ack(const std::string& reply, std::string_view body) {
@@ -716,14 +740,20 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
   if (!probe && in.received != Clock::time_point{} &&
       started - std::max(in.received, in.kept_alive) >= stale_after_) {
     stale_skipped_++;
+    ctx_.log->debug("work {}: skipped {}: it waited here since before a gap", spec_.name,
+                    describe_delivery(in.reply));
     std::lock_guard lock(engine_mu_);
     if (engine_) engine_->message_done();
     return;
   }
+  ctx_.log->debug("work {}: {} {}", spec_.name, probe ? "trying again" : "received",
+                  describe_delivery(in.reply));
   auto delivery = consume::parse_ack_subject(in.reply);
   const uint64_t id = delivery ? delivery->stream_seq : 0;
   // While the downstream is down, a fresh message waits untried for its turn as a probe.
   if (!probe && gate_.down()) {
+    ctx_.log->debug("work {}: holding stream sequence {} untried: the downstream is down",
+                    spec_.name, id);
     auto back = gate_.hold(std::move(in), id, started);
     if (!back) return;
     in = std::move(*back);
@@ -752,6 +782,8 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
   if (!admit(pulled_at, message, probe)) {
     // Taken over (or unknowable): its current holder answers it, or its redelivery decides.
     stale_skipped_++;
+    ctx_.log->debug("work {}: left stream sequence {} unanswered: no longer this replica's",
+                    spec_.name, id);
     if (probe) apply(gate_.dropped(id, Clock::now()));
     std::lock_guard lock(engine_mu_);
     if (engine_) engine_->message_done();
@@ -764,8 +796,8 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
 
   if (outcome.kind() == Disposition::Kind::retry) {
     status_.counters.retried++;
-    SPDLOG_LOGGER_DEBUG(ctx_.log, "work {}: retryable failure of stream sequence {}: {}",
-                        spec_.name, id, outcome.reason());
+    ctx_.log->debug("work {}: retryable failure of stream sequence {}: {}", spec_.name, id,
+                    outcome.reason());
     // Still in hand: no ack, no nak, no delivery used. The gate decides what comes next.
     nats::InboundMessage again{message.subject(), reply, message.data(), message.headers()};
     apply(gate_.failed(std::move(again), id, probe, outcome.reason(), outcome.delay(), now));
@@ -794,9 +826,21 @@ bool ConsumerSubscription::still_ours(const Message& message) {
   auto info = api_.consumer_info(where.stream, where.consumer);
   // An answer that took long may be old news: this process may have been paused with it in
   // its socket while the broker moved on.
-  if (Clock::now() - asked > spec_.ack_wait / 4) return false;
-  return info && info->delivered_consumer_seq == message.consumer_seq() &&
-         info->num_ack_pending > 0;
+  const auto took = Clock::now() - asked;
+  const bool ours = took <= spec_.ack_wait / 4 && info &&
+                    info->delivered_consumer_seq == message.consumer_seq() &&
+                    info->num_ack_pending > 0;
+  if (!ours && ctx_.log->should_log(spdlog::level::debug))
+    ctx_.log->debug(
+        "work {}: stream sequence {} (consumer sequence {}) is not known to be ours: {}",
+        spec_.name, message.stream_seq(), message.consumer_seq(),
+        !info ? "consumer info failed: " + info.error().describe()
+        : took > spec_.ack_wait / 4
+            ? fmt::format("consumer info took {} ms",
+                          std::chrono::duration_cast<milliseconds>(took).count())
+            : fmt::format("the consumer's last delivery is consumer sequence {}, {} awaiting ack",
+                          info->delivered_consumer_seq, info->num_ack_pending));
+  return ours;
 }
 
 bool needs_broker_fence(Clock::time_point pulled_at, bool probe, Clock::time_point now,
@@ -829,15 +873,15 @@ Disposition ConsumerSubscription::run_handler(const Message& message, uint64_t d
     return Disposition::retry(e.after()).because(e.what());
   } catch (const std::exception& e) {
     status_.counters.handler_errors++;
-    SPDLOG_LOGGER_DEBUG(ctx_.log, "work {}: handler threw: {}", spec_.name, e.what());
+    ctx_.log->debug("work {}: handler threw: {}", spec_.name, e.what());
     return Disposition::nak(nak_delay(spec_, delivered))
         .because(std::string("handler threw: ") + e.what());
   } catch (...) {
     status_.counters.handler_errors++;
-    SPDLOG_LOGGER_DEBUG(ctx_.log,
-                        "work {}: handler threw something not derived from "
-                        "std::exception",
-                        spec_.name);
+    ctx_.log->debug(
+        "work {}: handler threw something not derived from "
+        "std::exception",
+        spec_.name);
     return Disposition::nak(nak_delay(spec_, delivered))
         .because("handler threw something not derived from std::exception");
   }
@@ -856,6 +900,7 @@ void ConsumerSubscription::settle(const Message& message, const std::string& rep
   }
   switch (outcome.kind()) {
     case Disposition::Kind::ack:
+      ctx_.log->debug("work {}: acked {}", spec_.name, describe_delivery(reply));
       send_ack(reply, consume::kAckBody);
       status_.counters.acked++;
       if (!reply.empty()) {
@@ -870,6 +915,8 @@ void ConsumerSubscription::settle(const Message& message, const std::string& rep
       return;
     case Disposition::Kind::retry:  // not reached: retries are held, never settled
     case Disposition::Kind::nak:
+      ctx_.log->debug("work {}: naked {} (redelivery in {} ms): {}", spec_.name,
+                      describe_delivery(reply), outcome.delay().count(), outcome.reason());
       send_ack(reply, consume::nak_body(outcome.delay()));
       status_.counters.naked++;
       return;

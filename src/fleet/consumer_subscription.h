@@ -84,10 +84,15 @@ struct ReplicaOptions {
 // live replica handled in it. A replica's own knowledge of the ack floor is as old as its last
 // consumer info, or older after a partition; recreated from there, the consumer would deliver
 // again what others handled since, after later messages of the same keys.
+//
+// `consumer_changed`, called when a consumer info poll finds the consumer led by another server
+// than the last poll did, or made anew, and after each recovery: the consumer may have passed
+// over messages meanwhile (fleet/handled_messages.h).
 struct Fencing {
   bool latest_delivery = false;
   std::counting_semaphore<>* slots = nullptr;
   std::function<uint64_t()> fleet_floor;
+  std::function<void()> consumer_changed;
 };
 
 // Whether a delivery needs the broker's word that it is still this replica's (see Fencing):
@@ -228,6 +233,7 @@ class ConsumerSubscription final : public Supervised {
   std::string recovering_reason_;
   uint64_t last_floor_seen_ = 0;
   uint64_t last_acked_seen_ = 0;
+  std::string leader_seen_;  // the consumer's leader at the last poll that named one
   Clock::time_point last_info_{};
   Clock::time_point last_progress_{};
 };

@@ -1,37 +1,104 @@
 #include "fleet/handled_messages.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "base/parse_number.h"
+
 namespace natsfleet::fleet {
 
-bool HandledMessages::key_of(const Message& message, Key& key) {
+std::optional<HandledMessages::Key> HandledMessages::key_of(const Message& message) {
   const auto& delivery = message.delivery();
-  if (!delivery || delivery->stream_seq == 0 || delivery->timestamp_ns == 0) return false;
-  key = Key{delivery->stream_seq, delivery->timestamp_ns};
-  return true;
+  if (!delivery || delivery->stream_seq == 0 || delivery->timestamp_ns == 0) return std::nullopt;
+  return Key{delivery->stream_seq, delivery->timestamp_ns};
 }
 
-void HandledMessages::remember(const Message& message) {
-  Key key{};
-  if (!key_of(message, key)) return;
+void HandledMessages::remember(const Message& message, Handler by, Clock::time_point at) {
+  if (auto key = key_of(message)) remember(*key, by, at);
+}
+
+void HandledMessages::remember(Key key, Handler by, Clock::time_point at) {
+  if (key.seq == 0 || key.stored_ns == 0) return;
   std::lock_guard lock(mu_);
-  if (!keys_.insert(key).second) return;
+  if (!handled_.emplace(key, Entry{by, at}).second) return;
   order_.push_back(key);
   if (order_.size() > kRemembered) {
-    keys_.erase(order_.front());
+    handled_.erase(order_.front());
     order_.pop_front();
   }
 }
 
-bool HandledMessages::contains(const Message& message) const {
-  Key key{};
-  if (!key_of(message, key)) return false;
+std::optional<Handler> HandledMessages::find(const Message& message) const {
+  const auto key = key_of(message);
+  if (!key) return std::nullopt;
   std::lock_guard lock(mu_);
-  return keys_.count(key) > 0;
+  const auto it = handled_.find(*key);
+  if (it == handled_.end()) return std::nullopt;
+  return it->second.by;
 }
 
-bool is_repeat(const HandledMessages& handled, uint64_t handled_to, const Message& message) {
+bool HandledMessages::contains(Key key) const {
+  std::lock_guard lock(mu_);
+  return handled_.count(key) > 0;
+}
+
+uint64_t HandledMessages::newest_before(Clock::time_point at) const {
+  std::lock_guard lock(mu_);
+  uint64_t newest = 0;
+  for (const auto& key : order_)
+    if (handled_.at(key).at <= at) newest = std::max(newest, key.seq);
+  return newest;
+}
+
+uint64_t HandledMessages::oldest() const {
+  std::lock_guard lock(mu_);
+  uint64_t oldest = 0;
+  for (const auto& key : order_)
+    if (oldest == 0 || key.seq < oldest) oldest = key.seq;
+  return oldest;
+}
+
+Result<std::vector<Message>> passed_over(uint64_t after, uint64_t seq,
+                                         const NextStored& next_stored,
+                                         const std::function<bool(const Message&)>& handled,
+                                         int limit) {
+  std::vector<Message> missed;
+  for (int lookups = 0; after + 1 < seq && lookups < limit; ++lookups) {
+    auto next = next_stored(after);
+    if (!next) return next.error();
+    if (!next->has_value() || (*next)->stream_seq() >= seq) break;
+    if (!HandledMessages::key_of(**next)) break;  // no stored time: cannot be told apart
+    after = (*next)->stream_seq();
+    if (!handled(**next)) missed.push_back(std::move(**next));
+  }
+  return missed;
+}
+
+std::string handled_notice(int partition, HandledMessages::Key key) {
+  return fmt::format("{} {} {}", partition, key.seq, key.stored_ns);
+}
+
+bool parse_handled_notice(std::string_view text, int& partition, HandledMessages::Key& key) {
+  const size_t first = text.find(' ');
+  if (first == std::string_view::npos) return false;
+  const size_t second = text.find(' ', first + 1);
+  if (second == std::string_view::npos) return false;
+  const auto p = base::parse_number<int>(text.substr(0, first));
+  const auto seq = base::parse_number<uint64_t>(text.substr(first + 1, second - first - 1));
+  const auto stored = base::parse_number<int64_t>(text.substr(second + 1));
+  if (!p || !seq || !stored || *p < 0 || *seq == 0 || *stored <= 0) return false;
+  partition = *p;
+  key = HandledMessages::Key{*seq, *stored};
+  return true;
+}
+
+Repeat is_repeat(const HandledMessages& handled, uint64_t handled_to, const Message& message) {
+  if (auto by = handled.find(message))
+    return *by == Handler::here ? Repeat::handled_here : Repeat::handled_elsewhere;
   const uint64_t seq = message.stream_seq();
-  if (seq != 0 && message.delivered() > 1 && seq <= handled_to) return true;
-  return handled.contains(message);
+  if (seq != 0 && message.delivered() > 1 && seq <= handled_to) return Repeat::settled_before;
+  return Repeat::no;
 }
 
 }  // namespace natsfleet::fleet

@@ -1,61 +1,115 @@
-// What one partition of per-key ordered work handled here lately, so that a delivery of a
-// message already handled is recognised whatever its delivery count says. A broker can deliver
-// one again after a later message of its key was handled: a consumer leader that lost the ack in
-// a failover redelivers it (delivery 2), and a leader paused and resumed answers a pull with it
-// as if new (delivery 1, seen with nats-server 2.9 under chaos). A message is known by its
+// What one partition of per-key ordered work handled lately, on this replica and (told by their
+// notices) on the others, so that a delivery of a message already handled is recognised whatever
+// its delivery count says and whichever replica gets it. A broker can deliver one again after a
+// later message of its key was handled: a consumer leader that lost the ack in a failover
+// redelivers it (delivery 2), and a leader paused and resumed answers a pull with it as if new
+// (delivery 1, seen with nats-server 2.9 under chaos), to any replica. A message is known by its
 // stream sequence and the time the stream stored it: a broker that renumbers its history after
 // losing messages puts another message (stored at another time) at a sequence it handed out
 // before, and that one must not be taken for a repeat.
 //
 //   HandledMessages handled;
-//   if (is_repeat(handled, handled_to, message)) return Disposition::ack();   // not again
-//   ... handle ...; handled.remember(message);
+//   if (is_repeat(handled, handled_to, message) != Repeat::no) return Disposition::ack();
+//   ... handle ...; handled.remember(message, Handler::here); tell the other replicas
+//   on a peer's notice: handled.remember(HandledMessages::Key{seq, stored_ns}, Handler::peer)
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
-#include <unordered_set>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
 
+#include "natsfleet/error.h"
 #include "natsfleet/message.h"
 
 namespace natsfleet::fleet {
 
+enum class Handler { here, peer };
+
 class HandledMessages {
  public:
-  // One message in flight per partition: a few hundred cover many seconds of a busy partition.
+  using Clock = std::chrono::steady_clock;
+
+  // One message in flight per partition across the fleet: a few hundred cover many seconds of a
+  // busy partition.
   static constexpr size_t kRemembered = 512;
 
-  // Remembers `message` as handled; the oldest is forgotten beyond kRemembered. A message with
-  // no stream sequence or stored time (not a JetStream delivery) is not remembered.
-  void remember(const Message& message);
-  // Whether `message` (the same stream sequence and stored time) was remembered.
-  bool contains(const Message& message) const;
-
- private:
   struct Key {
-    uint64_t seq;
-    int64_t stored_ns;
+    uint64_t seq = 0;
+    int64_t stored_ns = 0;
     bool operator==(const Key&) const = default;
   };
+  // The key of a JetStream delivery; none without its stream sequence or stored time.
+  static std::optional<Key> key_of(const Message& message);
+
+  // Remembers a handled message; the oldest is forgotten beyond kRemembered. Remembering one
+  // again keeps where it was first handled.
+  void remember(const Message& message, Handler by, Clock::time_point at = Clock::now());
+  void remember(Key key, Handler by, Clock::time_point at = Clock::now());
+  // Where `message` (the same stream sequence and stored time) was handled, if remembered.
+  std::optional<Handler> find(const Message& message) const;
+  bool contains(Key key) const;
+  // The highest stream sequence remembered at or before `at` (0: none), and the lowest
+  // remembered (0: none): what is older was forgotten, so nothing can be said of it.
+  uint64_t newest_before(Clock::time_point at) const;
+  uint64_t oldest() const;
+
+ private:
   struct KeyHash {
     size_t operator()(const Key& k) const noexcept {
       return std::hash<uint64_t>()(k.seq) ^ (std::hash<int64_t>()(k.stored_ns) << 1);
     }
   };
-  static bool key_of(const Message& message, Key& key);
+
+  struct Entry {
+    Handler by;
+    Clock::time_point at;
+  };
 
   mutable std::mutex mu_;
   std::deque<Key> order_;
-  std::unordered_set<Key, KeyHash> keys_;
+  std::unordered_map<Key, Entry, KeyHash> handled_;
+};
+
+// The messages a partition's consumer passed over: stored in the partition after `after` and
+// before `seq` (the delivery at hand), and not remembered as handled. nats-server 2.9 can do
+// this when a consumer's leader moves to a server whose copy of the stream differs around a
+// failover (chaos seed 2604: stream sequence 27822 never delivered, its partition's consumer
+// went from 27819 to 27830). `next_stored(after)` gives the partition's first stored message
+// after `after` (none: the partition holds nothing more); `handled` says whether a message was
+// handled, in any partition (a consumer whose copy of the stream differs can deliver a message
+// under another partition's consumer). At most `limit` lookups. The caller starts `after` no
+// lower than the oldest message it remembers: below that, "not remembered" says nothing.
+using NextStored = std::function<Result<std::optional<Message>>(uint64_t after)>;
+Result<std::vector<Message>> passed_over(uint64_t after, uint64_t seq,
+                                         const NextStored& next_stored,
+                                         const std::function<bool(const Message&)>& handled,
+                                         int limit);
+
+// The notice a replica publishes when it handled a message of a partition, and its reading:
+// "<partition> <stream sequence> <stored time ns>".
+std::string handled_notice(int partition, HandledMessages::Key key);
+bool parse_handled_notice(std::string_view text, int& partition, HandledMessages::Key& key);
+
+enum class Repeat {
+  no,
+  handled_here,       // this replica handled it
+  handled_elsewhere,  // another replica did (its notice said so)
+  settled_before,     // a redelivery older than the newest handled here: settled before that one
 };
 
 // Whether a delivery of ordered work is one to ack without calling the handler: the same message
-// was handled here already (`handled`), or it is a redelivery of a message older than the newest
+// was handled already (`handled`), or it is a redelivery of a message older than the newest
 // handled here in its partition (`handled_to`), which was settled before that one could be
-// delivered. A first delivery older than handled_to that was not handled here is handled: a
-// broker failing over can deliver a message late, and skipping it would lose it.
-bool is_repeat(const HandledMessages& handled, uint64_t handled_to, const Message& message);
+// delivered. A first delivery older than handled_to that was not handled is handled: a broker
+// failing over can deliver a message late, and skipping it would lose it.
+Repeat is_repeat(const HandledMessages& handled, uint64_t handled_to, const Message& message);
 
 }  // namespace natsfleet::fleet

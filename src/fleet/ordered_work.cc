@@ -6,8 +6,10 @@
 
 #include "base/parse_number.h"
 #include "base/subject_tokens.h"
+#include "base/utc_time.h"
 #include "fleet/consumer_subscription.h"
 #include "nats/connection.h"
+#include "nats/jetstream_api.h"
 
 namespace natsfleet::fleet {
 namespace {
@@ -21,6 +23,12 @@ constexpr milliseconds kProbeTimeout{2000};
 // How long fleet_floor() collects the replicas' answers: they come within a round trip, and a
 // consumer being recreated can wait.
 constexpr milliseconds kFloorWindow{500};
+// After a partition's consumer got a new leader, messages handled from this long before the
+// change was seen are checked again: a poll sees the change up to info_interval late, after the
+// new leader may have delivered (a consumer info request may wait its timeout meanwhile).
+constexpr milliseconds kPassedOverLookback{10'000};
+// Stream lookups one check makes at most (one per message of the partition since then).
+constexpr int kPassedOverLookups = 1000;
 
 int severity(SubscriptionState s) {
   switch (s) {
@@ -115,13 +123,28 @@ OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& conte
       plan_(PartitionPlan::make(spec_.subject, spec_.key_token, spec_.partitions).value()),
       slots_(spec_.concurrency),
       state_(std::make_unique<Partition[]>(static_cast<size_t>(spec_.partitions))),
-      floor_subject_("natsfleet.floor." + spec_.name) {
+      floor_subject_("natsfleet.floor." + spec_.name),
+      handled_subject_("natsfleet.handled." + spec_.name) {
   for (int p = 0; p < plan_.partitions(); ++p)
     partitions_.push_back(std::make_unique<ConsumerSubscription>(
         partition_spec(spec_, plan_, p), [this, p](const Message& m) { return handle(p, m); }, ctx_,
         ConsumerSubscription::Scope::shared, ReplicaOptions{},
-        Fencing{.latest_delivery = true, .slots = &slots_, .fleet_floor = [this, p] {
-                  return fleet_floor(p);
+        Fencing{
+            .latest_delivery = true,
+            .slots = &slots_,
+            .fleet_floor = [this, p] { return fleet_floor(p); },
+            .consumer_changed =
+                [this, p] {
+                  Partition& part = state_[static_cast<size_t>(p)];
+                  part.check_since = (HandledMessages::Clock::now() - kPassedOverLookback)
+                                         .time_since_epoch()
+                                         .count();
+                  part.check = true;
+                  ctx_.log->debug(
+                      "work {}: partition {}: its consumer changed (a new leader, made anew, or "
+                      "recovered); the next message handled here first checks the stream for "
+                      "messages it passed over",
+                      spec_.name, p);
                 }}));
 }
 
@@ -198,9 +221,22 @@ void OrderedWork::run() {
   if (!answering)
     ctx_.log->warn("work {}: cannot answer peers on {}: {}", spec_.name, floor_subject_,
                    answering.error().describe());
+  // Peers' notices of what they handled (this replica's own come back too, and change nothing).
+  auto notices = ctx_.connection->subscribe(handled_subject_, "", [this](nats::InboundMessage&& m) {
+    int partition = 0;
+    HandledMessages::Key key;
+    if (!parse_handled_notice(m.data, partition, key) || partition >= plan_.partitions()) return;
+    state_[static_cast<size_t>(partition)].handled.remember(key, Handler::peer);
+  });
+  if (!notices)
+    ctx_.log->warn(
+        "work {}: cannot hear what other replicas handled on {}: {}; a message one of them "
+        "handled and the broker delivers again is handled again here",
+        spec_.name, handled_subject_, notices.error().describe());
   std::lock_guard lock(mu_);
   if (stopping_) return;
   if (answering) floor_answers_ = std::move(answering.value());
+  if (notices) handled_notices_ = std::move(notices.value());
   for (auto& p : partitions_) p->start();
   started_partitions_ = true;
 }
@@ -235,6 +271,7 @@ void OrderedWork::join() {
   for (auto& p : partitions_) p->join();
   std::lock_guard lock(mu_);
   floor_answers_.reset();
+  handled_notices_.reset();
 }
 
 void OrderedWork::wait_handlers() {
@@ -244,13 +281,21 @@ void OrderedWork::wait_handlers() {
 Disposition OrderedWork::handle(int partition, const Message& message) {
   Partition& part = state_[static_cast<size_t>(partition)];
   const uint64_t seq = message.stream_seq();
-  if (is_repeat(part.handled, part.handled_to.load(), message)) {
+  Repeat repeat = is_repeat(part.handled, part.handled_to.load(), message);
+  if (repeat == Repeat::no)
+    if (auto by = handled_anywhere(message))  // delivered under another partition's consumer
+      repeat = *by == Handler::here ? Repeat::handled_here : Repeat::handled_elsewhere;
+  if (repeat != Repeat::no) {
     ++repeats_skipped_;
     ctx_.log->info(
-        "work {}: partition {}: stream sequence {} (delivery {}) was handled here already; acked "
-        "again without the handler (the broker lost its ack, or a leader that had been paused "
-        "sent it again)",
-        spec_.name, partition, seq, message.delivered());
+        "work {}: partition {}: stream sequence {} (delivery {}) {}; acked without the handler "
+        "(the broker lost an ack in a failover, or a leader that had been paused sent it again)",
+        spec_.name, partition, seq, message.delivered(),
+        repeat == Repeat::handled_here ? "was handled here already"
+        : repeat == Repeat::handled_elsewhere
+            ? "was handled by another replica already (its notice said so)"
+            : "is a redelivery of a message older than the newest handled here in its "
+              "partition, so it was settled before that one");
     return Disposition::ack();
   }
   // Counted once per message: a held message tried again (its downstream is down) comes back.
@@ -274,14 +319,128 @@ Disposition OrderedWork::handle(int partition, const Message& message) {
     Partition& part;
     ~Release() { part.held = false; }
   } release{part};
+  if (part.check.load())
+    if (auto wait = check_passed_over(partition, message)) return *wait;
   Disposition outcome = handler_(message);
-  if (outcome.kind() == Disposition::Kind::ack || outcome.kind() == Disposition::Kind::term) {
-    part.handled.remember(message);
-    uint64_t was = part.handled_to.load();
-    while (seq > was && !part.handled_to.compare_exchange_weak(was, seq)) {
-    }
-  }
+  handled(partition, message, outcome);
   return outcome;
+}
+
+std::optional<Handler> OrderedWork::handled_anywhere(const Message& message) const {
+  for (int p = 0; p < plan_.partitions(); ++p)
+    if (auto by = state_[static_cast<size_t>(p)].handled.find(message)) return by;
+  return std::nullopt;
+}
+
+void OrderedWork::handled(int partition, const Message& message, const Disposition& outcome) {
+  if (outcome.kind() != Disposition::Kind::ack && outcome.kind() != Disposition::Kind::term) return;
+  Partition& part = state_[static_cast<size_t>(partition)];
+  part.handled.remember(message, Handler::here);
+  // Before the ack leaves: a redelivery the broker makes after losing that ack finds the other
+  // replicas told.
+  if (auto key = HandledMessages::key_of(message))
+    (void)ctx_.connection->publish(handled_subject_, handled_notice(partition, *key));
+  const uint64_t seq = message.stream_seq();
+  uint64_t was = part.handled_to.load();
+  while (seq > was && !part.handled_to.compare_exchange_weak(was, seq)) {
+  }
+}
+
+std::optional<Disposition> OrderedWork::check_passed_over(int partition, const Message& message) {
+  Partition& part = state_[static_cast<size_t>(partition)];
+  const uint64_t seq = message.stream_seq();
+  const auto& delivery = message.delivery();
+  const HandledMessages::Clock::time_point since{
+      HandledMessages::Clock::duration(part.check_since.load())};
+  // The newest message handled before the leader could have changed: the new leader delivers
+  // after it. Nothing known (this replica just started), or nothing between: nothing to check.
+  // The newest handled before the change could have happened, or when this replica has heard of
+  // nothing that old (it started lately), the oldest it heard of: every later message handled
+  // since was told here. Below the oldest remembered, "not remembered" says nothing.
+  const uint64_t after = std::max(part.handled.newest_before(since), part.handled.oldest());
+  if (!delivery || after == 0 || after + 1 >= seq) {
+    part.check = false;
+    return std::nullopt;
+  }
+  nats::JetStreamApi api(*ctx_.connection, ctx_.options.request_timeout);
+  const std::string filter = plan_.filter(partition);
+  auto next_stored = [&](uint64_t from) -> Result<std::optional<Message>> {
+    auto stored = api.get_message(delivery->stream, from + 1, filter);
+    if (!stored) {
+      const auto& code = stored.error().code;
+      if (code.category() == jetstream_category() && code.value() == nats::kJsNoMessageFound)
+        return std::optional<Message>();
+      return stored.error();
+    }
+    Delivery d{.stream = delivery->stream,
+               .consumer = delivery->consumer,
+               .stream_seq = stored->seq,
+               .delivered = 1,
+               .timestamp_ns = base::parse_rfc3339_nanos(stored->time).value_or(0)};
+    return std::optional<Message>(Message(std::move(stored->subject), std::move(stored->data),
+                                          std::move(stored->headers), d));
+  };
+  auto missed = passed_over(
+      after, seq, next_stored, [&](const Message& m) { return handled_anywhere(m).has_value(); },
+      kPassedOverLookups);
+  if (!missed) {
+    ctx_.log->warn(
+        "work {}: partition {}: cannot check the stream for messages its consumer passed over "
+        "({}); stream sequence {} waits until it can",
+        spec_.name, partition, missed.error().describe(), seq);
+    return Disposition::retry().because("checking for passed-over messages: " +
+                                        missed.error().describe());
+  }
+  for (const Message& m : *missed) {
+    ++passed_over_;
+    ctx_.log->warn(
+        "work {}: partition {}: its consumer passed over stream sequence {} (subject {}) and "
+        "delivered {} next (a new consumer leader whose copy of the stream differs); handling it "
+        "first",
+        spec_.name, partition, m.stream_seq(), m.subject(), seq);
+    Disposition outcome = Disposition::nak();
+    try {
+      outcome = handler_(m);
+    } catch (const DownstreamUnavailable& e) {
+      outcome = Disposition::retry(e.after()).because(e.what());
+    } catch (const std::exception& e) {
+      outcome = Disposition::nak().because(std::string("handler threw: ") + e.what());
+    } catch (...) {
+      outcome = Disposition::nak().because("handler threw");
+    }
+    if (outcome.kind() == Disposition::Kind::retry)
+      return Disposition::retry(outcome.delay())
+          .because("stream sequence " + std::to_string(m.stream_seq()) +
+                   ", passed over by the consumer, waits for the downstream: " + outcome.reason());
+    if (outcome.kind() == Disposition::Kind::ack) {
+      handled(partition, m, outcome);
+      continue;
+    }
+    // Rejected or terminated: stored again under its own subject, it gets deliveries, a nak's
+    // backoff and a dead letter like any message. Once only, whichever replica stores it.
+    Headers headers = m.headers();
+    headers["Nats-Msg-Id"] = {"natsfleet-passed-over-" + delivery->stream + "-" +
+                              std::to_string(m.stream_seq()) + "-" +
+                              std::to_string(m.delivery()->timestamp_ns)};
+    headers["Natsfleet-Passed-Over"] = {delivery->stream + " " + std::to_string(m.stream_seq())};
+    auto tokens = base::subject_tokens(m.subject());
+    if (plan_.partition_token() >= 1 &&
+        static_cast<size_t>(plan_.partition_token()) <= tokens.size())
+      tokens.erase(tokens.begin() + (plan_.partition_token() - 1));
+    const std::string subject = base::join_subject(tokens);  // mapped to this partition again
+    if (auto stored = api.publish(subject, m.data(), headers); !stored)
+      return Disposition::retry().because("cannot store passed-over stream sequence " +
+                                          std::to_string(m.stream_seq()) +
+                                          " again: " + stored.error().describe());
+    handled(partition, m, Disposition::term());  // not to be found passed over again
+    ctx_.log->warn(
+        "work {}: partition {}: the handler answered {} for passed-over stream sequence {}; "
+        "stored it again on {} to be delivered like any message",
+        spec_.name, partition, outcome.kind() == Disposition::Kind::nak ? "nak" : "term",
+        m.stream_seq(), subject);
+  }
+  part.check = false;
+  return std::nullopt;
 }
 
 SubscriptionHealth OrderedWork::health() const {
@@ -293,6 +452,7 @@ SubscriptionHealth OrderedWork::health() const {
   h.partition_takeovers = takeovers_.load();
   h.takeover_wait_ms = takeover_wait_ms_.load();
   h.repeats_skipped = repeats_skipped_.load();
+  h.passed_over = passed_over_.load();
   bool started = false;
   {
     std::lock_guard lock(mu_);

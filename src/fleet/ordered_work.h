@@ -5,9 +5,10 @@
 //   - before anything binds, a probe that the broker maps the work's subject to partitions as
 //     the plan says (a missing or different mapping is fatal, with the mapping to add);
 //   - at most `concurrency` partitions handled at once on this replica;
-//   - a message this replica already handled, delivered again (the broker lost an ack, or a
-//     paused leader resumed), or a redelivery of one older than it handled in its partition, is
-//     acked again without the handler (fleet/handled_messages.h);
+//   - a message this replica or another already handled, delivered again (the broker lost an
+//     ack, or a paused leader resumed), or a redelivery of one older than it handled in its
+//     partition, is acked without the handler (fleet/handled_messages.h): each replica tells
+//     the others what it handled on handled_subject_, before its ack;
 //   - one health entry: the partitions' states and counters, and which partitions are held.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <semaphore>
 #include <string>
 #include <thread>
@@ -54,13 +56,26 @@ class OrderedWork final : public Supervised {
  private:
   struct Partition {
     std::atomic<uint64_t> handled_to{0};  // the highest stream sequence handled here
-    HandledMessages handled;              // the messages handled here lately
+    HandledMessages handled;              // the messages handled lately, here and elsewhere
     std::atomic<uint64_t> last_seen{0};   // the stream sequence last handed to this replica
     std::atomic<bool> held{false};
+    // Set when the partition's consumer changed (Fencing::consumer_changed): the next message
+    // handled here first checks the stream for messages passed over since shortly before.
+    std::atomic<bool> check{false};
+    std::atomic<HandledMessages::Clock::rep> check_since{0};
   };
 
   void run();  // the probe, then the partitions start
   Disposition handle(int partition, const Message& message);
+  // Before `message` is handled in a partition whose consumer changed: handles first the
+  // partition's messages the consumer passed over. A disposition for `message` when it must
+  // wait (a passed-over message's downstream is down, or the check failed).
+  std::optional<Disposition> check_passed_over(int partition, const Message& message);
+  // The handler's verdict, remembered and told to the other replicas.
+  void handled(int partition, const Message& message, const Disposition& outcome);
+  // Whether a message was handled, looked up in every partition: a consumer whose copy of the
+  // stream differs can deliver a message under another partition's consumer.
+  std::optional<Handler> handled_anywhere(const Message& message) const;
   // The highest stream sequence this and every other live replica handled in `partition`: each
   // answers on floor_subject_ (see Fencing::fleet_floor).
   uint64_t fleet_floor(int partition);
@@ -75,9 +90,12 @@ class OrderedWork final : public Supervised {
   std::atomic<uint64_t> takeovers_{0};
   std::atomic<uint64_t> takeover_wait_ms_{0};
   std::atomic<uint64_t> repeats_skipped_{0};
+  std::atomic<uint64_t> passed_over_{0};
 
   const std::string floor_subject_;
   std::unique_ptr<nats::Subscription> floor_answers_;  // answers peers' fleet_floor()
+  const std::string handled_subject_;                  // "<partition> <seq> <stored ns>" notices
+  std::unique_ptr<nats::Subscription> handled_notices_;
 
   std::thread thread_;
   mutable std::mutex mu_;

@@ -175,6 +175,10 @@ void render_subscriptions(Writer& w, const FleetHealth& health, const std::strin
          "Redeliveries older than a message this replica already handled in the partition (an "
          "ack the broker lost), acked again without the handler.",
          [](const SubscriptionHealth& s) { return static_cast<double>(s.repeats_skipped); }},
+        {"natsfleet_ordered_passed_over_total", "counter",
+         "Messages a partition's consumer passed over without delivering them (seen after a "
+         "change of its leader), fetched from the stream and handled.",
+         [](const SubscriptionHealth& s) { return static_cast<double>(s.passed_over); }},
     };
     for (const auto& family : families) {
       w.family(family.name, family.type, family.help);

@@ -42,7 +42,8 @@ std::string render_status(const FleetHealth& health, const std::string& service)
                              {"held", s.partitions_held},
                              {"takeovers", s.partition_takeovers},
                              {"takeover_wait_ms", s.takeover_wait_ms},
-                             {"repeats_skipped", s.repeats_skipped}};
+                             {"repeats_skipped", s.repeats_skipped},
+                             {"passed_over", s.passed_over}};
     subscriptions.push_back(std::move(entry));
   }
   Json doc = {

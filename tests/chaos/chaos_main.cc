@@ -2,6 +2,7 @@
 //
 //   natsfleet-chaos run [--seconds 300] [--seed N] [--replicas 3] [--rate 200] [--out DIR]
 //                       [--keys N [--partitions 16]]   (per-key ordered work, order checked)
+//                       [--debug 1]   (replicas log every message decision: log_level = "debug")
 //   natsfleet-chaos check DIR [--self-test]
 //
 // Exit 0: the checker passed. 1: it failed (lost messages, or a stall past its bound). 2: usage,
@@ -27,7 +28,7 @@ int usage() {
       stderr,
       "usage: natsfleet-chaos run [--seconds N] [--seed N] [--replicas N] [--rate N] [--keys N] "
       "[--partitions N] "
-      "[--out DIR]\n"
+      "[--debug 0|1] [--out DIR]\n"
       "       natsfleet-chaos check DIR [--self-test]\n");
   return 2;
 }
@@ -103,10 +104,12 @@ int main(int argc, char** argv) {
       options.keys = static_cast<int>(n);
     } else if (flag == "--partitions" && n >= 1 && n <= 1024) {
       options.partitions = static_cast<int>(n);
+    } else if (flag == "--debug" && n <= 1) {
+      options.debug_log = n == 1;
     } else {
       std::fprintf(stderr,
                    "natsfleet-chaos: bad %s %s (seconds >= 10, replicas 1..9, rate 1..5000, keys "
-                   "1..1000000, partitions 1..1024)\n",
+                   "1..1000000, partitions 1..1024, debug 0..1)\n",
                    flag.c_str(), value);
       return 2;
     }

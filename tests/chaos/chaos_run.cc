@@ -164,9 +164,8 @@ std::string replica_config(const Replica& r, const RunOptions& o) {
     servers += "\"nats://127.0.0.1:" + std::to_string(link->port()) + "\"";
   }
   auto ms = [](milliseconds d) { return "\"" + std::to_string(d.count()) + "ms\""; };
-  return "name = \"chaos\"\n"
-         "servers = [" +
-         servers +
+  return std::string("name = \"chaos\"\n") + (o.debug_log ? "log_level = \"debug\"\n" : "") +
+         "servers = [" + servers +
          "]\n"
          "[health]\n"
          "listen = \"127.0.0.1:" +

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -16,10 +17,15 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
+
 #include "audit/audit.h"
 #include "base/child_process.h"
 #include "config/daemon_config.h"
 #include "consume/ack_metadata.h"
+#include "fleet/consumer_shape.h"
+#include "fleet/handled_messages.h"
 #include "fleet/ordered_work.h"
 #include "fleet/partition_plan.h"
 #include "support/broker_client.h"
@@ -356,6 +362,178 @@ TEST(OrderedWork, AReplicaResumedAfterATakeoverDoesNotHandleWhatWasTakenOver) {
   EXPECT_EQ(lines(), std::vector<std::string>{"k1:2"}) << "k1:0 handled after k1:1";
   paused->kill();
   std::remove(out.c_str());
+}
+
+// When the stream stored a message, in nanoseconds: STREAM.MSG.GET's time, RFC 3339 in UTC.
+int64_t stored_ns(const std::string& time) {
+  std::tm tm{};
+  const char* rest = strptime(time.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  EXPECT_NE(rest, nullptr) << time;
+  if (!rest) return 0;
+  int64_t fraction = 0;
+  int digits = 0;
+  if (*rest == '.')
+    for (++rest; *rest >= '0' && *rest <= '9'; ++rest)
+      if (digits < 9) fraction = fraction * 10 + (*rest - '0'), ++digits;
+  for (; digits < 9; ++digits) fraction *= 10;
+  EXPECT_EQ(std::string(rest), "Z") << time;
+  return static_cast<int64_t>(timegm(&tm)) * 1'000'000'000 + fraction;
+}
+
+// Another replica handled a message and said so (natsfleet.handled.<work>), and the broker,
+// having lost that replica's ack in a failover, delivers the message here: it is acked without
+// the handler, whatever its delivery count. The test speaks for the other replica: the notice
+// names a message stored behind one this replica is handling, so it is heard before that message
+// can be delivered (max_ack_pending 1).
+TEST(OrderedWork, AMessageAnotherReplicaHandledIsAckedHereWithoutTheHandler) {
+  auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
+  NatsServer server({.extra_config = mapping_config(plan)});
+  BrokerClient admin(server.url());
+  admin.create_stream("ORDERS", {plan.stored_subjects()});
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> seen;
+  bool release = false;
+  Fleet fleet(testing::fast_options({server.url()}, "here"));
+  auto spec = testing::fast_work("orders", "orders.*");
+  spec.ordering = Ordering::per_key;
+  spec.key_token = 2;
+  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
+    std::unique_lock lock(mu);
+    seen.push_back(m.data());
+    cv.notify_all();
+    if (m.data() == "k1:0") cv.wait(lock, [&] { return release; });
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(fleet.start());
+  admin.publish("orders.k1", "k1:0");
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return !seen.empty(); }));
+  }
+  const uint64_t seq = admin.publish("orders.k1", "k1:1");
+  auto stored = admin.api().get_message("ORDERS", seq);
+  ASSERT_TRUE(stored) << stored.error().describe();
+  ASSERT_TRUE(admin.connection().publish(
+      "natsfleet.handled.orders",
+      fleet::handled_notice(plan.partition_of("k1"), {seq, stored_ns(stored->time)})));
+  ASSERT_TRUE(admin.api().stream_info("ORDERS"));  // a round trip: the notice has gone out
+  {
+    std::lock_guard lock(mu);
+    release = true;
+    cv.notify_all();
+  }
+  admin.publish("orders.k1", "k1:2");
+  auto saw = [&](const std::string& data) {
+    std::lock_guard lock(mu);
+    return std::find(seen.begin(), seen.end(), data) != seen.end();
+  };
+  ASSERT_TRUE(wait_for([&] { return saw("k1:2"); }, 20s));
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(seen, (std::vector<std::string>{"k1:0", "k1:2"})) << "k1:1 handled again here";
+  }
+  EXPECT_EQ(fleet.health().subscriptions.at(0).repeats_skipped, 1u);
+  const std::string partition = fleet::partition_consumer("orders", plan.partition_of("k1"));
+  EXPECT_TRUE(wait_for(
+      [&] { return admin.consumer("ORDERS", partition).ack_floor_stream_seq == seq + 1; }, 10s))
+      << "k1:1 and k1:2 acked";
+  fleet.shutdown(5s);
+}
+
+// Every line logged through loggers cloned from the default one while it lives, at debug level.
+class LogLines final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  static std::shared_ptr<LogLines> install() {
+    auto sink = std::make_shared<LogLines>();
+    auto logger = std::make_shared<spdlog::logger>("test", sink);
+    logger->set_level(spdlog::level::debug);
+    sink->previous_ = spdlog::default_logger();
+    spdlog::set_default_logger(logger);
+    return sink;
+  }
+  ~LogLines() override = default;
+  void uninstall() { spdlog::set_default_logger(previous_); }
+  bool contains(const std::string& text) {
+    std::lock_guard lock(mutex_);
+    return std::any_of(lines_.begin(), lines_.end(),
+                       [&](const std::string& l) { return l.find(text) != std::string::npos; });
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    lines_.emplace_back(msg.payload.data(), msg.payload.size());
+  }
+  void flush_() override {}
+
+ private:
+  std::vector<std::string> lines_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+// A partition's consumer that passes over a message (nats-server 2.9 does, when a consumer
+// leader's copy of the stream differs after a failover) is caught at its next change: the
+// passed-over message is fetched from the stream and handled before the one delivered. Here the
+// consumer is made anew by someone else, starting after a message nobody handled.
+TEST(OrderedWork, AMessageThePartitionsConsumerPassedOverIsHandledBeforeTheNext) {
+  auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
+  NatsServer server({.extra_config = mapping_config(plan)});
+  BrokerClient admin(server.url());
+  admin.create_stream("ORDERS", {plan.stored_subjects()});
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> seen;
+  bool release = false;
+  auto log = LogLines::install();
+  Fleet fleet(testing::fast_options({server.url()}, "here"));
+  auto spec = testing::fast_work("orders", "orders.*");
+  spec.ordering = Ordering::per_key;
+  spec.key_token = 2;
+  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
+    std::unique_lock lock(mu);
+    seen.push_back(m.data());
+    cv.notify_all();
+    if (m.data() == "k1:1") cv.wait(lock, [&] { return release; });
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(fleet.start());
+  const int p = plan.partition_of("k1");
+  const std::string partition = fleet::partition_consumer("orders", p);
+  admin.publish("orders.k1", "k1:0");
+  admin.publish("orders.k1", "k1:1");  // held by its handler
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return seen.size() == 2; }));
+  }
+  const uint64_t passed = admin.publish("orders.k1", "k1:2");
+  // The consumer made anew from after k1:2: nothing will deliver it.
+  admin.delete_consumer("ORDERS", partition);
+  ASSERT_TRUE(admin.api().create_consumer(
+      "ORDERS",
+      fleet::config_starting_at(fleet::partition_spec(spec, plan, p), passed + 1, partition)));
+  // The replica's next consumer info poll finds it made anew.
+  ASSERT_TRUE(wait_for(
+      [&] { return log->contains("partition " + std::to_string(p) + ": its consumer changed"); },
+      10s));
+  {
+    std::lock_guard lock(mu);
+    release = true;
+    cv.notify_all();
+  }
+  admin.publish("orders.k1", "k1:3");
+  auto saw = [&](const std::string& data) {
+    std::lock_guard lock(mu);
+    return std::find(seen.begin(), seen.end(), data) != seen.end();
+  };
+  ASSERT_TRUE(wait_for([&] { return saw("k1:3"); }, 20s));
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(seen, (std::vector<std::string>{"k1:0", "k1:1", "k1:2", "k1:3"}))
+        << "k1:2, passed over by the consumer, was lost or handled out of order";
+  }
+  EXPECT_EQ(fleet.health().subscriptions.at(0).passed_over, 1u);
+  fleet.shutdown(5s);
+  log->uninstall();
 }
 
 // A replica whose downstream is down holds a key's message; paused past ack_wait, it loses the

@@ -37,5 +37,27 @@ TEST(UtcTime, ClockTimeMatchesNanoseconds) {
   EXPECT_EQ(format_utc_millis(t), "2026-11-29T21:49:45.123Z");
 }
 
+TEST(UtcTime, TheBrokersTimesAreReadToTheNanosecond) {
+  const int64_t second = 1'795'988'985'000'000'000;  // 2026-11-29T21:49:45Z
+  EXPECT_EQ(parse_rfc3339_nanos("2026-11-29T21:49:45Z"), second);
+  EXPECT_EQ(parse_rfc3339_nanos("2026-11-29T21:49:45.123456789Z"), second + 123'456'789);
+  EXPECT_EQ(parse_rfc3339_nanos("2026-11-29T21:49:45.1Z"), second + 100'000'000);
+  EXPECT_EQ(parse_rfc3339_nanos("2026-11-29T22:49:45.5+01:00"), second + 500'000'000);
+  EXPECT_EQ(parse_rfc3339_nanos("2026-11-29T21:19:45-00:30"), second + 0);
+  EXPECT_EQ(parse_rfc3339_nanos("1970-01-01T00:00:00Z"), 0);
+  EXPECT_EQ(parse_rfc3339_nanos("1969-12-31T23:59:59.5Z"), -500'000'000);
+  EXPECT_EQ(parse_rfc3339_nanos("2024-02-29T00:00:00Z"), int64_t{1'709'164'800} * 1'000'000'000);
+  // What format_utc_millis writes reads back.
+  EXPECT_EQ(parse_rfc3339_nanos(format_utc_millis(second + 42'000'000)), second + 42'000'000);
+}
+
+TEST(UtcTime, TextThatIsNotRfc3339IsRefused) {
+  for (const char* bad :
+       {"", "2026-11-29", "2026-11-29T21:49:45", "2026-11-29 21:49:45Z", "2026-13-29T21:49:45Z",
+        "2026-11-29T24:49:45Z", "2026-11-29T21:49:45.Z", "2026-11-29T21:49:45.1234567891Z",
+        "2026-11-29T21:49:45+0100", "2026-11-29T21:49:45Zx", "x026-11-29T21:49:45Z"})
+    EXPECT_FALSE(parse_rfc3339_nanos(bad)) << bad;
+}
+
 }  // namespace
 }  // namespace natsfleet::base

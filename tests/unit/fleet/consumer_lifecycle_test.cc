@@ -4,8 +4,10 @@
 #include "fleet/consumer_lifecycle.h"
 
 #include <gtest/gtest.h>
+
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
+#include <functional>
 
 #include <map>
 #include <sstream>
@@ -163,8 +165,10 @@ class Lifecycle : public ::testing::Test {
     broker.add_stream("DAEMON_SYNC", 500);
   }
 
-  ConsumerLifecycle make(Scope scope = Scope::shared, bool last_per_subject = false) {
+  ConsumerLifecycle make(Scope scope = Scope::shared, bool last_per_subject = false,
+                         std::function<uint64_t()> fleet_floor = {}) {
     ConsumerLifecycle::Options options;
+    options.fleet_floor = std::move(fleet_floor);
     options.scope = scope;
     options.last_per_subject = last_per_subject;
     options.replica_consumer = "status-0a1b2c3d";
@@ -254,6 +258,31 @@ TEST_F(Lifecycle, WhenNoPeerRecreatesItTheFirstBindCreatesItAfterTheWait) {
   ASSERT_TRUE(info) << info.error().describe();
   EXPECT_EQ(waited, 1);
   EXPECT_EQ(info->config, desired_consumer_config(spec));
+}
+
+// Chaos seed 2604 (per-key, 1,000 keys): partition 0's consumer was deleted while the bound
+// replicas could not reach the stream to recreate it, and a replica restarted meanwhile created
+// it from the stream's start: 2,506 order violations as the partition was handled again.
+TEST_F(Lifecycle, AConsumerCreatedByABindStartsAfterWhatTheLivePeersHandled) {
+  int asked = 0;
+  auto lifecycle = make(Scope::shared, false, [&] {
+    ++asked;
+    return uint64_t{420};
+  });
+  auto info = lifecycle.bind("DAEMON_SYNC", 0, [](std::chrono::milliseconds) { return true; });
+  ASSERT_TRUE(info) << info.error().describe();
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(info->config, config_starting_at(spec, 421, spec.name));
+}
+
+TEST_F(Lifecycle, ABindRemakingAConsumerItWasBoundToStartsAfterItsAckFloor) {
+  auto lifecycle = make();
+  ASSERT_TRUE(lifecycle.bind("DAEMON_SYNC"));
+  lifecycle.saw_ack_floor(120);
+  broker.consumers.clear();
+  auto info = lifecycle.bind("DAEMON_SYNC");
+  ASSERT_TRUE(info) << info.error().describe();
+  EXPECT_EQ(info->config, config_starting_at(spec, 121, spec.name));
 }
 
 TEST_F(Lifecycle, NothingToReplayMeansNoWait) {
