@@ -51,6 +51,14 @@ uint64_t HandledMessages::newest_before(Clock::time_point at) const {
   return newest;
 }
 
+uint64_t HandledMessages::oldest_since(Clock::time_point at) const {
+  std::lock_guard lock(mu_);
+  uint64_t oldest = 0;
+  for (const auto& key : order_)
+    if (handled_.at(key).at >= at && (oldest == 0 || key.seq < oldest)) oldest = key.seq;
+  return oldest;
+}
+
 uint64_t HandledMessages::oldest() const {
   std::lock_guard lock(mu_);
   uint64_t oldest = 0;

@@ -60,6 +60,8 @@ class HandledMessages {
   // remembered (0: none): what is older was forgotten, so nothing can be said of it.
   uint64_t newest_before(Clock::time_point at) const;
   uint64_t oldest() const;
+  // The lowest stream sequence remembered at or after `at` (0: none).
+  uint64_t oldest_since(Clock::time_point at) const;
 
  private:
   struct KeyHash {

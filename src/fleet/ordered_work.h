@@ -91,6 +91,9 @@ class OrderedWork final : public Supervised {
   std::atomic<uint64_t> takeover_wait_ms_{0};
   std::atomic<uint64_t> repeats_skipped_{0};
   std::atomic<uint64_t> passed_over_{0};
+  // When the connection last came back (steady clock ticks): peers' notices sent while it was
+  // down were not heard, so what they handled then cannot be judged (see check_passed_over).
+  std::atomic<HandledMessages::Clock::rep> reconnected_at_{0};
 
   const std::string floor_subject_;
   std::unique_ptr<nats::Subscription> floor_answers_;  // answers peers' fleet_floor()

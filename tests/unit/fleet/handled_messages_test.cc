@@ -201,6 +201,8 @@ TEST(HandledMessages, TheNewestHandledBeforeAMomentIsKnown) {
   EXPECT_EQ(handled.newest_before(t0), 5u);
   EXPECT_EQ(handled.newest_before(t0 + std::chrono::seconds(5)), 9u);
   EXPECT_EQ(handled.oldest(), 5u);
+  EXPECT_EQ(handled.oldest_since(t0 + std::chrono::seconds(1)), 7u);
+  EXPECT_EQ(handled.oldest_since(t0 + std::chrono::seconds(3)), 0u);
 }
 
 }  // namespace
