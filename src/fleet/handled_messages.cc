@@ -21,10 +21,10 @@ void HandledMessages::remember(const Message& message, Handler by, Clock::time_p
 void HandledMessages::remember(Key key, Handler by, Clock::time_point at) {
   if (key.seq == 0 || key.stored_ns == 0) return;
   std::lock_guard lock(mu_);
-  if (!handled_.emplace(key, Entry{by, at}).second) return;
+  if (!handled_.emplace(key.stored_ns, Entry{by, at}).second) return;
   order_.push_back(key);
   if (order_.size() > kRemembered) {
-    handled_.erase(order_.front());
+    handled_.erase(order_.front().stored_ns);
     order_.pop_front();
   }
 }
@@ -33,21 +33,21 @@ std::optional<Handler> HandledMessages::find(const Message& message) const {
   const auto key = key_of(message);
   if (!key) return std::nullopt;
   std::lock_guard lock(mu_);
-  const auto it = handled_.find(*key);
+  const auto it = handled_.find(key->stored_ns);
   if (it == handled_.end()) return std::nullopt;
   return it->second.by;
 }
 
 bool HandledMessages::contains(Key key) const {
   std::lock_guard lock(mu_);
-  return handled_.count(key) > 0;
+  return handled_.count(key.stored_ns) > 0;
 }
 
 uint64_t HandledMessages::newest_before(Clock::time_point at) const {
   std::lock_guard lock(mu_);
   uint64_t newest = 0;
   for (const auto& key : order_)
-    if (handled_.at(key).at <= at) newest = std::max(newest, key.seq);
+    if (handled_.at(key.stored_ns).at <= at) newest = std::max(newest, key.seq);
   return newest;
 }
 
@@ -55,7 +55,7 @@ uint64_t HandledMessages::oldest_since(Clock::time_point at) const {
   std::lock_guard lock(mu_);
   uint64_t oldest = 0;
   for (const auto& key : order_)
-    if (handled_.at(key).at >= at && (oldest == 0 || key.seq < oldest)) oldest = key.seq;
+    if (handled_.at(key.stored_ns).at >= at && (oldest == 0 || key.seq < oldest)) oldest = key.seq;
   return oldest;
 }
 

@@ -3,10 +3,12 @@
 // its delivery count says and whichever replica gets it. A broker can deliver one again after a
 // later message of its key was handled: a consumer leader that lost the ack in a failover
 // redelivers it (delivery 2), and a leader paused and resumed answers a pull with it as if new
-// (delivery 1, seen with nats-server 2.9 under chaos), to any replica. A message is known by its
-// stream sequence and the time the stream stored it: a broker that renumbers its history after
-// losing messages puts another message (stored at another time) at a sequence it handed out
-// before, and that one must not be taken for a repeat.
+// (delivery 1, seen with nats-server 2.9 under chaos), to any replica. A message is known by the
+// time the stream stored it, which the stream's leader stamps once and every server's copy
+// keeps: a broker that renumbers its history after losing messages puts another message (stored
+// at another time) at a sequence it handed out before, which must not be taken for a repeat, and
+// a server whose copy differs delivers a handled message under another sequence (the same time),
+// which must.
 //
 //   HandledMessages handled;
 //   if (is_repeat(handled, handled_to, message) != Repeat::no) return Disposition::ack();
@@ -53,7 +55,7 @@ class HandledMessages {
   // again keeps where it was first handled.
   void remember(const Message& message, Handler by, Clock::time_point at = Clock::now());
   void remember(Key key, Handler by, Clock::time_point at = Clock::now());
-  // Where `message` (the same stream sequence and stored time) was handled, if remembered.
+  // Where `message` (the same stored time) was handled, if remembered.
   std::optional<Handler> find(const Message& message) const;
   bool contains(Key key) const;
   // The highest stream sequence remembered at or before `at` (0: none), and the lowest
@@ -64,12 +66,6 @@ class HandledMessages {
   uint64_t oldest_since(Clock::time_point at) const;
 
  private:
-  struct KeyHash {
-    size_t operator()(const Key& k) const noexcept {
-      return std::hash<uint64_t>()(k.seq) ^ (std::hash<int64_t>()(k.stored_ns) << 1);
-    }
-  };
-
   struct Entry {
     Handler by;
     Clock::time_point at;
@@ -77,7 +73,7 @@ class HandledMessages {
 
   mutable std::mutex mu_;
   std::deque<Key> order_;
-  std::unordered_map<Key, Entry, KeyHash> handled_;
+  std::unordered_map<int64_t, Entry> handled_;  // by stored time
 };
 
 // The messages a partition's consumer passed over: stored in the partition after `after` and

@@ -57,6 +57,14 @@ TEST(HandledMessages, AnotherMessageAtASequenceHandedOutBeforeIsNotARepeat) {
   EXPECT_EQ(is_repeat(handled, 74231, delivery(74231, 10'500, 1)), Repeat::no);
 }
 
+TEST(HandledMessages, TheSameMessageUnderAnotherSequenceIsARepeat) {
+  // Chaos seed 2604: a server whose copy of the stream lacked an earlier message numbered the
+  // ones after it one lower; its consumer delivered a message handled at 47996 as 47994.
+  HandledMessages handled;
+  handled.remember(delivery(47996, 4'000, 1), Handler::peer);
+  EXPECT_EQ(is_repeat(handled, 0, delivery(47994, 4'000, 1)), Repeat::handled_elsewhere);
+}
+
 TEST(HandledMessages, TheOldestAreForgottenBeyondTheBound) {
   HandledMessages handled;
   for (uint64_t seq = 1; seq <= HandledMessages::kRemembered + 1; ++seq)
