@@ -23,15 +23,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The state letter of /proc/<pid>/stat ('T': stopped), '?' when unreadable.
-char process_state(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  const auto close = line.rfind(')');
-  return close == std::string::npos || close + 2 >= line.size() ? '?' : line[close + 2];
-}
-
 std::string work_config(const std::string& name, const std::string& sink_path, int health_port,
                         const std::string& extra_work = {}) {
   return "name = \"" + name + "\"\n" +
@@ -213,7 +204,7 @@ TEST_F(TwoReplicas, APausedOneDoesNotHandleWhatTheBrokerHandedOnMeanwhile) {
   auto records = [&](const char* file) { return read_sink_file(dir.path() + file); };
   ASSERT_TRUE(wait_for([&] { return records("/a.jsonl").records >= 500; }, 60s));
   a.signal(SIGSTOP);
-  ASSERT_TRUE(wait_for([&] { return process_state(a.pid()) == 'T'; }, 5s));
+  ASSERT_TRUE(wait_stopped(a.pid()));
   const size_t before = records("/a.jsonl").records;  // a writes nothing more while stopped
   // Paused until the broker has handed some of a's messages to b (ack_wait, 2 s, passed).
   const bool handed_on = wait_for([&] { return records("/b.jsonl").redelivered > 0; }, 30s);

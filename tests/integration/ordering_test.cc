@@ -320,7 +320,8 @@ TEST(OrderedWork, AReplicaResumedAfterATakeoverDoesNotHandleWhatWasTakenOver) {
   };
   ASSERT_TRUE(wait_for(waiting, 20s)) << "the replica pulls the key's partition";
   ASSERT_TRUE(paused->signal(SIGSTOP));
-  admin.publish("orders.k1", "k1:0");  // to the paused replica's socket
+  ASSERT_TRUE(testing::wait_stopped(paused->pid()));  // it reads nothing more
+  admin.publish("orders.k1", "k1:0");                 // to the paused replica's socket
   ASSERT_TRUE(
       wait_for([&] { return admin.consumer("ORDERS", partition).num_ack_pending == 1; }, 10s));
 
@@ -565,6 +566,7 @@ TEST(OrderedWork, AHeldMessageTakenOverIsNotHandledWhenTheDownstreamIsBack) {
   ASSERT_TRUE(
       wait_for([&] { return admin.consumer("ORDERS", partition).num_ack_pending == 1; }, 10s));
   ASSERT_TRUE(holder->signal(SIGSTOP));
+  ASSERT_TRUE(testing::wait_stopped(holder->pid()));
 
   std::mutex mu;
   std::vector<std::string> seen;

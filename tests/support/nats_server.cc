@@ -288,19 +288,10 @@ void NatsServer::pause() {
   if (!running()) throw std::logic_error("pause: nats-server " + name() + " is not running");
   if (!process_.signal(SIGSTOP)) throw std::runtime_error(errno_text("kill SIGSTOP"));
   paused_ = true;
-  // SIGSTOP is asynchronous; callers expect the broker to be frozen when pause() returns.
-  // Reading the state from /proc avoids consuming wait notifications.
-  const std::string stat_path = "/proc/" + std::to_string(process_.pid()) + "/stat";
-  bool stopped = wait_for(
-      [&] {
-        std::ifstream in(stat_path);
-        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        size_t paren = stat.rfind(')');  // the command name may contain spaces
-        return paren != std::string::npos && paren + 2 < stat.size() &&
-               (stat[paren + 2] == 'T' || stat[paren + 2] == 't');
-      },
-      kPauseTimeout, std::chrono::milliseconds(1));
-  if (!stopped) throw std::runtime_error("pause: nats-server " + name() + " did not stop");
+  // Callers expect the broker to be frozen when pause() returns. Reading the state from /proc
+  // avoids consuming wait notifications.
+  if (!wait_stopped(process_.pid(), kPauseTimeout))
+    throw std::runtime_error("pause: nats-server " + name() + " did not stop");
 }
 
 void NatsServer::resume() {
