@@ -80,8 +80,8 @@ struct SubscriptionHealth {
   // Redelivered messages of a partition this replica had already handled past (an ack the
   // broker lost): acked again without calling the handler, so a key never goes back in time.
   uint64_t repeats_skipped = 0;
-  // Messages of a partition its consumer passed over without delivering them, found after a
-  // change of the consumer's leader and handled then (see README: "Ordered work").
+  // Stored messages of a partition no replica is known to have handled, found after a change of
+  // its consumer and reported (see README: "Ordered work").
   uint64_t passed_over = 0;
 };
 

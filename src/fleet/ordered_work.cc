@@ -396,58 +396,22 @@ std::optional<Disposition> OrderedWork::check_passed_over(int partition, const M
   if (!missed) {
     ctx_.log->warn(
         "work {}: partition {}: cannot check the stream for messages its consumer passed over "
-        "({}); stream sequence {} waits until it can",
-        spec_.name, partition, missed.error().describe(), seq);
-    return Disposition::retry().because("checking for passed-over messages: " +
-                                        missed.error().describe());
+        "({}); the next message handled here tries again",
+        spec_.name, partition, missed.error().describe());
+    return std::nullopt;
   }
   for (const Message& m : *missed) {
+    // Reported, not handled: a message a peer handled while its notices did not reach this
+    // replica (a link that drops data without a disconnect) looks the same, and handling it
+    // again after later ones of its key breaks their order (make test's ordered chaos run, seed
+    // 20261202, showed it). The operator replays it from the stream if no replica handled it.
     ++passed_over_;
-    ctx_.log->warn(
-        "work {}: partition {}: its consumer passed over stream sequence {} (subject {}) and "
-        "delivered {} next (a new consumer leader whose copy of the stream differs); handling it "
-        "first",
-        spec_.name, partition, m.stream_seq(), m.subject(), seq);
-    Disposition outcome = Disposition::nak();
-    try {
-      outcome = handler_(m);
-    } catch (const DownstreamUnavailable& e) {
-      outcome = Disposition::retry(e.after()).because(e.what());
-    } catch (const std::exception& e) {
-      outcome = Disposition::nak().because(std::string("handler threw: ") + e.what());
-    } catch (...) {
-      outcome = Disposition::nak().because("handler threw");
-    }
-    if (outcome.kind() == Disposition::Kind::retry)
-      return Disposition::retry(outcome.delay())
-          .because("stream sequence " + std::to_string(m.stream_seq()) +
-                   ", passed over by the consumer, waits for the downstream: " + outcome.reason());
-    if (outcome.kind() == Disposition::Kind::ack) {
-      handled(partition, m, outcome);
-      continue;
-    }
-    // Rejected or terminated: stored again under its own subject, it gets deliveries, a nak's
-    // backoff and a dead letter like any message. Once only, whichever replica stores it.
-    Headers headers = m.headers();
-    headers["Nats-Msg-Id"] = {"natsfleet-passed-over-" + delivery->stream + "-" +
-                              std::to_string(m.stream_seq()) + "-" +
-                              std::to_string(m.delivery()->timestamp_ns)};
-    headers["Natsfleet-Passed-Over"] = {delivery->stream + " " + std::to_string(m.stream_seq())};
-    auto tokens = base::subject_tokens(m.subject());
-    if (plan_.partition_token() >= 1 &&
-        static_cast<size_t>(plan_.partition_token()) <= tokens.size())
-      tokens.erase(tokens.begin() + (plan_.partition_token() - 1));
-    const std::string subject = base::join_subject(tokens);  // mapped to this partition again
-    if (auto stored = api.publish(subject, m.data(), headers); !stored)
-      return Disposition::retry().because("cannot store passed-over stream sequence " +
-                                          std::to_string(m.stream_seq()) +
-                                          " again: " + stored.error().describe());
-    handled(partition, m, Disposition::term());  // not to be found passed over again
-    ctx_.log->warn(
-        "work {}: partition {}: the handler answered {} for passed-over stream sequence {}; "
-        "stored it again on {} to be delivered like any message",
-        spec_.name, partition, outcome.kind() == Disposition::Kind::nak ? "nak" : "term",
-        m.stream_seq(), subject);
+    ctx_.log->error(
+        "work {}: partition {}: its consumer delivered stream sequence {} after {} (subject {}), "
+        "which no replica is known to have handled: a consumer leader whose copy of the stream "
+        "differs may have passed it over, or a peer handled it while its notices did not reach "
+        "this replica; if no replica's downstream has it, replay it from stream {}",
+        spec_.name, partition, seq, m.stream_seq(), m.subject(), delivery->stream);
   }
   part.check = false;
   return std::nullopt;

@@ -67,9 +67,9 @@ class OrderedWork final : public Supervised {
 
   void run();  // the probe, then the partitions start
   Disposition handle(int partition, const Message& message);
-  // Before `message` is handled in a partition whose consumer changed: handles first the
-  // partition's messages the consumer passed over. A disposition for `message` when it must
-  // wait (a passed-over message's downstream is down, or the check failed).
+  // Before `message` is handled in a partition whose consumer changed: reports (an error line,
+  // the passed_over counter) the partition's stored messages since shortly before that no
+  // replica is known to have handled. Never a disposition today: nothing waits for the check.
   std::optional<Disposition> check_passed_over(int partition, const Message& message);
   // The handler's verdict, remembered and told to the other replicas.
   void handled(int partition, const Message& message, const Disposition& outcome);

@@ -176,8 +176,9 @@ void render_subscriptions(Writer& w, const FleetHealth& health, const std::strin
          "ack the broker lost), acked again without the handler.",
          [](const SubscriptionHealth& s) { return static_cast<double>(s.repeats_skipped); }},
         {"natsfleet_ordered_passed_over_total", "counter",
-         "Messages a partition's consumer passed over without delivering them (seen after a "
-         "change of its leader), fetched from the stream and handled.",
+         "Stored messages of a partition that no replica is known to have handled, found after a "
+         "change of its consumer (passed over by the consumer, or handled while notices were "
+         "lost): each is logged with its stream sequence for an operator to check and replay.",
          [](const SubscriptionHealth& s) { return static_cast<double>(s.passed_over); }},
     };
     for (const auto& family : families) {
