@@ -99,6 +99,10 @@ DownstreamGate::Outcome DownstreamGate::failed(nats::InboundMessage&& message, u
       break;
     case State::verifying:
       if (!probe) {
+        // Fresh messages are held untried while verifying, so this one was in flight when the
+        // outage began and its failure is reported late (after a success that moved the gate
+        // here): it may be the culprit, so it is tried alone like the others.
+        h.try_alone = true;
         held_.push_back(std::move(h));
         break;
       }

@@ -4,9 +4,9 @@
 //   up ----retryable failures of 2 different messages, no success between----> down
 //   down: fresh messages are held untried; one held message at a time is tried again (a probe),
 //         oldest first, after a jittered backoff that honours Retry-After
-//   down --a success--> verifying: the messages whose probe failed, and those whose failures
-//         called the outage, are tried again alone; one that fails now (the downstream just
-//         worked) failed by itself: it is rejected
+//   down --a success--> verifying: the messages whose probe failed, those whose failures
+//         called the outage and those in flight when it began are tried again alone; one that
+//         fails now (the downstream just worked) failed by itself: it is rejected
 //   verifying --all tried--> up: every other held message is handed back to run at full speed
 //
 // A message that fails while others succeed takes the rejected path (a nak that uses up a

@@ -176,6 +176,33 @@ TEST(DownstreamGate, AMessageWhoseFailureArrivesAfterTheOutageBeganIsTriedAloneT
   EXPECT_EQ(id_of(out.retry[0]), 4u);
 }
 
+TEST(DownstreamGate, AFailureReportedAfterALateSuccessIsStillTriedAlone) {
+  // 1 crashed the worker with 2 and 3 in flight. The worker answered 0 just before it died, but
+  // that answer is reported after the outage began, and 1's own failure after that.
+  auto g = gate();
+  (void)g.failed(msg(2), 2, false, "worker exited", 0ms, t0);
+  (void)g.failed(msg(3), 3, false, "worker exited", 0ms, t0);
+  ASSERT_TRUE(g.down());
+  (void)g.succeeded(false, t0);
+  (void)g.failed(msg(1), 1, false, "worker exited", 0ms, t0);
+  (void)g.hold(msg(4), 4, t0);
+  for (uint64_t expected : {2, 3}) {
+    auto p = g.next_probe(t0 + 1s);
+    ASSERT_TRUE(p);
+    ASSERT_EQ(id_of(*p), expected);
+    auto out = g.succeeded(true, t0 + 1s);
+    EXPECT_EQ(out.change, Change::none) << "1 is not tried yet";
+  }
+  auto v1 = g.next_probe(t0 + 1s);
+  ASSERT_TRUE(v1) << "1 was in flight when the outage began: tried alone before 4 is released";
+  ASSERT_EQ(id_of(*v1), 1u);
+  auto out = g.failed(std::move(*v1), 1, true, "worker exited", 0ms, t0 + 1s);
+  ASSERT_EQ(out.reject.size(), 1u);
+  EXPECT_EQ(out.change, Change::went_up);
+  ASSERT_EQ(out.retry.size(), 1u);
+  EXPECT_EQ(id_of(out.retry[0]), 4u);
+}
+
 TEST(DownstreamGate, AKnownCulpritHeldAloneInAnOutageIsRejectedNotHeldForEver) {
   auto g = gate();
   (void)g.failed(msg(7), 7, false, "worker exited", 0ms, t0);
