@@ -46,12 +46,12 @@ struct Error {
   std::string message;
 
   std::string describe() const { return message.empty() ? code.message() : message; }
-  bool is_consumer_not_found() const {
-    return code.category() == jetstream_category() && code.value() == kJsConsumerNotFound;
+  // The JetStream API answered with this error code (its "err_code").
+  bool is_jetstream(int err_code) const {
+    return code.category() == jetstream_category() && code.value() == err_code;
   }
-  bool is_stream_not_found() const {
-    return code.category() == jetstream_category() && code.value() == kJsStreamNotFound;
-  }
+  bool is_consumer_not_found() const { return is_jetstream(kJsConsumerNotFound); }
+  bool is_stream_not_found() const { return is_jetstream(kJsStreamNotFound); }
 };
 
 // A value or the Error that prevented it.

@@ -33,8 +33,7 @@ struct Source {
 };
 
 bool no_message(const Error& error) {
-  return error.code.category() == jetstream_category() &&
-         error.code.value() == nats::kJsNoMessageFound;
+  return error.is_jetstream(nats::kJsNoMessageFound);
 }
 
 // A failed call once the connection was up, in words that say what happened.

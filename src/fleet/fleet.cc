@@ -241,10 +241,8 @@ class Fleet::Impl {
       return Result<std::optional<Message>>(Errc::not_connected, "fleet not started");
     auto stored = nats::JetStreamApi(*connection_, timeout).last_message(stream, subject);
     if (!stored) {
-      const auto& code = stored.error().code;
-      if (code.category() == jetstream_category() && code.value() == nats::kJsNoMessageFound)
-        return std::optional<Message>();
-      return Error{code, stream + " " + subject + ": " + stored.error().describe()};
+      if (stored.error().is_jetstream(nats::kJsNoMessageFound)) return std::optional<Message>();
+      return Error{stored.error().code, stream + " " + subject + ": " + stored.error().describe()};
     }
     Delivery delivery{.stream = stream, .stream_seq = stored->seq};
     return std::optional<Message>(Message(std::move(stored->subject), std::move(stored->data),

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "base/parse_number.h"
 
@@ -99,6 +100,24 @@ bool parse_handled_notice(std::string_view text, int& partition, HandledMessages
   partition = *p;
   key = HandledMessages::Key{*seq, *stored};
   return true;
+}
+
+std::string handled_question(int partition, const std::vector<int64_t>& stored_ns) {
+  std::string text = std::to_string(partition);
+  for (int64_t ns : stored_ns) fmt::format_to(std::back_inserter(text), " {}", ns);
+  return text;
+}
+
+std::optional<std::vector<int64_t>> parse_number_list(std::string_view text) {
+  std::vector<int64_t> numbers;
+  while (!text.empty()) {
+    const size_t space = std::min(text.find(' '), text.size());
+    const auto n = base::parse_number<int64_t>(text.substr(0, space));
+    if (!n) return std::nullopt;
+    numbers.push_back(*n);
+    text.remove_prefix(std::min(space + 1, text.size()));
+  }
+  return numbers;
 }
 
 Repeat is_repeat(const HandledMessages& handled, uint64_t handled_to, const Message& message) {

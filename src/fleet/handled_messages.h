@@ -96,6 +96,12 @@ Result<std::vector<Message>> passed_over(uint64_t after, uint64_t seq,
 std::string handled_notice(int partition, HandledMessages::Key key);
 bool parse_handled_notice(std::string_view text, int& partition, HandledMessages::Key& key);
 
+// What a replica asks its peers about messages it found no record of: "<partition> <stored ns>
+// ...". Each answers with the stored times it knows as handled: "<stored ns> ...".
+std::string handled_question(int partition, const std::vector<int64_t>& stored_ns);
+// Whole numbers separated by single spaces ("" is none); nullopt when any token is not one.
+std::optional<std::vector<int64_t>> parse_number_list(std::string_view text);
+
 enum class Repeat {
   no,
   handled_here,       // this replica handled it

@@ -142,7 +142,7 @@ OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& conte
                   part.check = true;
                   ctx_.log->debug(
                       "work {}: partition {}: its consumer changed (a new leader, made anew, or "
-                      "recovered); the next message handled here first checks the stream for "
+                      "recovered); the next message handled here has the stream checked for "
                       "messages it passed over",
                       spec_.name, p);
                 }}));
@@ -178,6 +178,7 @@ OrderedWork::~OrderedWork() {
 
 void OrderedWork::start() {
   thread_ = std::thread([this] { run(); });
+  checker_ = std::thread([this] { check_loop(); });
 }
 
 void OrderedWork::run() {
@@ -211,12 +212,28 @@ void OrderedWork::run() {
       "work {}: per-key order by subject token {}, {} partitions of {}; the broker maps "
       "{} as planned",
       spec_.name, plan_.key_token(), plan_.partitions(), plan_.stored_subjects(), plan_.source());
-  // Peers recreating a missing partition consumer ask what this replica handled in it.
+  // Peers ask what this replica handled: how far in a partition (to recreate its consumer), or
+  // which of some messages (to tell a passed-over message from one whose notice was lost).
   auto answering = ctx_.connection->subscribe(floor_subject_, "", [this](nats::InboundMessage&& m) {
-    const auto partition = base::parse_number<int>(m.data);
-    if (!partition || *partition < 0 || *partition >= plan_.partitions() || m.reply.empty()) return;
-    (void)ctx_.connection->publish(
-        m.reply, std::to_string(state_[static_cast<size_t>(*partition)].handled_to.load()));
+    const auto question = parse_number_list(m.data);
+    if (!question || question->empty() || m.reply.empty()) return;
+    const int64_t partition = question->front();
+    if (partition < 0 || partition >= plan_.partitions()) return;
+    if (question->size() == 1) {
+      (void)ctx_.connection->publish(
+          m.reply, std::to_string(state_[static_cast<size_t>(partition)].handled_to.load()));
+      return;
+    }
+    std::string known;
+    for (size_t i = 1; i < question->size(); ++i) {
+      const HandledMessages::Key key{.seq = 0, .stored_ns = (*question)[i]};
+      for (int p = 0; p < plan_.partitions(); ++p) {
+        if (!state_[static_cast<size_t>(p)].handled.contains(key)) continue;
+        known += (known.empty() ? "" : " ") + std::to_string(key.stored_ns);
+        break;
+      }
+    }
+    (void)ctx_.connection->publish(m.reply, known);
   });
   if (!answering)
     ctx_.log->warn("work {}: cannot answer peers on {}: {}", spec_.name, floor_subject_,
@@ -269,6 +286,7 @@ bool OrderedWork::finish_handlers(Clock::time_point deadline) {
 
 void OrderedWork::join() {
   if (thread_.joinable()) thread_.join();
+  if (checker_.joinable()) checker_.join();
   for (auto& p : partitions_) p->join();
   std::lock_guard lock(mu_);
   floor_answers_.reset();
@@ -320,8 +338,18 @@ Disposition OrderedWork::handle(int partition, const Message& message) {
     Partition& part;
     ~Release() { part.held = false; }
   } release{part};
-  if (part.check.load())
-    if (auto wait = check_passed_over(partition, message)) return *wait;
+  if (part.check.load() && part.check.exchange(false) && message.delivery()) {
+    std::lock_guard lock(mu_);
+    auto queued = std::find_if(checks_.begin(), checks_.end(),
+                               [&](const PassedOverCheck& c) { return c.partition == partition; });
+    if (queued != checks_.end()) {
+      queued->seq = std::max(queued->seq, seq);  // changed again before its check was made
+    } else {
+      checks_.push_back(PassedOverCheck{partition, seq, message.delivery()->stream,
+                                        message.delivery()->consumer});
+      wake_.notify_all();
+    }
+  }
   Disposition outcome = handler_(message);
   handled(partition, message, outcome);
   return outcome;
@@ -347,10 +375,47 @@ void OrderedWork::handled(int partition, const Message& message, const Dispositi
   }
 }
 
-std::optional<Disposition> OrderedWork::check_passed_over(int partition, const Message& message) {
+void OrderedWork::check_loop() {
+  for (;;) {
+    PassedOverCheck check;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait(lock, [&] { return stopping_ || !checks_.empty(); });
+      if (stopping_) return;
+      check = std::move(checks_.front());
+      checks_.pop_front();
+    }
+    report_passed_over(check);
+  }
+}
+
+std::set<int64_t> OrderedWork::handled_by_peers(int partition,
+                                                const std::vector<Message>& candidates) {
+  std::vector<int64_t> asked;
+  for (const Message& m : candidates)
+    if (auto key = HandledMessages::key_of(m)) asked.push_back(key->stored_ns);
+  std::set<int64_t> handled;
+  std::mutex mu;
+  auto on_answer = [&](nats::InboundMessage&& m) {
+    auto known = parse_number_list(m.data);
+    if (!known) return;
+    std::lock_guard lock(mu);
+    handled.insert(known->begin(), known->end());
+  };
+  const std::string inbox = ctx_.connection->new_inbox();
+  auto answers = ctx_.connection->subscribe(inbox, "", on_answer);
+  if (!answers) return handled;
+  if (ctx_.connection->publish(floor_subject_, handled_question(partition, asked), inbox))
+    std::this_thread::sleep_for(kFloorWindow);  // every live replica answers once
+  answers.value().reset();                      // no callback runs past this
+  std::lock_guard lock(mu);
+  return handled;
+}
+
+void OrderedWork::report_passed_over(const PassedOverCheck& check) {
+  const int partition = check.partition;
   Partition& part = state_[static_cast<size_t>(partition)];
-  const uint64_t seq = message.stream_seq();
-  const auto& delivery = message.delivery();
+  const uint64_t seq = check.seq;
   const HandledMessages::Clock::time_point since{
       HandledMessages::Clock::duration(part.check_since.load())};
   // The newest message handled before the leader could have changed: the new leader delivers
@@ -368,22 +433,21 @@ std::optional<Disposition> OrderedWork::check_passed_over(int partition, const M
     const uint64_t heard = part.handled.oldest_since(back);
     after = heard == 0 ? 0 : std::max(after, heard);
   }
-  if (!delivery || after == 0 || after + 1 >= seq) {
-    part.check = false;
-    return std::nullopt;
-  }
+  if (after == 0 || after + 1 >= seq) return;
   nats::JetStreamApi api(*ctx_.connection, ctx_.options.request_timeout);
   const std::string filter = plan_.filter(partition);
   auto next_stored = [&](uint64_t from) -> Result<std::optional<Message>> {
-    auto stored = api.get_message(delivery->stream, from + 1, filter);
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return Error{make_error_code(Errc::shutting_down), "shutting down"};
+    }
+    auto stored = api.get_message(check.stream, from + 1, filter);
     if (!stored) {
-      const auto& code = stored.error().code;
-      if (code.category() == jetstream_category() && code.value() == nats::kJsNoMessageFound)
-        return std::optional<Message>();
+      if (stored.error().is_jetstream(nats::kJsNoMessageFound)) return std::optional<Message>();
       return stored.error();
     }
-    Delivery d{.stream = delivery->stream,
-               .consumer = delivery->consumer,
+    Delivery d{.stream = check.stream,
+               .consumer = check.consumer,
                .stream_seq = stored->seq,
                .delivered = 1,
                .timestamp_ns = base::parse_rfc3339_nanos(stored->time).value_or(0)};
@@ -394,13 +458,23 @@ std::optional<Disposition> OrderedWork::check_passed_over(int partition, const M
       after, seq, next_stored, [&](const Message& m) { return handled_anywhere(m).has_value(); },
       kPassedOverLookups);
   if (!missed) {
+    if (missed.error().code == Errc::shutting_down) return;
+    part.check = true;
     ctx_.log->warn(
         "work {}: partition {}: cannot check the stream for messages its consumer passed over "
-        "({}); the next message handled here tries again",
+        "({}); the next message handled here asks again",
         spec_.name, partition, missed.error().describe());
-    return std::nullopt;
+    return;
   }
+  const std::set<int64_t> peers_handled =
+      missed->empty() ? std::set<int64_t>{} : handled_by_peers(partition, *missed);
   for (const Message& m : *missed) {
+    if (peers_handled.contains(m.delivery()->timestamp_ns)) {
+      ctx_.log->debug(
+          "work {}: partition {}: stream sequence {} was not heard of here, but a peer handled it",
+          spec_.name, partition, m.stream_seq());
+      continue;
+    }
     // Reported, not handled: a message a peer handled while its notices did not reach this
     // replica (a link that drops data without a disconnect) looks the same, and handling it
     // again after later ones of its key breaks their order (make test's ordered chaos run, seed
@@ -408,13 +482,11 @@ std::optional<Disposition> OrderedWork::check_passed_over(int partition, const M
     ++passed_over_;
     ctx_.log->error(
         "work {}: partition {}: its consumer delivered stream sequence {} after {} (subject {}), "
-        "which no replica is known to have handled: a consumer leader whose copy of the stream "
-        "differs may have passed it over, or a peer handled it while its notices did not reach "
-        "this replica; if no replica's downstream has it, replay it from stream {}",
-        spec_.name, partition, seq, m.stream_seq(), m.subject(), delivery->stream);
+        "which no live replica says it handled: a consumer leader whose copy of the stream "
+        "differs may have passed it over, or a replica that handled it is gone; if no "
+        "replica's downstream has it, replay it from stream {}",
+        spec_.name, partition, seq, m.stream_seq(), m.subject(), check.stream);
   }
-  part.check = false;
-  return std::nullopt;
 }
 
 SubscriptionHealth OrderedWork::health() const {

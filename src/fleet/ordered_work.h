@@ -14,10 +14,12 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <semaphore>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,17 +62,32 @@ class OrderedWork final : public Supervised {
     std::atomic<uint64_t> last_seen{0};   // the stream sequence last handed to this replica
     std::atomic<bool> held{false};
     // Set when the partition's consumer changed (Fencing::consumer_changed): the next message
-    // handled here first checks the stream for messages passed over since shortly before.
+    // handled here queues a check of the stream for messages passed over since shortly before.
     std::atomic<bool> check{false};
     std::atomic<HandledMessages::Clock::rep> check_since{0};
   };
 
+  // A look at the stream for messages a partition's consumer passed over, asked for by the first
+  // message handled after the consumer changed and made on checker_: no message waits for its
+  // stream lookups (a message held past ack_wait is handed to another replica, which goes on to
+  // the key's next one).
+  struct PassedOverCheck {
+    int partition = 0;
+    uint64_t seq = 0;  // the delivery that asked: messages stored before it are looked at
+    std::string stream;
+    std::string consumer;
+  };
+
   void run();  // the probe, then the partitions start
   Disposition handle(int partition, const Message& message);
-  // Before `message` is handled in a partition whose consumer changed: reports (an error line,
-  // the passed_over counter) the partition's stored messages since shortly before that no
-  // replica is known to have handled. Never a disposition today: nothing waits for the check.
-  std::optional<Disposition> check_passed_over(int partition, const Message& message);
+  void check_loop();  // checker_: makes the queued checks, one at a time
+  // Reports (an error line, the passed_over counter) the partition's stored messages since
+  // shortly before its consumer changed that no replica is known to have handled, after asking
+  // the live replicas about them. Reports only: nothing is handled or held for it.
+  void report_passed_over(const PassedOverCheck& check);
+  // Of `candidates`, the stored times that some live replica remembers as handled: each answers
+  // on floor_subject_ from what it handled and heard (its notices may not have reached here).
+  std::set<int64_t> handled_by_peers(int partition, const std::vector<Message>& candidates);
   // The handler's verdict, remembered and told to the other replicas.
   void handled(int partition, const Message& message, const Disposition& outcome);
   // Whether a message was handled, looked up in every partition: a consumer whose copy of the
@@ -92,17 +109,22 @@ class OrderedWork final : public Supervised {
   std::atomic<uint64_t> repeats_skipped_{0};
   std::atomic<uint64_t> passed_over_{0};
   // When the connection last came back (steady clock ticks): peers' notices sent while it was
-  // down were not heard, so what they handled then cannot be judged (see check_passed_over).
+  // down were not heard, so what they handled then cannot be judged (see report_passed_over).
   std::atomic<HandledMessages::Clock::rep> reconnected_at_{0};
 
+  // Questions to the live replicas: "<partition>" asks the highest stream sequence each handled
+  // there (fleet_floor), "<partition> <stored ns> ..." which of those messages each knows as
+  // handled (handled_by_peers).
   const std::string floor_subject_;
-  std::unique_ptr<nats::Subscription> floor_answers_;  // answers peers' fleet_floor()
+  std::unique_ptr<nats::Subscription> floor_answers_;
   const std::string handled_subject_;                  // "<partition> <seq> <stored ns>" notices
   std::unique_ptr<nats::Subscription> handled_notices_;
 
   std::thread thread_;
+  std::thread checker_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
+  std::deque<PassedOverCheck> checks_;  // at most one per partition (Partition::check)
   bool stopping_ = false;
   bool connected_ = false;
   bool started_partitions_ = false;

@@ -181,9 +181,7 @@ class Relay::Impl {
           std::to_string(*newest ? (*newest)->stream_seq() : 0)};
       auto stored = fleet_.publish_to_stream(subject, payload, msg_id, left, headers);
       if (stored) return {};
-      const auto& code = stored.error().code;
-      if (code.category() != jetstream_category() || code.value() != kJsWrongLastSequence)
-        return stored.error();
+      if (!stored.error().is_jetstream(kJsWrongLastSequence)) return stored.error();
       last_error = stored.error();
     }
     return Error{last_error.code, subject + ": statuses of newer events kept being stored (" +

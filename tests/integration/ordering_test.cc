@@ -381,65 +381,94 @@ int64_t stored_ns(const std::string& time) {
   return static_cast<int64_t>(timegm(&tm)) * 1'000'000'000 + fraction;
 }
 
+// A broker with the partition mapping and the ORDERS stream, and one ordered fleet ("here") on
+// orders.<key>, whose handler records what it is given and holds one payload until release().
+class OrderedFleetHoldingOne {
+ public:
+  explicit OrderedFleetHoldingOne(std::string hold)
+      : plan(fleet::PartitionPlan::make("orders.*", 2, 16).value()),
+        server({.extra_config = mapping_config(plan)}),
+        admin(server.url()),
+        fleet(testing::fast_options({server.url()}, "here")),
+        spec(testing::fast_work("orders", "orders.*")),
+        hold_(std::move(hold)) {
+    admin.create_stream("ORDERS", {plan.stored_subjects()});
+    spec.ordering = Ordering::per_key;
+    spec.key_token = 2;
+  }
+
+  ::testing::AssertionResult start() {
+    auto added = fleet.add_work(spec, [&](const Message& m) {
+      std::unique_lock lock(mu_);
+      seen_.push_back(m.data());
+      cv_.notify_all();
+      if (m.data() == hold_) cv_.wait(lock, [&] { return released_; });
+      return Disposition::ack();
+    });
+    if (!added) return ::testing::AssertionFailure() << added.error().describe();
+    if (auto started = fleet.start(); !started)
+      return ::testing::AssertionFailure() << started.error().describe();
+    return ::testing::AssertionSuccess();
+  }
+  bool wait_seen(size_t n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, 20s, [&] { return seen_.size() >= n; });
+  }
+  void release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  bool saw(const std::string& data) {
+    std::lock_guard lock(mu_);
+    return std::find(seen_.begin(), seen_.end(), data) != seen_.end();
+  }
+  std::vector<std::string> seen() {
+    std::lock_guard lock(mu_);
+    return seen_;
+  }
+
+  fleet::PartitionPlan plan;
+  NatsServer server;
+  BrokerClient admin;
+  Fleet fleet;
+  WorkSpec spec;
+
+ private:
+  const std::string hold_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> seen_;
+  bool released_ = false;
+};
+
 // Another replica handled a message and said so (natsfleet.handled.<work>), and the broker,
 // having lost that replica's ack in a failover, delivers the message here: it is acked without
 // the handler, whatever its delivery count. The test speaks for the other replica: the notice
 // names a message stored behind one this replica is handling, so it is heard before that message
 // can be delivered (max_ack_pending 1).
 TEST(OrderedWork, AMessageAnotherReplicaHandledIsAckedHereWithoutTheHandler) {
-  auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
-  NatsServer server({.extra_config = mapping_config(plan)});
-  BrokerClient admin(server.url());
-  admin.create_stream("ORDERS", {plan.stored_subjects()});
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::string> seen;
-  bool release = false;
-  Fleet fleet(testing::fast_options({server.url()}, "here"));
-  auto spec = testing::fast_work("orders", "orders.*");
-  spec.ordering = Ordering::per_key;
-  spec.key_token = 2;
-  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
-    std::unique_lock lock(mu);
-    seen.push_back(m.data());
-    cv.notify_all();
-    if (m.data() == "k1:0") cv.wait(lock, [&] { return release; });
-    return Disposition::ack();
-  }));
-  ASSERT_TRUE(fleet.start());
-  admin.publish("orders.k1", "k1:0");
-  {
-    std::unique_lock lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return !seen.empty(); }));
-  }
-  const uint64_t seq = admin.publish("orders.k1", "k1:1");
-  auto stored = admin.api().get_message("ORDERS", seq);
+  OrderedFleetHoldingOne f("k1:0");
+  ASSERT_TRUE(f.start());
+  f.admin.publish("orders.k1", "k1:0");
+  ASSERT_TRUE(f.wait_seen(1));
+  const uint64_t seq = f.admin.publish("orders.k1", "k1:1");
+  auto stored = f.admin.api().get_message("ORDERS", seq);
   ASSERT_TRUE(stored) << stored.error().describe();
-  ASSERT_TRUE(admin.connection().publish(
+  ASSERT_TRUE(f.admin.connection().publish(
       "natsfleet.handled.orders",
-      fleet::handled_notice(plan.partition_of("k1"), {seq, stored_ns(stored->time)})));
-  ASSERT_TRUE(admin.api().stream_info("ORDERS"));  // a round trip: the notice has gone out
-  {
-    std::lock_guard lock(mu);
-    release = true;
-    cv.notify_all();
-  }
-  admin.publish("orders.k1", "k1:2");
-  auto saw = [&](const std::string& data) {
-    std::lock_guard lock(mu);
-    return std::find(seen.begin(), seen.end(), data) != seen.end();
-  };
-  ASSERT_TRUE(wait_for([&] { return saw("k1:2"); }, 20s));
-  {
-    std::lock_guard lock(mu);
-    EXPECT_EQ(seen, (std::vector<std::string>{"k1:0", "k1:2"})) << "k1:1 handled again here";
-  }
-  EXPECT_EQ(fleet.health().subscriptions.at(0).repeats_skipped, 1u);
-  const std::string partition = fleet::partition_consumer("orders", plan.partition_of("k1"));
+      fleet::handled_notice(f.plan.partition_of("k1"), {seq, stored_ns(stored->time)})));
+  ASSERT_TRUE(f.admin.api().stream_info("ORDERS"));  // a round trip: the notice has gone out
+  f.release();
+  f.admin.publish("orders.k1", "k1:2");
+  ASSERT_TRUE(wait_for([&] { return f.saw("k1:2"); }, 20s));
+  EXPECT_EQ(f.seen(), (std::vector<std::string>{"k1:0", "k1:2"})) << "k1:1 handled again here";
+  EXPECT_EQ(f.fleet.health().subscriptions.at(0).repeats_skipped, 1u);
+  const std::string partition = fleet::partition_consumer("orders", f.plan.partition_of("k1"));
   EXPECT_TRUE(wait_for(
-      [&] { return admin.consumer("ORDERS", partition).ack_floor_stream_seq == seq + 1; }, 10s))
+      [&] { return f.admin.consumer("ORDERS", partition).ack_floor_stream_seq == seq + 1; }, 10s))
       << "k1:1 and k1:2 acked";
-  fleet.shutdown(5s);
+  f.fleet.shutdown(5s);
 }
 
 // Every line logged through loggers cloned from the default one while it lives, at debug level.
@@ -478,64 +507,80 @@ class LogLines final : public spdlog::sinks::base_sink<std::mutex> {
 // a message a peer handled while its notices were lost looks the same. Here the consumer is
 // made anew by someone else, starting after a message nobody handled.
 TEST(OrderedWork, AMessageThePartitionsConsumerPassedOverIsReported) {
-  auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
-  NatsServer server({.extra_config = mapping_config(plan)});
-  BrokerClient admin(server.url());
-  admin.create_stream("ORDERS", {plan.stored_subjects()});
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::string> seen;
-  bool release = false;
   auto log = LogLines::install();
-  Fleet fleet(testing::fast_options({server.url()}, "here"));
-  auto spec = testing::fast_work("orders", "orders.*");
-  spec.ordering = Ordering::per_key;
-  spec.key_token = 2;
-  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
-    std::unique_lock lock(mu);
-    seen.push_back(m.data());
-    cv.notify_all();
-    if (m.data() == "k1:1") cv.wait(lock, [&] { return release; });
-    return Disposition::ack();
-  }));
-  ASSERT_TRUE(fleet.start());
-  const int p = plan.partition_of("k1");
+  OrderedFleetHoldingOne f("k1:1");
+  ASSERT_TRUE(f.start());
+  const int p = f.plan.partition_of("k1");
   const std::string partition = fleet::partition_consumer("orders", p);
-  admin.publish("orders.k1", "k1:0");
-  admin.publish("orders.k1", "k1:1");  // held by its handler
-  {
-    std::unique_lock lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return seen.size() == 2; }));
-  }
-  const uint64_t passed = admin.publish("orders.k1", "k1:2");
+  f.admin.publish("orders.k1", "k1:0");
+  f.admin.publish("orders.k1", "k1:1");  // held by its handler
+  ASSERT_TRUE(f.wait_seen(2));
+  const uint64_t passed = f.admin.publish("orders.k1", "k1:2");
   // The consumer made anew from after k1:2: nothing will deliver it.
-  admin.delete_consumer("ORDERS", partition);
-  ASSERT_TRUE(admin.api().create_consumer(
+  f.admin.delete_consumer("ORDERS", partition);
+  ASSERT_TRUE(f.admin.api().create_consumer(
       "ORDERS",
-      fleet::config_starting_at(fleet::partition_spec(spec, plan, p), passed + 1, partition)));
+      fleet::config_starting_at(fleet::partition_spec(f.spec, f.plan, p), passed + 1, partition)));
   // The replica's next consumer info poll finds it made anew.
   ASSERT_TRUE(wait_for(
       [&] { return log->contains("partition " + std::to_string(p) + ": its consumer changed"); },
       10s));
-  {
-    std::lock_guard lock(mu);
-    release = true;
-    cv.notify_all();
-  }
-  admin.publish("orders.k1", "k1:3");
-  auto saw = [&](const std::string& data) {
-    std::lock_guard lock(mu);
-    return std::find(seen.begin(), seen.end(), data) != seen.end();
-  };
-  ASSERT_TRUE(wait_for([&] { return saw("k1:3"); }, 20s));
-  {
-    std::lock_guard lock(mu);
-    EXPECT_EQ(seen, (std::vector<std::string>{"k1:0", "k1:1", "k1:3"}));
-  }
-  EXPECT_EQ(fleet.health().subscriptions.at(0).passed_over, 1u);
+  f.release();
+  f.admin.publish("orders.k1", "k1:3");
+  ASSERT_TRUE(wait_for([&] { return f.saw("k1:3"); }, 20s));
+  EXPECT_EQ(f.seen(), (std::vector<std::string>{"k1:0", "k1:1", "k1:3"}));
+  // Checked off the message path, after asking the live replicas (none here but this one).
+  EXPECT_TRUE(wait_for([&] { return f.fleet.health().subscriptions.at(0).passed_over == 1; }, 10s));
   EXPECT_TRUE(log->contains("its consumer delivered stream sequence " + std::to_string(passed + 1) +
                             " after " + std::to_string(passed)));
-  fleet.shutdown(5s);
+  f.fleet.shutdown(5s);
+  log->uninstall();
+}
+
+// The same skip, but a live peer says it handled the message (its notice did not reach this
+// replica): nothing is reported.
+TEST(OrderedWork, AMessageAPeerSaysItHandledIsNotReportedAsPassedOver) {
+  auto log = LogLines::install();
+  OrderedFleetHoldingOne f("k1:1");
+  const int p = f.plan.partition_of("k1");
+  const std::string partition = fleet::partition_consumer("orders", p);
+  // The peer: it handled k1:2, and answers questions about it.
+  std::atomic<int64_t> peer_handled{0};
+  std::atomic<int> asked{0};
+  auto peer = f.admin.connection().subscribe(
+      "natsfleet.floor.orders", "", [&](nats::InboundMessage&& m) {
+        auto question = fleet::parse_number_list(m.data);
+        if (!question || question->size() < 2 || m.reply.empty()) return;
+        ++asked;
+        const bool knows = std::find(question->begin() + 1, question->end(),
+                                     peer_handled.load()) != question->end();
+        (void)f.admin.connection().publish(m.reply,
+                                           knows ? std::to_string(peer_handled.load()) : "");
+      });
+  ASSERT_TRUE(peer);
+  ASSERT_TRUE(f.start());
+  f.admin.publish("orders.k1", "k1:0");
+  f.admin.publish("orders.k1", "k1:1");
+  ASSERT_TRUE(f.wait_seen(2));
+  const uint64_t passed = f.admin.publish("orders.k1", "k1:2");
+  auto stored = f.admin.api().get_message("ORDERS", passed);
+  ASSERT_TRUE(stored) << stored.error().describe();
+  peer_handled = stored_ns(stored->time);
+  f.admin.delete_consumer("ORDERS", partition);
+  ASSERT_TRUE(f.admin.api().create_consumer(
+      "ORDERS",
+      fleet::config_starting_at(fleet::partition_spec(f.spec, f.plan, p), passed + 1, partition)));
+  ASSERT_TRUE(wait_for(
+      [&] { return log->contains("partition " + std::to_string(p) + ": its consumer changed"); },
+      10s));
+  f.release();
+  f.admin.publish("orders.k1", "k1:3");
+  ASSERT_TRUE(wait_for([&] { return f.saw("k1:3"); }, 20s));
+  ASSERT_TRUE(wait_for([&] { return log->contains("but a peer handled it"); }, 10s));
+  EXPECT_EQ(asked.load(), 1);
+  EXPECT_EQ(f.fleet.health().subscriptions.at(0).passed_over, 0u);
+  EXPECT_FALSE(log->contains("its consumer delivered stream sequence"));
+  f.fleet.shutdown(5s);
   log->uninstall();
 }
 

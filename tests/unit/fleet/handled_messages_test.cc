@@ -213,5 +213,16 @@ TEST(HandledMessages, TheNewestHandledBeforeAMomentIsKnown) {
   EXPECT_EQ(handled.oldest_since(t0 + std::chrono::seconds(3)), 0u);
 }
 
+TEST(HandledQuestion, AskedAndReadBack) {
+  EXPECT_EQ(handled_question(3, {1700000000000000001, 42}), "3 1700000000000000001 42");
+  EXPECT_EQ(parse_number_list("3 1700000000000000001 42"),
+            (std::vector<int64_t>{3, 1700000000000000001, 42}));
+  EXPECT_EQ(parse_number_list("7"), (std::vector<int64_t>{7}));
+  EXPECT_EQ(parse_number_list(""), (std::vector<int64_t>{})) << "a peer that knows none of them";
+  EXPECT_FALSE(parse_number_list("3  4"));
+  EXPECT_FALSE(parse_number_list("3 x"));
+  EXPECT_FALSE(parse_number_list("-"));
+}
+
 }  // namespace
 }  // namespace natsfleet::fleet
