@@ -3,6 +3,7 @@
 //   natsfleet-chaos run [--seconds 300] [--seed N] [--replicas 3] [--rate 200] [--out DIR]
 //                       [--keys N [--partitions 16]]   (per-key ordered work, order checked)
 //                       [--debug 1]   (replicas log every message decision: log_level = "debug")
+//                       [--faults replica-kill,node-kill,...]   (only these kinds; default all)
 //   natsfleet-chaos check DIR [--self-test]
 //
 // Exit 0: the checker passed. 1: it failed (lost messages, or a stall past its bound). 2: usage,
@@ -12,6 +13,7 @@
 #include <ctime>
 #include <filesystem>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,9 +30,30 @@ int usage() {
       stderr,
       "usage: natsfleet-chaos run [--seconds N] [--seed N] [--replicas N] [--rate N] [--keys N] "
       "[--partitions N] "
-      "[--debug 0|1] [--out DIR]\n"
+      "[--debug 0|1] [--faults KIND,...] [--out DIR]\n"
       "       natsfleet-chaos check DIR [--self-test]\n");
   return 2;
+}
+
+// "replica-kill,node-kill" into kinds; false (and a message) on a name that is not a kind.
+bool fault_kinds(const std::string& list, std::set<FaultKind>& out) {
+  size_t from = 0;
+  while (from <= list.size()) {
+    const size_t comma = std::min(list.find(',', from), list.size());
+    const std::string name = list.substr(from, comma - from);
+    const auto kind = fault_kind_named(name);
+    if (!kind) {
+      std::string known;
+      for (int i = 0; i < kFaultKinds; ++i)
+        known += std::string(i ? ", " : "") + fault_kind_name(static_cast<FaultKind>(i));
+      std::fprintf(stderr, "natsfleet-chaos: no fault kind '%s' (kinds: %s)\n", name.c_str(),
+                   known.c_str());
+      return false;
+    }
+    out.insert(*kind);
+    from = comma + 1;
+  }
+  return true;
 }
 
 bool number(const char* text, long long& out) {
@@ -89,6 +112,8 @@ int main(int argc, char** argv) {
     long long n = 0;
     if (flag == "--out") {
       out = value;
+    } else if (flag == "--faults") {
+      if (!fault_kinds(value, options.faults)) return 2;
     } else if (!number(value, n) || n < 0) {
       std::fprintf(stderr, "natsfleet-chaos: %s wants a number, got '%s'\n", flag.c_str(), value);
       return 2;

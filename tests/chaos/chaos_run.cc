@@ -483,14 +483,19 @@ int run_chaos(const RunOptions& o) {
   }
   fs::create_directories(o.out_dir);
   const RunClock setup_clock;
+  std::string kinds;
+  for (FaultKind kind : o.faults) kinds += std::string(kinds.empty() ? "" : ",") + fault_kind_name(kind);
   say(setup_clock, "seed " + std::to_string(o.seed) + ", " + std::to_string(o.length.count()) +
-                       " s, " + std::to_string(o.replicas) + " replicas, run folder " + o.out_dir);
+                       " s, " + std::to_string(o.replicas) + " replicas, faults " +
+                       (kinds.empty() ? std::string("of every kind") : kinds) + ", run folder " +
+                       o.out_dir);
 
   ScheduleOptions schedule_options;
   schedule_options.length = o.length;
   schedule_options.ack_wait = o.ack_wait;
   schedule_options.replicas = o.replicas;
   schedule_options.nodes = 3;
+  schedule_options.only = o.faults;
   const auto schedule = make_schedule(o.seed, schedule_options);
   {
     std::ofstream plan(o.out_dir + "/schedule.txt", std::ios::trunc);
@@ -711,6 +716,10 @@ int run_chaos(const RunOptions& o) {
   auto summary = to_json(verdict);
   summary["seed"] = o.seed;
   summary["seconds"] = o.length.count();
+  if (!o.faults.empty()) {
+    auto& only = summary["fault_kinds"] = nlohmann::json::array();
+    for (FaultKind kind : o.faults) only.push_back(fault_kind_name(kind));
+  }
   summary["replicas"] = o.replicas;
   summary["ack_wait_ms"] = o.ack_wait.count();
   summary["heartbeat_ms"] = o.heartbeat.count();

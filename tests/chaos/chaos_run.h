@@ -10,6 +10,7 @@
 
 #include "chaos/checker.h"
 #include "chaos/history.h"
+#include "chaos/schedule.h"
 #include "nats/jetstream_api.h"
 
 namespace natsfleet::chaos {
@@ -26,6 +27,7 @@ struct RunOptions {
   int keys = 0;
   int partitions = 16;
   bool debug_log = false;   // the replicas log each message's path (log_level = "debug")
+  std::set<FaultKind> faults;  // the kinds injected; empty: every kind
   std::string out_dir;      // created; history, summary.json, timeline.png, replica logs
   std::string natsfleet;    // the natsfleet binary
   std::string nats_server;  // the nats-server binary name or path

@@ -65,8 +65,11 @@ milliseconds length_of(FaultKind kind, std::mt19937_64& random, milliseconds ack
 }
 
 void fill_lane(std::vector<ScheduledFault>& out, std::mt19937_64& random,
-               const ScheduleOptions& options, const std::vector<Weighted>& kinds, int targets,
+               const ScheduleOptions& options, std::vector<Weighted> kinds, int targets,
                milliseconds first) {
+  if (!options.only.empty())
+    std::erase_if(kinds, [&](const Weighted& k) { return !options.only.contains(k.kind); });
+  if (kinds.empty()) return;
   milliseconds at = first;
   while (at < options.length) {
     ScheduledFault fault;
@@ -108,6 +111,14 @@ const char* fault_kind_name(FaultKind kind) {
       return "consumer-delete";
   }
   return "?";
+}
+
+std::optional<FaultKind> fault_kind_named(const std::string& name) {
+  for (int i = 0; i < kFaultKinds; ++i) {
+    const auto kind = static_cast<FaultKind>(i);
+    if (name == fault_kind_name(kind)) return kind;
+  }
+  return std::nullopt;
 }
 
 bool is_broker_fault(FaultKind kind) {

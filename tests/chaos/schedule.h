@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,8 @@ enum class FaultKind {
 inline constexpr int kFaultKinds = 11;
 
 const char* fault_kind_name(FaultKind kind);
+// The kind named `name` ("replica-kill", ...), if any.
+std::optional<FaultKind> fault_kind_named(const std::string& name);
 bool is_broker_fault(FaultKind kind);
 
 struct ScheduledFault {
@@ -41,6 +45,8 @@ struct ScheduleOptions {
   std::chrono::milliseconds ack_wait{std::chrono::seconds(4)};
   int replicas = 3;
   int nodes = 3;
+  // The kinds drawn; empty: every kind. A lane left with none of its kinds stays quiet.
+  std::set<FaultKind> only;
 };
 
 // Sorted by start. Deterministic for a given seed and options.

@@ -63,5 +63,17 @@ TEST(Schedule, PausesOutlastAckWait) {
   }
 }
 
+TEST(Schedule, OnlyTheKindsAskedForAreDrawnAndAnEmptyLaneStaysQuiet) {
+  ScheduleOptions o;
+  o.length = 10min;
+  o.only = {FaultKind::replica_kill};
+  const auto plan = make_schedule(7, o);
+  ASSERT_GT(plan.size(), 20u);
+  for (const auto& f : plan) EXPECT_EQ(f.kind, FaultKind::replica_kill) << describe(f);
+  EXPECT_EQ(fault_kind_named("replica-kill"), FaultKind::replica_kill);
+  EXPECT_EQ(fault_kind_named("consumer-delete"), FaultKind::consumer_delete);
+  EXPECT_FALSE(fault_kind_named("replica_kill"));
+}
+
 }  // namespace
 }  // namespace natsfleet::chaos
