@@ -32,9 +32,7 @@ struct Source {
   std::string stream;
 };
 
-bool no_message(const Error& error) {
-  return error.is_jetstream(nats::kJsNoMessageFound);
-}
+bool no_message(const Error& error) { return error.is_jetstream(nats::kJsNoMessageFound); }
 
 // A failed call once the connection was up, in words that say what happened.
 std::string broker_trouble(const Error& error, const std::string& servers,

@@ -60,6 +60,11 @@ uint64_t HandledMessages::oldest_since(Clock::time_point at) const {
   return oldest;
 }
 
+std::vector<HandledMessages::Key> HandledMessages::keys() const {
+  std::lock_guard lock(mu_);
+  return {order_.begin(), order_.end()};
+}
+
 uint64_t HandledMessages::oldest() const {
   std::lock_guard lock(mu_);
   uint64_t oldest = 0;
@@ -106,6 +111,30 @@ std::string handled_question(int partition, const std::vector<int64_t>& stored_n
   std::string text = std::to_string(partition);
   for (int64_t ns : stored_ns) fmt::format_to(std::back_inserter(text), " {}", ns);
   return text;
+}
+
+std::string catch_up_question(int partition) { return std::to_string(partition) + " all"; }
+
+bool is_catch_up_question(std::string_view text) { return text.ends_with(" all"); }
+
+std::string catch_up_answer(int partition, const std::vector<HandledMessages::Key>& keys) {
+  std::string text = std::to_string(partition);
+  for (const auto& key : keys)
+    fmt::format_to(std::back_inserter(text), " {} {}", key.seq, key.stored_ns);
+  return text;
+}
+
+bool parse_catch_up_answer(std::string_view text, int& partition,
+                           std::vector<HandledMessages::Key>& keys) {
+  const auto numbers = parse_number_list(text);
+  if (!numbers || numbers->size() % 2 != 1 || numbers->front() < 0) return false;
+  partition = static_cast<int>(numbers->front());
+  keys.clear();
+  for (size_t i = 1; i + 1 < numbers->size(); i += 2) {
+    if ((*numbers)[i] <= 0 || (*numbers)[i + 1] <= 0) return false;
+    keys.push_back({static_cast<uint64_t>((*numbers)[i]), (*numbers)[i + 1]});
+  }
+  return true;
 }
 
 std::optional<std::vector<int64_t>> parse_number_list(std::string_view text) {

@@ -64,6 +64,8 @@ class HandledMessages {
   uint64_t oldest() const;
   // The lowest stream sequence remembered at or after `at` (0: none).
   uint64_t oldest_since(Clock::time_point at) const;
+  // Every message remembered, oldest first.
+  std::vector<Key> keys() const;
 
  private:
   struct Entry {
@@ -99,6 +101,13 @@ bool parse_handled_notice(std::string_view text, int& partition, HandledMessages
 // What a replica asks its peers about messages it found no record of: "<partition> <stored ns>
 // ...". Each answers with the stored times it knows as handled: "<stored ns> ...".
 std::string handled_question(int partition, const std::vector<int64_t>& stored_ns);
+// What a replica that may have missed notices asks its peers: "<partition> all". Each answers
+// with every message of the partition it remembers: "<partition> <seq> <stored ns> ...".
+std::string catch_up_question(int partition);
+bool is_catch_up_question(std::string_view text);
+std::string catch_up_answer(int partition, const std::vector<HandledMessages::Key>& keys);
+bool parse_catch_up_answer(std::string_view text, int& partition,
+                           std::vector<HandledMessages::Key>& keys);
 // Whole numbers separated by single spaces ("" is none); nullopt when any token is not one.
 std::optional<std::vector<int64_t>> parse_number_list(std::string_view text);
 

@@ -140,6 +140,7 @@ OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& conte
                                          .time_since_epoch()
                                          .count();
                   part.check = true;
+                  request_catch_up();
                   ctx_.log->debug(
                       "work {}: partition {}: its consumer changed (a new leader, made anew, or "
                       "recovered); the next message handled here has the stream checked for "
@@ -215,8 +216,18 @@ void OrderedWork::run() {
   // Peers ask what this replica handled: how far in a partition (to recreate its consumer), or
   // which of some messages (to tell a passed-over message from one whose notice was lost).
   auto answering = ctx_.connection->subscribe(floor_subject_, "", [this](nats::InboundMessage&& m) {
+    if (m.reply.empty()) return;
+    if (is_catch_up_question(m.data)) {
+      const auto partition =
+          base::parse_number<int>(std::string_view(m.data).substr(0, m.data.find(' ')));
+      if (!partition || *partition < 0 || *partition >= plan_.partitions()) return;
+      (void)ctx_.connection->publish(
+          m.reply,
+          catch_up_answer(*partition, state_[static_cast<size_t>(*partition)].handled.keys()));
+      return;
+    }
     const auto question = parse_number_list(m.data);
-    if (!question || question->empty() || m.reply.empty()) return;
+    if (!question || question->empty()) return;
     const int64_t partition = question->front();
     if (partition < 0 || partition >= plan_.partitions()) return;
     if (question->size() == 1) {
@@ -259,7 +270,10 @@ void OrderedWork::run() {
 }
 
 void OrderedWork::connection_changed(bool connected) {
-  if (connected) reconnected_at_ = HandledMessages::Clock::now().time_since_epoch().count();
+  if (connected) {
+    reconnected_at_ = HandledMessages::Clock::now().time_since_epoch().count();
+    request_catch_up();
+  }
   {
     std::lock_guard lock(mu_);
     connected_ = connected;
@@ -300,6 +314,10 @@ void OrderedWork::wait_handlers() {
 Disposition OrderedWork::handle(int partition, const Message& message) {
   Partition& part = state_[static_cast<size_t>(partition)];
   const uint64_t seq = message.stream_seq();
+  if (catching_up_.load() && !handled_anywhere(message)) {
+    std::unique_lock lock(mu_);
+    caught_up_.wait_for(lock, 2 * kFloorWindow, [&] { return !catching_up_.load() || stopping_; });
+  }
   Repeat repeat = is_repeat(part.handled, part.handled_to.load(), message);
   if (repeat == Repeat::no)
     if (auto by = handled_anywhere(message))  // delivered under another partition's consumer
@@ -380,13 +398,59 @@ void OrderedWork::check_loop() {
     PassedOverCheck check;
     {
       std::unique_lock lock(mu_);
-      wake_.wait(lock, [&] { return stopping_ || !checks_.empty(); });
+      wake_.wait(lock, [&] { return stopping_ || catch_up_wanted_ || !checks_.empty(); });
       if (stopping_) return;
+      if (catch_up_wanted_) {
+        catch_up_wanted_ = false;
+        lock.unlock();
+        catch_up();
+        lock.lock();
+        if (!catch_up_wanted_) {
+          catching_up_ = false;
+          caught_up_.notify_all();
+        }
+        continue;
+      }
       check = std::move(checks_.front());
       checks_.pop_front();
     }
     report_passed_over(check);
   }
+}
+
+void OrderedWork::request_catch_up() {
+  std::lock_guard lock(mu_);
+  catch_up_wanted_ = true;
+  catching_up_ = true;
+  wake_.notify_all();
+}
+
+void OrderedWork::catch_up() {
+  std::atomic<size_t> learned{0};
+  auto on_answer = [&](nats::InboundMessage&& m) {
+    int partition = 0;
+    std::vector<HandledMessages::Key> keys;
+    if (!parse_catch_up_answer(m.data, partition, keys) || partition >= plan_.partitions()) return;
+    HandledMessages& handled = state_[static_cast<size_t>(partition)].handled;
+    // Older than anything remembered here: taking it in would push out newer records.
+    const uint64_t oldest = handled.oldest();
+    for (const auto& key : keys) {
+      if (key.seq < oldest || handled.contains(key)) continue;
+      handled.remember(key, Handler::peer);
+      ++learned;
+    }
+  };
+  const std::string inbox = ctx_.connection->new_inbox();
+  auto answers = ctx_.connection->subscribe(inbox, "", on_answer);
+  if (!answers) return;
+  bool asked = false;
+  for (int p = 0; p < plan_.partitions(); ++p)
+    asked = ctx_.connection->publish(floor_subject_, catch_up_question(p), inbox).ok() || asked;
+  if (asked) std::this_thread::sleep_for(kFloorWindow);  // every live replica answers once
+  answers.value().reset();                               // no callback runs past this
+  ctx_.log->debug(
+      "work {}: caught up with the live replicas: {} handled messages not heard of before",
+      spec_.name, learned.load());
 }
 
 std::set<int64_t> OrderedWork::handled_by_peers(int partition,

@@ -80,7 +80,13 @@ class OrderedWork final : public Supervised {
 
   void run();  // the probe, then the partitions start
   Disposition handle(int partition, const Message& message);
-  void check_loop();  // checker_: makes the queued checks, one at a time
+  void check_loop();  // checker_: catches up and makes the queued checks, one at a time
+  // This replica may have missed peers' notices (its link came back, or a partition's consumer
+  // changed: a new leader can deliver again what was handled while this replica did not hear).
+  // checker_ asks every live replica for all it remembers; meanwhile, a message not known as
+  // handled waits for the answers before it is handled.
+  void request_catch_up();
+  void catch_up();
   // Reports (an error line, the passed_over counter) the partition's stored messages since
   // shortly before its consumer changed that no replica is known to have handled, after asking
   // the live replicas about them. Reports only: nothing is handled or held for it.
@@ -117,7 +123,7 @@ class OrderedWork final : public Supervised {
   // handled (handled_by_peers).
   const std::string floor_subject_;
   std::unique_ptr<nats::Subscription> floor_answers_;
-  const std::string handled_subject_;                  // "<partition> <seq> <stored ns>" notices
+  const std::string handled_subject_;  // "<partition> <seq> <stored ns>" notices
   std::unique_ptr<nats::Subscription> handled_notices_;
 
   std::thread thread_;
@@ -125,6 +131,9 @@ class OrderedWork final : public Supervised {
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::deque<PassedOverCheck> checks_;  // at most one per partition (Partition::check)
+  bool catch_up_wanted_ = false;
+  std::atomic<bool> catching_up_{false};  // from request_catch_up() until the answers are in
+  std::condition_variable caught_up_;
   bool stopping_ = false;
   bool connected_ = false;
   bool started_partitions_ = false;

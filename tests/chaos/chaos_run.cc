@@ -484,7 +484,8 @@ int run_chaos(const RunOptions& o) {
   fs::create_directories(o.out_dir);
   const RunClock setup_clock;
   std::string kinds;
-  for (FaultKind kind : o.faults) kinds += std::string(kinds.empty() ? "" : ",") + fault_kind_name(kind);
+  for (FaultKind kind : o.faults)
+    kinds += std::string(kinds.empty() ? "" : ",") + fault_kind_name(kind);
   say(setup_clock, "seed " + std::to_string(o.seed) + ", " + std::to_string(o.length.count()) +
                        " s, " + std::to_string(o.replicas) + " replicas, faults " +
                        (kinds.empty() ? std::string("of every kind") : kinds) + ", run folder " +

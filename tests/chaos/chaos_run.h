@@ -26,11 +26,11 @@ struct RunOptions {
   // work is ordering = "per-key" over `partitions`, and the checker checks each key's order.
   int keys = 0;
   int partitions = 16;
-  bool debug_log = false;   // the replicas log each message's path (log_level = "debug")
+  bool debug_log = false;      // the replicas log each message's path (log_level = "debug")
   std::set<FaultKind> faults;  // the kinds injected; empty: every kind
-  std::string out_dir;      // created; history, summary.json, timeline.png, replica logs
-  std::string natsfleet;    // the natsfleet binary
-  std::string nats_server;  // the nats-server binary name or path
+  std::string out_dir;         // created; history, summary.json, timeline.png, replica logs
+  std::string natsfleet;       // the natsfleet binary
+  std::string nats_server;     // the nats-server binary name or path
 };
 
 // The stall bound and the blame window, from the run's settings and faults. A message held by a

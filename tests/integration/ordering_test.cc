@@ -547,13 +547,13 @@ TEST(OrderedWork, AMessageAPeerSaysItHandledIsNotReportedAsPassedOver) {
   // The peer: it handled k1:2, and answers questions about it.
   std::atomic<int64_t> peer_handled{0};
   std::atomic<int> asked{0};
-  auto peer = f.admin.connection().subscribe(
-      "natsfleet.floor.orders", "", [&](nats::InboundMessage&& m) {
+  auto peer =
+      f.admin.connection().subscribe("natsfleet.floor.orders", "", [&](nats::InboundMessage&& m) {
         auto question = fleet::parse_number_list(m.data);
         if (!question || question->size() < 2 || m.reply.empty()) return;
         ++asked;
-        const bool knows = std::find(question->begin() + 1, question->end(),
-                                     peer_handled.load()) != question->end();
+        const bool knows = std::find(question->begin() + 1, question->end(), peer_handled.load()) !=
+                           question->end();
         (void)f.admin.connection().publish(m.reply,
                                            knows ? std::to_string(peer_handled.load()) : "");
       });
@@ -580,6 +580,49 @@ TEST(OrderedWork, AMessageAPeerSaysItHandledIsNotReportedAsPassedOver) {
   EXPECT_EQ(asked.load(), 1);
   EXPECT_EQ(f.fleet.health().subscriptions.at(0).passed_over, 0u);
   EXPECT_FALSE(log->contains("its consumer delivered stream sequence"));
+  f.fleet.shutdown(5s);
+  log->uninstall();
+}
+
+// A replica that did not hear a peer's notice (its link was cut, say) asks the live replicas for
+// all they remember when its partition's consumer changes, before it handles what the new
+// consumer delivers: a message the peer handled, delivered here again as new, is acked without
+// the handler. Here the consumer is made anew from a message the peer handled.
+TEST(OrderedWork, AfterItsConsumerChangesAReplicaCatchesUpWithWhatPeersHandled) {
+  auto log = LogLines::install();
+  OrderedFleetHoldingOne f("k1:0");
+  const int p = f.plan.partition_of("k1");
+  const std::string partition = fleet::partition_consumer("orders", p);
+  std::atomic<uint64_t> peer_seq{0};
+  std::atomic<int64_t> peer_ns{0};
+  auto peer =
+      f.admin.connection().subscribe("natsfleet.floor.orders", "", [&](nats::InboundMessage&& m) {
+        if (!fleet::is_catch_up_question(m.data) || m.reply.empty() || peer_seq.load() == 0) return;
+        if (m.data != fleet::catch_up_question(p)) return;
+        (void)f.admin.connection().publish(
+            m.reply, fleet::catch_up_answer(p, {{peer_seq.load(), peer_ns.load()}}));
+      });
+  ASSERT_TRUE(peer);
+  ASSERT_TRUE(f.start());
+  f.admin.publish("orders.k1", "k1:0");
+  ASSERT_TRUE(f.wait_seen(1));
+  const uint64_t seq = f.admin.publish("orders.k1", "k1:1");  // the peer handled it: no notice
+  auto stored = f.admin.api().get_message("ORDERS", seq);
+  ASSERT_TRUE(stored) << stored.error().describe();
+  peer_ns = stored_ns(stored->time);
+  peer_seq = seq;
+  f.admin.delete_consumer("ORDERS", partition);
+  ASSERT_TRUE(f.admin.api().create_consumer(
+      "ORDERS",
+      fleet::config_starting_at(fleet::partition_spec(f.spec, f.plan, p), seq, partition)));
+  ASSERT_TRUE(wait_for(
+      [&] { return log->contains("partition " + std::to_string(p) + ": its consumer changed"); },
+      10s));
+  f.release();
+  f.admin.publish("orders.k1", "k1:2");
+  ASSERT_TRUE(wait_for([&] { return f.saw("k1:2"); }, 20s));
+  EXPECT_EQ(f.seen(), (std::vector<std::string>{"k1:0", "k1:2"})) << "k1:1 handled again here";
+  EXPECT_EQ(f.fleet.health().subscriptions.at(0).repeats_skipped, 1u);
   f.fleet.shutdown(5s);
   log->uninstall();
 }

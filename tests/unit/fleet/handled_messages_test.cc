@@ -213,6 +213,26 @@ TEST(HandledMessages, TheNewestHandledBeforeAMomentIsKnown) {
   EXPECT_EQ(handled.oldest_since(t0 + std::chrono::seconds(3)), 0u);
 }
 
+TEST(HandledQuestion, CatchingUpAskedAndReadBack) {
+  EXPECT_EQ(catch_up_question(5), "5 all");
+  EXPECT_TRUE(is_catch_up_question("5 all"));
+  EXPECT_FALSE(is_catch_up_question("5 17"));
+  const std::string answer =
+      catch_up_answer(5, {{17, 1700000000000000001}, {19, 1700000000000000002}});
+  EXPECT_EQ(answer, "5 17 1700000000000000001 19 1700000000000000002");
+  int partition = -1;
+  std::vector<HandledMessages::Key> keys;
+  ASSERT_TRUE(parse_catch_up_answer(answer, partition, keys));
+  EXPECT_EQ(partition, 5);
+  EXPECT_EQ(keys, (std::vector<HandledMessages::Key>{{17, 1700000000000000001},
+                                                     {19, 1700000000000000002}}));
+  ASSERT_TRUE(parse_catch_up_answer("5", partition, keys)) << "a peer that remembers nothing";
+  EXPECT_TRUE(keys.empty());
+  EXPECT_FALSE(parse_catch_up_answer("5 17", partition, keys)) << "half a pair";
+  EXPECT_FALSE(parse_catch_up_answer("5 0 12", partition, keys));
+  EXPECT_FALSE(parse_catch_up_answer("-1", partition, keys));
+}
+
 TEST(HandledQuestion, AskedAndReadBack) {
   EXPECT_EQ(handled_question(3, {1700000000000000001, 42}), "3 1700000000000000001 42");
   EXPECT_EQ(parse_number_list("3 1700000000000000001 42"),
