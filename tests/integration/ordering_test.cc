@@ -427,6 +427,17 @@ class OrderedFleetHoldingOne {
     std::lock_guard lock(mu_);
     return seen_;
   }
+  // The partition consumer of `key` deleted and made anew by someone else, starting at stream
+  // sequence `from` (what is stored before it is never delivered).
+  ::testing::AssertionResult remake_consumer(const std::string& key, uint64_t from) {
+    const int p = plan.partition_of(key);
+    const std::string name = fleet::partition_consumer("orders", p);
+    admin.delete_consumer("ORDERS", name);
+    auto made = admin.api().create_consumer(
+        "ORDERS", fleet::config_starting_at(fleet::partition_spec(spec, plan, p), from, name));
+    if (!made) return ::testing::AssertionFailure() << made.error().describe();
+    return ::testing::AssertionSuccess();
+  }
 
   fleet::PartitionPlan plan;
   NatsServer server;
@@ -511,16 +522,12 @@ TEST(OrderedWork, AMessageThePartitionsConsumerPassedOverIsReported) {
   OrderedFleetHoldingOne f("k1:1");
   ASSERT_TRUE(f.start());
   const int p = f.plan.partition_of("k1");
-  const std::string partition = fleet::partition_consumer("orders", p);
   f.admin.publish("orders.k1", "k1:0");
   f.admin.publish("orders.k1", "k1:1");  // held by its handler
   ASSERT_TRUE(f.wait_seen(2));
   const uint64_t passed = f.admin.publish("orders.k1", "k1:2");
   // The consumer made anew from after k1:2: nothing will deliver it.
-  f.admin.delete_consumer("ORDERS", partition);
-  ASSERT_TRUE(f.admin.api().create_consumer(
-      "ORDERS",
-      fleet::config_starting_at(fleet::partition_spec(f.spec, f.plan, p), passed + 1, partition)));
+  ASSERT_TRUE(f.remake_consumer("k1", passed + 1));
   // The replica's next consumer info poll finds it made anew.
   ASSERT_TRUE(wait_for(
       [&] { return log->contains("partition " + std::to_string(p) + ": its consumer changed"); },
@@ -543,7 +550,6 @@ TEST(OrderedWork, AMessageAPeerSaysItHandledIsNotReportedAsPassedOver) {
   auto log = LogLines::install();
   OrderedFleetHoldingOne f("k1:1");
   const int p = f.plan.partition_of("k1");
-  const std::string partition = fleet::partition_consumer("orders", p);
   // The peer: it handled k1:2, and answers questions about it.
   std::atomic<int64_t> peer_handled{0};
   std::atomic<int> asked{0};
@@ -566,10 +572,7 @@ TEST(OrderedWork, AMessageAPeerSaysItHandledIsNotReportedAsPassedOver) {
   auto stored = f.admin.api().get_message("ORDERS", passed);
   ASSERT_TRUE(stored) << stored.error().describe();
   peer_handled = stored_ns(stored->time);
-  f.admin.delete_consumer("ORDERS", partition);
-  ASSERT_TRUE(f.admin.api().create_consumer(
-      "ORDERS",
-      fleet::config_starting_at(fleet::partition_spec(f.spec, f.plan, p), passed + 1, partition)));
+  ASSERT_TRUE(f.remake_consumer("k1", passed + 1));
   ASSERT_TRUE(wait_for(
       [&] { return log->contains("partition " + std::to_string(p) + ": its consumer changed"); },
       10s));
@@ -592,7 +595,6 @@ TEST(OrderedWork, AfterItsConsumerChangesAReplicaCatchesUpWithWhatPeersHandled) 
   auto log = LogLines::install();
   OrderedFleetHoldingOne f("k1:0");
   const int p = f.plan.partition_of("k1");
-  const std::string partition = fleet::partition_consumer("orders", p);
   std::atomic<uint64_t> peer_seq{0};
   std::atomic<int64_t> peer_ns{0};
   auto peer =
@@ -611,10 +613,7 @@ TEST(OrderedWork, AfterItsConsumerChangesAReplicaCatchesUpWithWhatPeersHandled) 
   ASSERT_TRUE(stored) << stored.error().describe();
   peer_ns = stored_ns(stored->time);
   peer_seq = seq;
-  f.admin.delete_consumer("ORDERS", partition);
-  ASSERT_TRUE(f.admin.api().create_consumer(
-      "ORDERS",
-      fleet::config_starting_at(fleet::partition_spec(f.spec, f.plan, p), seq, partition)));
+  ASSERT_TRUE(f.remake_consumer("k1", seq));
   ASSERT_TRUE(wait_for(
       [&] { return log->contains("partition " + std::to_string(p) + ": its consumer changed"); },
       10s));
