@@ -15,7 +15,60 @@
 
 namespace natsfleet::nats {
 
+class Graves {
+ public:
+  void set_connection(natsConnection* nc) { nc_ = nc; }
+
+  // `sub` is unsubscribed: frees it, with every one waiting, once nats.c's reader has passed
+  // whatever was sent before; keeps them all when that cannot be known now.
+  void bury(natsSubscription* sub) {
+    std::vector<natsSubscription*> due;
+    {
+      std::lock_guard lock(mu_);
+      if (reader_gone_) {
+        natsSubscription_Destroy(sub);
+        return;
+      }
+      due.swap(waiting_);
+    }
+    due.push_back(sub);
+    // Every one in `due` was unsubscribed before this PING left; its PONG comes after anything
+    // the broker sent them, and the one reader thread handles both in order.
+    if (natsConnection_Status(nc_) == NATS_CONN_STATUS_CONNECTED &&
+        natsConnection_FlushTimeout(nc_, kFlushTimeout.count()) == NATS_OK) {
+      for (natsSubscription* s : due) natsSubscription_Destroy(s);
+      return;
+    }
+    std::lock_guard lock(mu_);
+    if (reader_gone_) {
+      for (natsSubscription* s : due) natsSubscription_Destroy(s);
+      return;
+    }
+    waiting_.insert(waiting_.end(), due.begin(), due.end());
+  }
+
+  // The connection is closed and its reader thread joined: nothing reads a subscription now.
+  void reader_gone() {
+    std::vector<natsSubscription*> due;
+    {
+      std::lock_guard lock(mu_);
+      reader_gone_ = true;
+      due.swap(waiting_);
+    }
+    for (natsSubscription* s : due) natsSubscription_Destroy(s);
+  }
+
+ private:
+  static constexpr std::chrono::milliseconds kFlushTimeout{1000};
+
+  natsConnection* nc_ = nullptr;
+  std::mutex mu_;
+  bool reader_gone_ = false;
+  std::vector<natsSubscription*> waiting_;
+};
+
 struct Connection::Shared {
+  std::shared_ptr<Graves> graves = std::make_shared<Graves>();
   ConnectOptions options;
   ConnectionEvents events;
   natsConnection* nc = nullptr;
@@ -225,12 +278,12 @@ class Subscription::Slot {
   std::atomic<std::thread::id> delivering_thread_{};
 };
 
-Subscription::Subscription(void* handle, std::shared_ptr<Slot> slot)
-    : handle_(handle), slot_(std::move(slot)) {}
+Subscription::Subscription(void* handle, std::shared_ptr<Slot> slot, std::shared_ptr<Graves> graves)
+    : handle_(handle), slot_(std::move(slot)), graves_(std::move(graves)) {}
 
 Subscription::~Subscription() {
   unsubscribe();
-  natsSubscription_Destroy(static_cast<natsSubscription*>(handle_));
+  graves_->bury(static_cast<natsSubscription*>(handle_));
 }
 
 void Subscription::unsubscribe() {
@@ -304,6 +357,7 @@ Result<std::unique_ptr<Connection>> Connection::open(const ConnectOptions& optio
     return status_error(s, "connect");
   }
   shared->nc = nc;
+  shared->graves->set_connection(nc);
   // The first connect within natsConnection_Connect fires no callback: report it ourselves.
   if (s == NATS_OK && shared->events.connected) guarded("connected", shared->events.connected);
   return std::unique_ptr<Connection>(new Connection(std::move(shared)));
@@ -311,6 +365,7 @@ Result<std::unique_ptr<Connection>> Connection::open(const ConnectOptions& optio
 
 Connection::~Connection() {
   shutdown(std::chrono::milliseconds(0));
+  shared_->graves->reader_gone();
   natsConnection_Destroy(shared_->nc);
 }
 
@@ -407,7 +462,7 @@ Result<std::unique_ptr<Subscription>> Connection::subscribe_batches(const std::s
   // without bound.
   (void)natsSubscription_SetPendingLimits(sub, kPendingMessagesLimit, kPendingBytesLimit);
   (void)natsSubscription_SetOnCompleteCB(sub, Subscription::Slot::on_complete, closure);
-  return std::make_unique<Subscription>(sub, std::move(slot));
+  return std::make_unique<Subscription>(sub, std::move(slot), shared_->graves);
 }
 
 std::string Connection::new_inbox() const {

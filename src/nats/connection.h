@@ -66,11 +66,19 @@ using BatchCallback = std::function<void(std::vector<InboundMessage>&)>;
 
 enum class ConnectionState { connecting, connected, reconnecting, closed, draining };
 
+// Unsubscribed nats.c subscriptions waiting to be freed (see Subscription).
+class Graves;
+
 class Subscription {
  public:
   class Slot;
-  Subscription(void* handle, std::shared_ptr<Slot> slot);
-  // Unsubscribes; after it returns the callback is never called again.
+  Subscription(void* handle, std::shared_ptr<Slot> slot, std::shared_ptr<Graves> graves);
+  // Unsubscribes; after it returns the callback is never called again. nats.c before 3.6 (Debian
+  // 12 has 3.4) reads a subscription it looked up for an inbound message after letting go of the
+  // lock that guards the lookup: freed meanwhile, it aborts the process (nats.c issue 637). So
+  // the nats.c subscription is freed only after a PING sent after the unsubscribe has its PONG
+  // (the reader has passed every message before it), or once the connection is closed; until
+  // then it waits in Graves, and the next subscription dropped with the link up frees it.
   ~Subscription();
   Subscription(const Subscription&) = delete;
   Subscription& operator=(const Subscription&) = delete;
@@ -81,6 +89,7 @@ class Subscription {
  private:
   void* handle_;  // natsSubscription*
   std::shared_ptr<Slot> slot_;
+  std::shared_ptr<Graves> graves_;
 };
 
 class Connection {

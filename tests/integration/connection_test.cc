@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/nats_server.h"
@@ -155,6 +156,39 @@ TEST(ConnectionBatches, ThePerMessageFormSeesEveryMessageInOrder) {
       10s));
   std::lock_guard lock(mu);
   for (int i = 0; i < 500; ++i) EXPECT_EQ(seen[static_cast<size_t>(i)], std::to_string(i));
+}
+
+// nats.c 3.4 (Debian 12's) looks a subscription up for an inbound message, lets go of the lock
+// that guards the lookup, copies the message, then locks the subscription: one freed meanwhile
+// aborts the process (nats.c #637, fixed in 3.6). Dropped while large messages pour in, each
+// subscription here is freed only once the reader has passed every message sent before its
+// unsubscribe.
+TEST(ConnectionSubscriptions, DroppedWhileLargeMessagesPourInTheyNeverCrashTheReader) {
+  NatsServer server;
+  auto publisher = connect(server);
+  auto conn = connect(server);
+  std::atomic<bool> stop{false};
+  std::thread pour([&] {
+    const std::string payload(256 * 1024, 'x');
+    while (!stop.load()) (void)publisher->publish("churn.x", payload);
+  });
+  constexpr int kRounds = 300;
+  int heard_in = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    std::atomic<int> got{0};
+    auto sub = conn->subscribe("churn.x", "", [&](nats::InboundMessage&&) { ++got; });
+    ASSERT_TRUE(sub) << sub.error().describe();
+    if (wait_for([&] { return got.load() > 0; }, 2s)) ++heard_in;
+  }
+  stop = true;
+  pour.join();
+  EXPECT_GT(heard_in, kRounds / 2) << "messages were pouring in while subscriptions were dropped";
+  std::atomic<int> got{0};
+  auto sub = conn->subscribe("churn.after", "", [&](nats::InboundMessage&&) { ++got; });
+  ASSERT_TRUE(sub) << sub.error().describe();
+  ASSERT_TRUE(conn->flush(5s));
+  ASSERT_TRUE(publisher->publish("churn.after", "still here"));
+  EXPECT_TRUE(wait_for([&] { return got.load() == 1; }, 10s));
 }
 
 }  // namespace

@@ -9,9 +9,13 @@
 // With --key-token the work is ordered per key, and each line starts with the monotonic clock
 // (nanoseconds, comparable across processes on one machine) at which it was handled.
 // --handle-ms makes each handler take that long, after its line is written. With --down-while
-// the downstream is down (Disposition::retry, nothing written) while FILE exists.
+// the downstream is down (Disposition::retry, nothing written) while FILE exists. With
+// NATSFLEET_REPLICA_DEBUG set in the environment it logs at debug level.
+#include <spdlog/spdlog.h>
+
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -57,6 +61,8 @@ int main(int argc, char** argv) {
     else if (a == "--down-while")
       down_while = next();
   }
+  if (std::getenv("NATSFLEET_REPLICA_DEBUG"))
+    spdlog::default_logger()->set_level(spdlog::level::debug);
   std::mutex mu;
   std::ofstream file(out, std::ios::app);
   natsfleet::Fleet fleet(natsfleet::testing::fast_options({server}, "replica-process"));
