@@ -852,6 +852,7 @@ bool needs_broker_fence(Clock::time_point pulled_at, bool probe, Clock::time_poi
 }
 
 bool ConsumerSubscription::admit(Clock::time_point pulled_at, const Message& message, bool probe) {
+  if (fencing_.before_admit) fencing_.before_admit(message);
   if (fencing_.slots) fencing_.slots->acquire();
   if (!fencing_.latest_delivery) return true;
   const Clock::time_point link_changed{Clock::duration(link_changed_.load())};

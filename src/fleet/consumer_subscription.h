@@ -88,11 +88,16 @@ struct ReplicaOptions {
 // `consumer_changed`, called when a consumer info poll finds the consumer led by another server
 // than the last poll did, or made anew, and after each recovery: the consumer may have passed
 // over messages meanwhile (fleet/handled_messages.h).
+//
+// `before_admit`, called with each delivery before its slot and the check above: what may wait
+// (ordered work waits there for what the live replicas handled) waits before the check, so a
+// pause meanwhile is caught by it.
 struct Fencing {
   bool latest_delivery = false;
   std::counting_semaphore<>* slots = nullptr;
   std::function<uint64_t()> fleet_floor;
   std::function<void()> consumer_changed;
+  std::function<void(const Message&)> before_admit;
 };
 
 // Whether a delivery needs the broker's word that it is still this replica's (see Fencing):

@@ -146,7 +146,14 @@ OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& conte
                       "recovered); the next message handled here has the stream checked for "
                       "messages it passed over",
                       spec_.name, p);
-                }}));
+                },
+            .before_admit = [this](const Message& m) { wait_for_catch_up(m); }}));
+}
+
+void OrderedWork::wait_for_catch_up(const Message& message) {
+  if (!catching_up_.load() || handled_anywhere(message)) return;
+  std::unique_lock lock(mu_);
+  caught_up_.wait_for(lock, 2 * kFloorWindow, [&] { return !catching_up_.load() || stopping_; });
 }
 
 uint64_t OrderedWork::fleet_floor(int partition) {
@@ -314,10 +321,6 @@ void OrderedWork::wait_handlers() {
 Disposition OrderedWork::handle(int partition, const Message& message) {
   Partition& part = state_[static_cast<size_t>(partition)];
   const uint64_t seq = message.stream_seq();
-  if (catching_up_.load() && !handled_anywhere(message)) {
-    std::unique_lock lock(mu_);
-    caught_up_.wait_for(lock, 2 * kFloorWindow, [&] { return !catching_up_.load() || stopping_; });
-  }
   Repeat repeat = is_repeat(part.handled, part.handled_to.load(), message);
   if (repeat == Repeat::no)
     if (auto by = handled_anywhere(message))  // delivered under another partition's consumer

@@ -87,6 +87,9 @@ class OrderedWork final : public Supervised {
   // handled waits for the answers before it is handled.
   void request_catch_up();
   void catch_up();
+  // Fencing::before_admit: a message not known as handled waits (2 x kFloorWindow at most) while
+  // a catch-up runs, before its delivery is checked as still this replica's.
+  void wait_for_catch_up(const Message& message);
   // Reports (an error line, the passed_over counter) the partition's stored messages since
   // shortly before its consumer changed that no replica is known to have handled, after asking
   // the live replicas about them. Reports only: nothing is handled or held for it.

@@ -679,8 +679,11 @@ TEST(OrderedWork, AHeldMessageTakenOverIsNotHandledWhenTheDownstreamIsBack) {
   taker->shutdown(5s);
   taker.reset();
 
+  // The holder's downstream came back while it was paused: whether it held k1:0 (failed, kept
+  // for a retry) or was waiting to handle it (for a catch-up with its peers), it must find out
+  // the message is no longer its own before handing it to the handler.
+  std::remove(down.c_str());
   ASSERT_TRUE(holder->signal(SIGCONT));
-  std::remove(down.c_str());  // the holder's downstream is back
   admin.publish("orders.k1", "k1:2");
   auto lines = [&] {
     std::vector<std::string> data;
@@ -692,7 +695,10 @@ TEST(OrderedWork, AHeldMessageTakenOverIsNotHandledWhenTheDownstreamIsBack) {
         auto l = lines();
         return std::find(l.begin(), l.end(), "k1:2") != l.end();
       },
-      30s));
+      30s))
+      << "the holder " << (holder->running() ? "runs, state " : "is gone: ")
+      << (holder->running() ? std::string(1, testing::process_state(holder->pid()))
+                            : holder->peek_exit().value_or("?"));
   EXPECT_EQ(lines(), std::vector<std::string>{"k1:2"}) << "k1:0 handled after k1:1";
   holder->kill();
   std::remove(out.c_str());
