@@ -760,6 +760,7 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
   }
   const uint64_t delivered = delivery ? delivery->delivered : 1;
   const Clock::time_point pulled_at = in.pulled_at;
+  const Clock::time_point received = in.received;
   if (!probe) {
     status_.counters.received++;
     if (delivered > 1) status_.counters.redelivered++;
@@ -779,7 +780,7 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
     if (engine_) engine_->message_done();
     return;
   }
-  if (!admit(pulled_at, message, probe)) {
+  if (!admit(pulled_at, received, message, probe)) {
     // Taken over (or unknowable): its current holder answers it, or its redelivery decides.
     stale_skipped_++;
     ctx_.log->debug("work {}: left stream sequence {} unanswered: no longer this replica's",
@@ -819,27 +820,49 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
   apply(std::move(gate));
 }
 
-bool ConsumerSubscription::still_ours(const Message& message) {
+bool latest_delivery_is(const nats::ConsumerInfo& info, uint64_t consumer_seq,
+                        std::optional<std::chrono::nanoseconds> since_received,
+                        std::chrono::nanoseconds slack) {
+  if (info.num_ack_pending == 0 || info.delivered_consumer_seq > consumer_seq) return false;
+  const auto since_last = info.since_last_delivery();
+  if (since_received && since_last) return *since_last + slack >= *since_received;
+  return info.delivered_consumer_seq == consumer_seq;
+}
+
+bool ConsumerSubscription::still_ours(const Message& message, Clock::time_point received) {
   if (message.consumer_seq() == 0) return true;  // no delivery facts: nothing to check
   const SubscriptionHealth where = status_.snapshot();
   const auto asked = Clock::now();
   auto info = api_.consumer_info(where.stream, where.consumer);
   // An answer that took long may be old news: this process may have been paused with it in
   // its socket while the broker moved on.
-  const auto took = Clock::now() - asked;
+  const auto answered = Clock::now();
+  const auto took = answered - asked;
+  // The timing rule of latest_delivery_is holds while a receipt comes less than ack_wait - slack
+  // after the broker sent it: the pull engine calls a silence of stale_after_ a gap.
+  const auto slack = std::chrono::nanoseconds(spec_.ack_wait) / 8;
+  std::optional<std::chrono::nanoseconds> since_received;
+  if (received != Clock::time_point{} && stale_after_ + slack < spec_.ack_wait)
+    since_received = answered - received;
   const bool ours = took <= spec_.ack_wait / 4 && info &&
-                    info->delivered_consumer_seq == message.consumer_seq() &&
-                    info->num_ack_pending > 0;
-  if (!ours && ctx_.log->should_log(spdlog::level::debug))
+                    latest_delivery_is(*info, message.consumer_seq(), since_received, slack);
+  if (!ours && ctx_.log->should_log(spdlog::level::debug)) {
+    const auto ms = [](auto d) { return std::chrono::duration_cast<milliseconds>(d).count(); };
+    std::string last;
+    if (info && info->since_last_delivery() && since_received)
+      last = fmt::format(
+          ", its last delivery {} ms before it answered, {} ms after this replica "
+          "received the message",
+          ms(*info->since_last_delivery()), ms(*since_received));
     ctx_.log->debug(
         "work {}: stream sequence {} (consumer sequence {}) is not known to be ours: {}",
         spec_.name, message.stream_seq(), message.consumer_seq(),
         !info ? "consumer info failed: " + info.error().describe()
         : took > spec_.ack_wait / 4
-            ? fmt::format("consumer info took {} ms",
-                          std::chrono::duration_cast<milliseconds>(took).count())
-            : fmt::format("the consumer's last delivery is consumer sequence {}, {} awaiting ack",
-                          info->delivered_consumer_seq, info->num_ack_pending));
+            ? fmt::format("consumer info took {} ms", ms(took))
+            : fmt::format("the consumer's last delivery is consumer sequence {}, {} awaiting ack{}",
+                          info->delivered_consumer_seq, info->num_ack_pending, last));
+  }
   return ours;
 }
 
@@ -851,13 +874,14 @@ bool needs_broker_fence(Clock::time_point pulled_at, bool probe, Clock::time_poi
   return now - pulled_at >= ack_wait / 4 || link_changed >= pulled_at;
 }
 
-bool ConsumerSubscription::admit(Clock::time_point pulled_at, const Message& message, bool probe) {
+bool ConsumerSubscription::admit(Clock::time_point pulled_at, Clock::time_point received,
+                                 const Message& message, bool probe) {
   if (fencing_.before_admit) fencing_.before_admit(message);
   if (fencing_.slots) fencing_.slots->acquire();
   if (!fencing_.latest_delivery) return true;
   const Clock::time_point link_changed{Clock::duration(link_changed_.load())};
   if (!needs_broker_fence(pulled_at, probe, Clock::now(), link_changed, spec_.ack_wait) ||
-      still_ours(message))
+      still_ours(message, received))
     return true;
   release_slot();
   return false;

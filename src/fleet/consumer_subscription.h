@@ -108,6 +108,23 @@ bool needs_broker_fence(std::chrono::steady_clock::time_point pulled_at, bool pr
                         std::chrono::steady_clock::time_point link_changed,
                         std::chrono::milliseconds ack_wait);
 
+// Whether a consumer info answer shows a delivery (consumer sequence `consumer_seq`) as the
+// consumer's latest, still unacked. Nothing awaiting ack, or a later delivery on record: no.
+// nats-server 2.10 reports a replicated consumer's deliveries from its store, which learns of
+// them through the consumer's raft log and so lags the leader (chaos seed 2902: the message just
+// received was one sequence ahead of the answer), so the record alone says too little. It also says
+// when the leader last delivered and when it answered (`ts`): with the time from this replica's
+// receipt to the answer (`since_received`), no later delivery can have been made if the last one is
+// at least as old as that, less `slack`. A later one (a redelivery after ack_wait, or the next
+// message after another replica acked this one) comes at least ack_wait after this one was sent,
+// and this one was received less than ack_wait - slack after it was sent (a longer silence is a
+// gap: the pull engine drops what comes after it). Without those times (nats-server 2.9, whose
+// answer is the leader's own count; a held message tried again), the delivery is the latest only if
+// the record says exactly so.
+bool latest_delivery_is(const nats::ConsumerInfo& info, uint64_t consumer_seq,
+                        std::optional<std::chrono::nanoseconds> since_received,
+                        std::chrono::nanoseconds slack);
+
 class ConsumerSubscription final : public Supervised {
  public:
   using Scope = ConsumerLifecycle::Scope;
@@ -147,9 +164,10 @@ class ConsumerSubscription final : public Supervised {
   Disposition run_handler(const Message& message, uint64_t delivered);
   // Fencing::latest_delivery: the broker's last delivery of the consumer is this message's, and
   // it is unacked. False too when the broker cannot say (it is redelivered after ack_wait).
-  bool still_ours(const Message& message);
+  bool still_ours(const Message& message, Clock::time_point received);
   // Fencing: takes a slot, then checks; false (and no slot held) when the message is not ours.
-  bool admit(Clock::time_point pulled_at, const Message& message, bool probe);
+  bool admit(Clock::time_point pulled_at, Clock::time_point received, const Message& message,
+             bool probe);
   void release_slot();
   // Acks, naks or terminates (after the dead letter is stored) and counts it.
   void settle(const Message& message, const std::string& reply, Disposition outcome);

@@ -7,9 +7,11 @@
 //   c.filter_subject = "jobs.>";
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,11 +79,22 @@ struct ConsumerInfo {
   uint64_t delivered_stream_seq = 0;
   uint64_t delivered_consumer_seq = 0;  // every delivery, redeliveries included
   uint64_t ack_floor_stream_seq = 0;
+  // When the leader last delivered a message ("delivered.last_active") and when it gathered this
+  // answer ("ts", nats-server 2.10 on), both by the broker's clock, in ns since the Unix epoch; 0
+  // when absent (a leader that has delivered nothing since it took over, an older broker).
+  int64_t last_delivery_ns = 0;
+  int64_t gathered_ns = 0;
   bool push_bound = false;
   std::string leader;   // the consumer's cluster leader; empty on a single server
   std::string created;  // when the consumer was made, as the broker wrote it
 
   bool is_pull() const { return config.is_pull(); }
+  // How long before this answer was gathered the leader last delivered, by the broker's clock
+  // alone (no clocks compared); none unless the answer says both.
+  std::optional<std::chrono::nanoseconds> since_last_delivery() const {
+    if (last_delivery_ns == 0 || gathered_ns == 0) return std::nullopt;
+    return std::chrono::nanoseconds(std::max<int64_t>(gathered_ns - last_delivery_ns, 0));
+  }
 };
 
 }  // namespace natsfleet::nats

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "base/utc_time.h"
 #include "nats/connection.h"
 
 namespace natsfleet::nats {
@@ -265,7 +266,10 @@ ConsumerInfo parse_consumer_info(const nlohmann::json& j) {
   if (auto it = j.find("delivered"); it != j.end() && it->is_object()) {
     info.delivered_stream_seq = get_or<uint64_t>(*it, "stream_seq", 0);
     info.delivered_consumer_seq = get_or<uint64_t>(*it, "consumer_seq", 0);
+    info.last_delivery_ns =
+        base::parse_rfc3339_nanos(get_or<std::string>(*it, "last_active", "")).value_or(0);
   }
+  info.gathered_ns = base::parse_rfc3339_nanos(get_or<std::string>(j, "ts", "")).value_or(0);
   if (auto it = j.find("ack_floor"); it != j.end() && it->is_object())
     info.ack_floor_stream_seq = get_or<uint64_t>(*it, "stream_seq", 0);
   if (auto it = j.find("cluster"); it != j.end() && it->is_object())

@@ -174,6 +174,17 @@ TEST(ConsumerInfoJson, ReadsPositionsLeaderAndCreation) {
   EXPECT_EQ(info.leader, "n2");
   EXPECT_EQ(info.created, "2026-12-01T07:00:00Z");
   EXPECT_TRUE(info.is_pull());
+  EXPECT_FALSE(info.since_last_delivery()) << "nats-server 2.9 sends no ts";
+}
+
+TEST(ConsumerInfoJson, ReadsWhenTheLeaderLastDeliveredAndAnswered) {
+  const auto info = parse_consumer_info(nlohmann::json::parse(R"({
+    "stream_name": "JOBS", "name": "jobs", "config": {"durable_name": "jobs"},
+    "delivered": {"consumer_seq": 12, "stream_seq": 10,
+                  "last_active": "2026-12-04T09:10:01.250000001Z"},
+    "ts": "2026-12-04T09:10:03.5Z"})"));
+  ASSERT_TRUE(info.since_last_delivery());
+  EXPECT_EQ(*info.since_last_delivery(), std::chrono::nanoseconds(2'249'999'999));
 }
 
 TEST(StreamConfigJson, WritesWhatIsSetAndLeavesTheRestToTheBroker) {
