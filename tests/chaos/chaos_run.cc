@@ -456,6 +456,26 @@ AtSequence stream_holds(nats::JetStreamApi& api, const std::string& stream, uint
   return AtSequence::unknown;
 }
 
+AtSequence stream_holds_on_subject(nats::JetStreamApi& api, const std::string& stream,
+                                   const std::string& subject, const std::string& data,
+                                   uint64_t* seq, std::string* error) {
+  for (uint64_t from = 1;;) {
+    auto stored = api.get_message(stream, from, subject);  // the subject's next from `from`
+    if (!stored) {
+      if (stored.error().code.category() == jetstream_category() &&
+          stored.error().code.value() == nats::kJsNoMessageFound)
+        return AtSequence::nothing;
+      if (error) *error = stored.error().describe();
+      return AtSequence::unknown;
+    }
+    if (stored->data == data) {
+      if (seq) *seq = stored->seq;
+      return AtSequence::that_message;
+    }
+    from = stored->seq + 1;
+  }
+}
+
 CheckOptions check_options_for(const History& h) {
   double longest_outage = 0;
   for (const auto& f : h.faults)
@@ -646,6 +666,9 @@ int run_chaos(const RunOptions& o) {
   std::set<int64_t> broker_lost;
   std::string stream_error;  // the last answer that settled nothing, for the report
   auto gone_from_stream = [&](const PublishRecord& p) {
+    if (p.seq == 0)
+      return stream_holds_on_subject(admin.api(), kStream, subject_of(o, p.id), payload_of(p.id),
+                                     nullptr, &stream_error) == AtSequence::nothing;
     const auto at = stream_holds(admin.api(), kStream, p.seq, payload_of(p.id), &stream_error);
     return at == AtSequence::another_message || at == AtSequence::nothing;
   };

@@ -48,6 +48,13 @@ enum class AtSequence { that_message, another_message, nothing, unknown };
 AtSequence stream_holds(nats::JetStreamApi& api, const std::string& stream, uint64_t seq,
                         const std::string& data, std::string* error);
 
+// Where a stream holds `data` among the messages of `subject`: for a publish acked with sequence
+// 0 (nats-server answers a retry of a publish it is still storing as a duplicate with no sequence
+// yet). `that_message` sets `*seq`; `nothing` when no message of the subject holds it.
+AtSequence stream_holds_on_subject(nats::JetStreamApi& api, const std::string& stream,
+                                   const std::string& subject, const std::string& data,
+                                   uint64_t* seq, std::string* error);
+
 // Returns the exit code: 0 when the checker passed, 1 when it failed, 2 when the run could not be
 // set up. Prints progress and the report to stdout.
 int run_chaos(const RunOptions& options);

@@ -23,5 +23,27 @@ TEST(StreamHolds, TellsThatMessageAnotherOneAndNothingApart) {
   EXPECT_FALSE(error.empty());
 }
 
+TEST(StreamHolds, FindsAMessageAmongItsSubjectsWhenTheAckNamedNoSequence) {
+  testing::NatsServer server;
+  testing::BrokerClient admin(server.url());
+  admin.create_stream("HELD", {"held.>"});
+  admin.publish("held.x", "c-0");
+  admin.publish("held.y", "c-1");
+  const uint64_t third = admin.publish("held.x", "c-2");
+  admin.publish("held.x", "c-3");
+  std::string error;
+  uint64_t seq = 0;
+  EXPECT_EQ(stream_holds_on_subject(admin.api(), "HELD", "held.x", "c-2", &seq, &error),
+            AtSequence::that_message);
+  EXPECT_EQ(seq, third);
+  EXPECT_EQ(stream_holds_on_subject(admin.api(), "HELD", "held.x", "c-1", &seq, &error),
+            AtSequence::nothing)
+      << "stored, but under another subject";
+  EXPECT_EQ(stream_holds_on_subject(admin.api(), "HELD", "held.z", "c-9", &seq, &error),
+            AtSequence::nothing);
+  EXPECT_EQ(stream_holds_on_subject(admin.api(), "NOPE", "held.x", "c-0", &seq, &error),
+            AtSequence::unknown);
+}
+
 }  // namespace
 }  // namespace natsfleet::chaos
