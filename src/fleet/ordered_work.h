@@ -9,6 +9,9 @@
 //     ack, or a paused leader resumed), or a redelivery of one older than it handled in its
 //     partition, is acked without the handler (fleet/handled_messages.h): each replica tells
 //     the others what it handled on handled_subject_, before its ack;
+//   - a message a partition's consumer passed over (never delivered, though the stream holds
+//     it), found after the consumer or the stream changes leader, is handled with the
+//     partition's next delivery, or reported if a later message of its key came first;
 //   - one health entry: the partitions' states and counters, and which partitions are held.
 #pragma once
 
@@ -79,7 +82,26 @@ class OrderedWork final : public Supervised {
   };
 
   void run();  // the probe, then the partitions start
+  // The partition's consumer changed, or the stream's leader did: the next message handled in it
+  // queues a check of the stream for messages passed over since shortly before (`why`, logged).
+  void mark_for_check(int partition, std::string_view why);
+  // checker_, every info_interval: a new stream leader can leave a partition's consumer reading
+  // a copy that lacks messages the old leader stored (chaos seed 2902: two messages acked in a
+  // failover never delivered, with no consumer change to set off a check).
+  void watch_stream_leader();
+  // Before a delivery of the partition is handled: the messages its consumer passed over that
+  // are older than it, handled first while this replica holds the partition (at most one
+  // message of a partition is in flight), unless a later message of their key came first.
+  // A retry of one of them (its downstream is down) is the delivery's retry too.
+  std::optional<Disposition> settle_owed(int partition, const Message& message);
   Disposition handle(int partition, const Message& message);
+  // The partition a message's subject names (the broker's mapping put it there), or
+  // `delivered_by` when the subject names none.
+  int home_partition(const Message& message, int delivered_by) const;
+  // The stream sequence of the next message of `message`'s key (the same subject) when that one
+  // is known as handled; none when there is none, it is not known as handled, or the stream
+  // cannot be read (a warning).
+  std::optional<uint64_t> handled_successor(const Message& message);
   void check_loop();  // checker_: catches up and makes the queued checks, one at a time
   // This replica may have missed peers' notices (its link came back, or a partition's consumer
   // changed: a new leader can deliver again what was handled while this replica did not hear).
@@ -90,10 +112,10 @@ class OrderedWork final : public Supervised {
   // Fencing::before_admit: a message not known as handled waits (2 x kFloorWindow at most) while
   // a catch-up runs, before its delivery is checked as still this replica's.
   void wait_for_catch_up(const Message& message);
-  // Reports (an error line, the passed_over counter) the partition's stored messages since
-  // shortly before its consumer changed that no replica is known to have handled, after asking
-  // the live replicas about them. Reports only: nothing is handled or held for it.
-  void report_passed_over(const PassedOverCheck& check);
+  // Finds the partition's stored messages since shortly before its consumer changed that no
+  // replica is known to have handled, after asking the live replicas about them, and owes them:
+  // settle_owed() handles them with the partition's next delivery.
+  void find_passed_over(const PassedOverCheck& check);
   // Of `candidates`, the stored times that some live replica remembers as handled: each answers
   // on floor_subject_ from what it handled and heard (its notices may not have reached here).
   std::set<int64_t> handled_by_peers(int partition, const std::vector<Message>& candidates);
@@ -118,7 +140,7 @@ class OrderedWork final : public Supervised {
   std::atomic<uint64_t> repeats_skipped_{0};
   std::atomic<uint64_t> passed_over_{0};
   // When the connection last came back (steady clock ticks): peers' notices sent while it was
-  // down were not heard, so what they handled then cannot be judged (see report_passed_over).
+  // down were not heard, so what they handled then cannot be judged (see find_passed_over).
   std::atomic<HandledMessages::Clock::rep> reconnected_at_{0};
 
   // Questions to the live replicas: "<partition>" asks the highest stream sequence each handled
@@ -133,7 +155,9 @@ class OrderedWork final : public Supervised {
   std::thread checker_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<PassedOverCheck> checks_;  // at most one per partition (Partition::check)
+  std::deque<PassedOverCheck> checks_;      // at most one per partition (Partition::check)
+  std::vector<std::vector<Message>> owed_;  // per partition, in stream order (settle_owed)
+  std::string stream_leader_;               // as watch_stream_leader() last saw it
   bool catch_up_wanted_ = false;
   std::atomic<bool> catching_up_{false};  // from request_catch_up() until the answers are in
   std::condition_variable caught_up_;

@@ -512,16 +512,26 @@ class LogLines final : public spdlog::sinks::base_sink<std::mutex> {
   std::shared_ptr<spdlog::logger> previous_;
 };
 
-// A partition's consumer that passes over a message (nats-server 2.9 does, when a consumer
-// leader's copy of the stream differs after a failover) is found at its next change and
-// reported (an error line naming the stream sequence, and the passed_over counter), not handled:
-// a message a peer handled while its notices were lost looks the same. Here the consumer is
-// made anew by someone else, starting after a message nobody handled.
-TEST(OrderedWork, AMessageThePartitionsConsumerPassedOverIsReported) {
+// A key of `plan`'s partition `p` other than `not_this`.
+std::string another_key_in(const fleet::PartitionPlan& plan, int p, const std::string& not_this) {
+  for (int i = 0;; ++i)
+    if (const std::string key = "k" + std::to_string(i);
+        key != not_this && plan.partition_of(key) == p)
+      return key;
+}
+
+// A partition's consumer that passes over a message (nats-server 2.9 and 2.10 do, when a
+// consumer leader's copy of the stream differs after a failover) is found at its next change.
+// When the next message of its key was handled first, it is reported (an error line naming the
+// stream sequence, and the passed_over counter), not handled: handled now, it would come after
+// that one. Here the consumer is made anew by someone else, starting after a message nobody
+// handled, and delivers the key's next message first.
+TEST(OrderedWork, APassedOverMessageWhoseKeyMovedOnIsReported) {
   auto log = LogLines::install();
   OrderedFleetHoldingOne f("k1:1");
   ASSERT_TRUE(f.start());
   const int p = f.plan.partition_of("k1");
+  const std::string other = another_key_in(f.plan, p, "k1");
   f.admin.publish("orders.k1", "k1:0");
   f.admin.publish("orders.k1", "k1:1");  // held by its handler
   ASSERT_TRUE(f.wait_seen(2));
@@ -535,11 +545,85 @@ TEST(OrderedWork, AMessageThePartitionsConsumerPassedOverIsReported) {
   f.release();
   f.admin.publish("orders.k1", "k1:3");
   ASSERT_TRUE(wait_for([&] { return f.saw("k1:3"); }, 20s));
-  EXPECT_EQ(f.seen(), (std::vector<std::string>{"k1:0", "k1:1", "k1:3"}));
   // Checked off the message path, after asking the live replicas (none here but this one).
-  EXPECT_TRUE(wait_for([&] { return f.fleet.health().subscriptions.at(0).passed_over == 1; }, 10s));
+  ASSERT_TRUE(wait_for(
+      [&] { return log->contains("it is handled here with the partition's next delivery"); }, 10s));
+  // The partition's next delivery settles what is owed: k1:2's key moved on.
+  f.admin.publish("orders." + other, other + ":0");
+  ASSERT_TRUE(wait_for([&] { return f.saw(other + ":0"); }, 20s));
+  EXPECT_EQ(f.seen(), (std::vector<std::string>{"k1:0", "k1:1", "k1:3", other + ":0"}));
+  EXPECT_EQ(f.fleet.health().subscriptions.at(0).passed_over, 1u);
   EXPECT_TRUE(log->contains("its consumer delivered stream sequence " + std::to_string(passed + 1) +
                             " after " + std::to_string(passed)));
+  EXPECT_TRUE(log->contains("stream sequence " + std::to_string(passed + 1) +
+                            ", the next of its key, was delivered first"));
+  f.fleet.shutdown(5s);
+  log->uninstall();
+}
+
+// The same skip, but the consumer goes on with another key of the partition: the passed-over
+// message is handled with the partition's next delivery, before it, and before the next message
+// of its own key. Nothing is lost and its key stays in order.
+TEST(OrderedWork, APassedOverMessageIsHandledBeforeItsKeyMovesOn) {
+  auto log = LogLines::install();
+  OrderedFleetHoldingOne f("k1:1");
+  ASSERT_TRUE(f.start());
+  const int p = f.plan.partition_of("k1");
+  const std::string other = another_key_in(f.plan, p, "k1");
+  f.admin.publish("orders.k1", "k1:0");
+  f.admin.publish("orders.k1", "k1:1");  // held by its handler
+  ASSERT_TRUE(f.wait_seen(2));
+  const uint64_t passed = f.admin.publish("orders.k1", "k1:2");
+  ASSERT_TRUE(f.remake_consumer("k1", passed + 1));
+  ASSERT_TRUE(wait_for(
+      [&] { return log->contains("partition " + std::to_string(p) + ": its consumer changed"); },
+      10s));
+  f.release();
+  // The first delivery after the change asks for the check; k1:2 is found and owed.
+  f.admin.publish("orders." + other, other + ":0");
+  ASSERT_TRUE(wait_for(
+      [&] { return log->contains("it is handled here with the partition's next delivery"); }, 20s));
+  f.admin.publish("orders." + other, other + ":1");
+  f.admin.publish("orders.k1", "k1:3");
+  ASSERT_TRUE(wait_for([&] { return f.saw("k1:3"); }, 20s));
+  EXPECT_EQ(f.seen(),
+            (std::vector<std::string>{"k1:0", "k1:1", other + ":0", "k1:2", other + ":1", "k1:3"}));
+  EXPECT_EQ(f.fleet.health().subscriptions.at(0).passed_over, 0u);
+  EXPECT_TRUE(log->contains("handled stream sequence " + std::to_string(passed)));
+  f.fleet.shutdown(5s);
+  log->uninstall();
+}
+
+// A consumer that goes back (made anew from an older sequence here; a leader whose state was
+// lost in a failover does it too) delivers as new a message older than one handled in its
+// partition. When the next message of its key was handled already, it is acked without the
+// handler and reported: handled now, it would break its key's order.
+TEST(OrderedWork, AConsumerThatGoesBackDoesNotHandleAMessageAfterTheNextOfItsKey) {
+  auto log = LogLines::install();
+  OrderedFleetHoldingOne f("k1:1");
+  ASSERT_TRUE(f.start());
+  const int p = f.plan.partition_of("k1");
+  f.admin.publish("orders.k1", "k1:0");
+  f.admin.publish("orders.k1", "k1:1");  // held by its handler
+  ASSERT_TRUE(f.wait_seen(2));
+  const uint64_t passed = f.admin.publish("orders.k1", "k1:2");
+  ASSERT_TRUE(f.remake_consumer("k1", passed + 1));
+  ASSERT_TRUE(wait_for(
+      [&] { return log->contains("partition " + std::to_string(p) + ": its consumer changed"); },
+      10s));
+  f.release();
+  f.admin.publish("orders.k1", "k1:3");
+  ASSERT_TRUE(wait_for([&] { return f.saw("k1:3"); }, 20s));
+  // Made anew from k1:2: it comes as a first delivery, after k1:3 was handled.
+  ASSERT_TRUE(f.remake_consumer("k1", passed));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return log->contains("stream sequence " + std::to_string(passed + 1) +
+                             ", the next of its key, was handled already");
+      },
+      20s));
+  EXPECT_EQ(f.seen(), (std::vector<std::string>{"k1:0", "k1:1", "k1:3"}));
+  EXPECT_GE(f.fleet.health().subscriptions.at(0).passed_over, 1u);
   f.fleet.shutdown(5s);
   log->uninstall();
 }
