@@ -86,8 +86,9 @@ class OrderedWork final : public Supervised {
   // queues a check of the stream for messages passed over since shortly before (`why`, logged).
   void mark_for_check(int partition, std::string_view why);
   // checker_, every info_interval: a new stream leader can leave a partition's consumer reading
-  // a copy that lacks messages the old leader stored (chaos seed 2902: two messages acked in a
-  // failover never delivered, with no consumer change to set off a check).
+  // a copy that lacks messages the old leader stored (chaos seed 2902: two messages acked after
+  // the stream had not answered publishes for 6 s were never delivered, and no consumer change
+  // set off a check).
   void watch_stream_leader();
   // Before a delivery of the partition is handled: the messages its consumer passed over that
   // are older than it, handled first while this replica holds the partition (at most one

@@ -594,6 +594,34 @@ TEST(OrderedWork, APassedOverMessageIsHandledBeforeItsKeyMovesOn) {
   log->uninstall();
 }
 
+// Many messages unknown at once are not what a consumer passing over looks like (it skips one or
+// two at a failover) but what a replica whose records are incomplete sees: one warning names the
+// range, and none of them is owed or reported.
+TEST(OrderedWork, ManyMessagesUnknownAtOnceAreNotTakenForPassedOver) {
+  auto log = LogLines::install();
+  OrderedFleetHoldingOne f("k1:1");
+  ASSERT_TRUE(f.start());
+  const int p = f.plan.partition_of("k1");
+  f.admin.publish("orders.k1", "k1:0");
+  f.admin.publish("orders.k1", "k1:1");  // held by its handler
+  ASSERT_TRUE(f.wait_seen(2));
+  uint64_t last = 0;
+  for (int i = 2; i < 22; ++i) last = f.admin.publish("orders.k1", "k1:" + std::to_string(i));
+  ASSERT_TRUE(f.remake_consumer("k1", last + 1));
+  ASSERT_TRUE(wait_for(
+      [&] { return log->contains("partition " + std::to_string(p) + ": its consumer changed"); },
+      10s));
+  f.release();
+  f.admin.publish("orders.k1", "k1:22");
+  ASSERT_TRUE(wait_for([&] { return log->contains("too many to be passed over"); }, 20s));
+  EXPECT_TRUE(log->contains("20 stored messages between stream sequences"));
+  EXPECT_EQ(f.seen(), (std::vector<std::string>{"k1:0", "k1:1", "k1:22"}));
+  EXPECT_EQ(f.fleet.health().subscriptions.at(0).passed_over, 0u);
+  EXPECT_FALSE(log->contains("it is handled here with the partition's next delivery"));
+  f.fleet.shutdown(5s);
+  log->uninstall();
+}
+
 // A consumer that goes back (made anew from an older sequence here; a leader whose state was
 // lost in a failover does it too) delivers as new a message older than one handled in its
 // partition. When the next message of its key was handled already, it is acked without the
