@@ -352,26 +352,18 @@ int OrderedWork::home_partition(const Message& message, int delivered_by) const 
   return p && *p >= 0 && *p < plan_.partitions() ? *p : delivered_by;
 }
 
-std::optional<uint64_t> OrderedWork::handled_successor(const Message& message) {
-  if (!message.delivery()) return std::nullopt;
+Result<std::optional<Message>> OrderedWork::next_of_key(const Message& message) {
   // On the message path: a lookup waits at most a quarter of ack_wait.
   nats::JetStreamApi api(*ctx_.connection,
                          std::min(ctx_.options.request_timeout, spec_.ack_wait / 4));
   auto next =
       api.get_message(message.delivery()->stream, message.stream_seq() + 1, message.subject());
   if (!next) {
-    if (!next.error().is_jetstream(nats::kJsNoMessageFound))
-      ctx_.log->warn(
-          "work {}: cannot look up the message after stream sequence {} on {} ({}); it is "
-          "handled as delivered",
-          spec_.name, message.stream_seq(), message.subject(), next.error().describe());
-    return std::nullopt;
+    if (next.error().is_jetstream(nats::kJsNoMessageFound)) return std::optional<Message>();
+    return next.error();
   }
-  const uint64_t next_seq = next->seq;
-  const Message successor =
-      from_stream(std::move(*next), message.delivery()->stream, message.delivery()->consumer);
-  if (!handled_anywhere(successor)) return std::nullopt;
-  return next_seq;
+  return std::optional<Message>(
+      from_stream(std::move(*next), message.delivery()->stream, message.delivery()->consumer));
 }
 
 Disposition OrderedWork::handle(int partition, const Message& message) {
@@ -407,8 +399,14 @@ Disposition OrderedWork::handle(int partition, const Message& message) {
   // (its leader's state was lost in a failover; chaos seed 3001 on nats-server 2.9.10 had a
   // message handled 1 s after the next one of its key). If that next one was handled, handling
   // this one now breaks its key's order: it is reported instead.
-  if (message.delivered() == 1 && seq < part.handled_to.load())
-    if (const auto next = handled_successor(message)) {
+  if (message.delivered() == 1 && seq < part.handled_to.load() && message.delivery()) {
+    auto next = next_of_key(message);
+    if (!next)
+      ctx_.log->warn(
+          "work {}: cannot look up the message after stream sequence {} on {} ({}); it is "
+          "handled as delivered",
+          spec_.name, seq, message.subject(), next.error().describe());
+    else if (*next && handled_anywhere(**next)) {
       {
         std::lock_guard lock(mu_);
         std::erase_if(owed_[static_cast<size_t>(home)],
@@ -420,10 +418,11 @@ Disposition OrderedWork::handle(int partition, const Message& message) {
           "after stream sequence {} was handled in the partition, and stream sequence {}, the "
           "next of its key, was handled already; acked without the handler, which would have "
           "broken the key's order. If no replica's downstream has it, replay it from stream {}",
-          spec_.name, home, seq, message.subject(), part.handled_to.load(), *next,
+          spec_.name, home, seq, message.subject(), part.handled_to.load(), (*next)->stream_seq(),
           message.delivery()->stream);
       return Disposition::ack();
     }
+  }
   // Counted once per message: a held message tried again (its downstream is down) comes back.
   Partition& delivering = state_[static_cast<size_t>(partition)];
   const bool again = delivering.last_seen.exchange(seq) == seq;
@@ -476,9 +475,6 @@ std::optional<Disposition> OrderedWork::settle_owed(int partition, const Message
     due.assign(std::make_move_iterator(owed.begin()), std::make_move_iterator(end));
     owed.erase(owed.begin(), end);
   }
-  // On the message path: a lookup waits at most a quarter of ack_wait.
-  nats::JetStreamApi api(*ctx_.connection,
-                         std::min(ctx_.options.request_timeout, spec_.ack_wait / 4));
   std::vector<Message> again;  // owed still
   std::optional<Disposition> retry;
   for (size_t i = 0; i < due.size(); ++i) {
@@ -492,8 +488,8 @@ std::optional<Disposition> OrderedWork::settle_owed(int partition, const Message
     // message, stored before this delivery, was delivered already. Even when it is owed too: a
     // replica whose peers' answers were lost takes what they handled for passed over (chaos seed
     // 2902: 40 messages at once, each handled again after the next of its key).
-    auto next = api.get_message(m.delivery()->stream, m.stream_seq() + 1, m.subject());
-    if (!next && !next.error().is_jetstream(nats::kJsNoMessageFound)) {
+    auto next = next_of_key(m);
+    if (!next) {
       ctx_.log->warn(
           "work {}: partition {}: cannot look up the message after stream sequence {} on {} "
           "({}); it is handled with a later delivery if its key has not moved on by then",
@@ -502,16 +498,15 @@ std::optional<Disposition> OrderedWork::settle_owed(int partition, const Message
       continue;
     }
     const bool moved_on =
-        next && (next->seq < message.stream_seq() ||
-                 handled_anywhere(from_stream(nats::StoredMessage(*next), m.delivery()->stream,
-                                              m.delivery()->consumer)));
+        *next && ((*next)->stream_seq() < message.stream_seq() || handled_anywhere(**next));
     if (moved_on) {
       ++passed_over_;
       ctx_.log->error(
           "work {}: partition {}: stream sequence {} (subject {}), passed over by its consumer, "
           "is not handled: stream sequence {}, the next of its key, was delivered first; if no "
           "replica's downstream has it, replay it from stream {}",
-          spec_.name, partition, m.stream_seq(), m.subject(), next->seq, m.delivery()->stream);
+          spec_.name, partition, m.stream_seq(), m.subject(), (*next)->stream_seq(),
+          m.delivery()->stream);
       continue;
     }
     Disposition outcome = Disposition::ack();

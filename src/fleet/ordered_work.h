@@ -99,10 +99,9 @@ class OrderedWork final : public Supervised {
   // The partition a message's subject names (the broker's mapping put it there), or
   // `delivered_by` when the subject names none.
   int home_partition(const Message& message, int delivered_by) const;
-  // The stream sequence of the next message of `message`'s key (the same subject) when that one
-  // is known as handled; none when there is none, it is not known as handled, or the stream
-  // cannot be read (a warning).
-  std::optional<uint64_t> handled_successor(const Message& message);
+  // The stream's next message of `message`'s key (the same subject), none when there is none yet;
+  // read with a timeout of at most a quarter of ack_wait (it is asked on the message path).
+  Result<std::optional<Message>> next_of_key(const Message& message);
   void check_loop();  // checker_: catches up and makes the queued checks, one at a time
   // This replica may have missed peers' notices (its link came back, or a partition's consumer
   // changed: a new leader can deliver again what was handled while this replica did not hear).

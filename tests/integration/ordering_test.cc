@@ -512,6 +512,26 @@ class LogLines final : public spdlog::sinks::base_sink<std::mutex> {
   std::shared_ptr<spdlog::logger> previous_;
 };
 
+// With `f` started: k1:0 handled, k1:1 held by its handler, then `skipped` more messages of k1
+// stored and the partition's consumer made anew after them, as a consumer passing them over
+// would leave it. Returns once the replica has seen its consumer change; `last` is the stream
+// sequence of the last one skipped.
+::testing::AssertionResult pass_over(OrderedFleetHoldingOne& f, LogLines& log, uint64_t& last,
+                                     int skipped = 1) {
+  f.admin.publish("orders.k1", "k1:0");
+  f.admin.publish("orders.k1", "k1:1");
+  if (!f.wait_seen(2)) return ::testing::AssertionFailure() << "k1:0 and k1:1 not handed over";
+  for (int i = 2; i < 2 + skipped; ++i)
+    last = f.admin.publish("orders.k1", "k1:" + std::to_string(i));
+  if (auto made = f.remake_consumer("k1", last + 1); !made) return made;
+  // The replica's next consumer info poll finds it made anew.
+  const std::string changed =
+      "partition " + std::to_string(f.plan.partition_of("k1")) + ": its consumer changed";
+  if (!wait_for([&] { return log.contains(changed); }, 10s))
+    return ::testing::AssertionFailure() << "the replica did not see its consumer change";
+  return ::testing::AssertionSuccess();
+}
+
 // A key of `plan`'s partition `p` other than `not_this`.
 std::string another_key_in(const fleet::PartitionPlan& plan, int p, const std::string& not_this) {
   for (int i = 0;; ++i)
@@ -530,18 +550,9 @@ TEST(OrderedWork, APassedOverMessageWhoseKeyMovedOnIsReported) {
   auto log = LogLines::install();
   OrderedFleetHoldingOne f("k1:1");
   ASSERT_TRUE(f.start());
-  const int p = f.plan.partition_of("k1");
-  const std::string other = another_key_in(f.plan, p, "k1");
-  f.admin.publish("orders.k1", "k1:0");
-  f.admin.publish("orders.k1", "k1:1");  // held by its handler
-  ASSERT_TRUE(f.wait_seen(2));
-  const uint64_t passed = f.admin.publish("orders.k1", "k1:2");
-  // The consumer made anew from after k1:2: nothing will deliver it.
-  ASSERT_TRUE(f.remake_consumer("k1", passed + 1));
-  // The replica's next consumer info poll finds it made anew.
-  ASSERT_TRUE(wait_for(
-      [&] { return log->contains("partition " + std::to_string(p) + ": its consumer changed"); },
-      10s));
+  const std::string other = another_key_in(f.plan, f.plan.partition_of("k1"), "k1");
+  uint64_t passed = 0;  // k1:2: the consumer is made anew after it, so nothing delivers it
+  ASSERT_TRUE(pass_over(f, *log, passed));
   f.release();
   f.admin.publish("orders.k1", "k1:3");
   ASSERT_TRUE(wait_for([&] { return f.saw("k1:3"); }, 20s));
@@ -568,16 +579,9 @@ TEST(OrderedWork, APassedOverMessageIsHandledBeforeItsKeyMovesOn) {
   auto log = LogLines::install();
   OrderedFleetHoldingOne f("k1:1");
   ASSERT_TRUE(f.start());
-  const int p = f.plan.partition_of("k1");
-  const std::string other = another_key_in(f.plan, p, "k1");
-  f.admin.publish("orders.k1", "k1:0");
-  f.admin.publish("orders.k1", "k1:1");  // held by its handler
-  ASSERT_TRUE(f.wait_seen(2));
-  const uint64_t passed = f.admin.publish("orders.k1", "k1:2");
-  ASSERT_TRUE(f.remake_consumer("k1", passed + 1));
-  ASSERT_TRUE(wait_for(
-      [&] { return log->contains("partition " + std::to_string(p) + ": its consumer changed"); },
-      10s));
+  const std::string other = another_key_in(f.plan, f.plan.partition_of("k1"), "k1");
+  uint64_t passed = 0;  // k1:2
+  ASSERT_TRUE(pass_over(f, *log, passed));
   f.release();
   // The first delivery after the change asks for the check; k1:2 is found and owed.
   f.admin.publish("orders." + other, other + ":0");
@@ -601,16 +605,8 @@ TEST(OrderedWork, ManyMessagesUnknownAtOnceAreNotTakenForPassedOver) {
   auto log = LogLines::install();
   OrderedFleetHoldingOne f("k1:1");
   ASSERT_TRUE(f.start());
-  const int p = f.plan.partition_of("k1");
-  f.admin.publish("orders.k1", "k1:0");
-  f.admin.publish("orders.k1", "k1:1");  // held by its handler
-  ASSERT_TRUE(f.wait_seen(2));
-  uint64_t last = 0;
-  for (int i = 2; i < 22; ++i) last = f.admin.publish("orders.k1", "k1:" + std::to_string(i));
-  ASSERT_TRUE(f.remake_consumer("k1", last + 1));
-  ASSERT_TRUE(wait_for(
-      [&] { return log->contains("partition " + std::to_string(p) + ": its consumer changed"); },
-      10s));
+  uint64_t last = 0;  // k1:2 to k1:21 passed over
+  ASSERT_TRUE(pass_over(f, *log, last, 20));
   f.release();
   f.admin.publish("orders.k1", "k1:22");
   ASSERT_TRUE(wait_for([&] { return log->contains("too many to be passed over"); }, 20s));
@@ -630,15 +626,8 @@ TEST(OrderedWork, AConsumerThatGoesBackDoesNotHandleAMessageAfterTheNextOfItsKey
   auto log = LogLines::install();
   OrderedFleetHoldingOne f("k1:1");
   ASSERT_TRUE(f.start());
-  const int p = f.plan.partition_of("k1");
-  f.admin.publish("orders.k1", "k1:0");
-  f.admin.publish("orders.k1", "k1:1");  // held by its handler
-  ASSERT_TRUE(f.wait_seen(2));
-  const uint64_t passed = f.admin.publish("orders.k1", "k1:2");
-  ASSERT_TRUE(f.remake_consumer("k1", passed + 1));
-  ASSERT_TRUE(wait_for(
-      [&] { return log->contains("partition " + std::to_string(p) + ": its consumer changed"); },
-      10s));
+  uint64_t passed = 0;  // k1:2
+  ASSERT_TRUE(pass_over(f, *log, passed));
   f.release();
   f.admin.publish("orders.k1", "k1:3");
   ASSERT_TRUE(wait_for([&] { return f.saw("k1:3"); }, 20s));
@@ -661,7 +650,6 @@ TEST(OrderedWork, AConsumerThatGoesBackDoesNotHandleAMessageAfterTheNextOfItsKey
 TEST(OrderedWork, AMessageAPeerSaysItHandledIsNotReportedAsPassedOver) {
   auto log = LogLines::install();
   OrderedFleetHoldingOne f("k1:1");
-  const int p = f.plan.partition_of("k1");
   // The peer: it handled k1:2, and answers questions about it.
   std::atomic<int64_t> peer_handled{0};
   std::atomic<int> asked{0};
@@ -677,17 +665,11 @@ TEST(OrderedWork, AMessageAPeerSaysItHandledIsNotReportedAsPassedOver) {
       });
   ASSERT_TRUE(peer);
   ASSERT_TRUE(f.start());
-  f.admin.publish("orders.k1", "k1:0");
-  f.admin.publish("orders.k1", "k1:1");
-  ASSERT_TRUE(f.wait_seen(2));
-  const uint64_t passed = f.admin.publish("orders.k1", "k1:2");
+  uint64_t passed = 0;  // k1:2
+  ASSERT_TRUE(pass_over(f, *log, passed));
   auto stored = f.admin.api().get_message("ORDERS", passed);
   ASSERT_TRUE(stored) << stored.error().describe();
   peer_handled = stored_ns(stored->time);
-  ASSERT_TRUE(f.remake_consumer("k1", passed + 1));
-  ASSERT_TRUE(wait_for(
-      [&] { return log->contains("partition " + std::to_string(p) + ": its consumer changed"); },
-      10s));
   f.release();
   f.admin.publish("orders.k1", "k1:3");
   ASSERT_TRUE(wait_for([&] { return f.saw("k1:3"); }, 20s));
