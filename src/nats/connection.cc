@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <random>
@@ -20,42 +21,34 @@ class Graves {
   void set_connection(natsConnection* nc) { nc_ = nc; }
 
   // `sub` is unsubscribed: frees it, with every one waiting, once nats.c's reader has passed
-  // whatever was sent before; keeps them all when that cannot be known now.
+  // whatever was sent before; keeps them all when that cannot be known now. What `due` holds
+  // when it goes out of scope is freed.
   void bury(natsSubscription* sub) {
-    std::vector<natsSubscription*> due;
+    std::vector<SubscriptionPtr> due;
+    bool gone = false;
     {
       std::lock_guard lock(mu_);
-      if (reader_gone_) {
-        natsSubscription_Destroy(sub);
-        return;
-      }
+      gone = reader_gone_;
       due.swap(waiting_);
     }
-    due.push_back(sub);
+    due.emplace_back(sub);
+    if (gone) return;
     // Every one in `due` was unsubscribed before this PING left; its PONG comes after anything
     // the broker sent them, and the one reader thread handles both in order.
     if (natsConnection_Status(nc_) == NATS_CONN_STATUS_CONNECTED &&
-        natsConnection_FlushTimeout(nc_, kFlushTimeout.count()) == NATS_OK) {
-      for (natsSubscription* s : due) natsSubscription_Destroy(s);
+        natsConnection_FlushTimeout(nc_, kFlushTimeout.count()) == NATS_OK)
       return;
-    }
     std::lock_guard lock(mu_);
-    if (reader_gone_) {
-      for (natsSubscription* s : due) natsSubscription_Destroy(s);
-      return;
-    }
-    waiting_.insert(waiting_.end(), due.begin(), due.end());
+    if (reader_gone_) return;
+    std::move(due.begin(), due.end(), std::back_inserter(waiting_));
   }
 
   // The connection is closed and its reader thread joined: nothing reads a subscription now.
   void reader_gone() {
-    std::vector<natsSubscription*> due;
-    {
-      std::lock_guard lock(mu_);
-      reader_gone_ = true;
-      due.swap(waiting_);
-    }
-    for (natsSubscription* s : due) natsSubscription_Destroy(s);
+    std::vector<SubscriptionPtr> due;
+    std::lock_guard lock(mu_);
+    reader_gone_ = true;
+    due.swap(waiting_);
   }
 
  private:
@@ -64,7 +57,7 @@ class Graves {
   natsConnection* nc_ = nullptr;
   std::mutex mu_;
   bool reader_gone_ = false;
-  std::vector<natsSubscription*> waiting_;
+  std::vector<SubscriptionPtr> waiting_;
 };
 
 struct Connection::Shared {

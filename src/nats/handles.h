@@ -1,4 +1,5 @@
-// RAII ownership of nats.c handles: each X_Destroy rule of nats.h is honoured here and only here.
+// RAII ownership of nats.c handles. The connection is the one exception: Connection's destructor
+// frees it itself, after its reader is joined and the buried subscriptions are freed.
 #pragma once
 
 #include <nats/nats.h>
@@ -9,9 +10,6 @@ namespace natsfleet::nats {
 
 struct OptionsDeleter {
   void operator()(natsOptions* p) const noexcept { natsOptions_Destroy(p); }
-};
-struct ConnectionDeleter {
-  void operator()(natsConnection* p) const noexcept { natsConnection_Destroy(p); }
 };
 struct SubscriptionDeleter {
   void operator()(natsSubscription* p) const noexcept { natsSubscription_Destroy(p); }
@@ -24,7 +22,6 @@ struct InboxDeleter {
 };
 
 using OptionsPtr = std::unique_ptr<natsOptions, OptionsDeleter>;
-using ConnectionPtr = std::unique_ptr<natsConnection, ConnectionDeleter>;
 using SubscriptionPtr = std::unique_ptr<natsSubscription, SubscriptionDeleter>;
 using MsgPtr = std::unique_ptr<natsMsg, MsgDeleter>;
 using InboxPtr = std::unique_ptr<natsInbox, InboxDeleter>;

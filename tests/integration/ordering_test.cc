@@ -25,6 +25,7 @@
 #include "config/daemon_config.h"
 #include "consume/ack_metadata.h"
 #include "fleet/consumer_shape.h"
+#include "fleet/consumer_subscription.h"
 #include "fleet/handled_messages.h"
 #include "fleet/ordered_work.h"
 #include "fleet/partition_plan.h"
@@ -796,6 +797,107 @@ TEST(OrderedWork, AHeldMessageTakenOverIsNotHandledWhenTheDownstreamIsBack) {
   EXPECT_EQ(lines(), std::vector<std::string>{"k1:2"}) << "k1:0 handled after k1:1";
   holder->kill();
   std::remove(out.c_str());
+}
+
+// A delivery that waits before admission (ordered work waits there for a catch-up with its peers)
+// is checked with the broker after the wait, not before: a replica paused in that wait while the
+// broker gave the message to another replica must not handle it once it runs again. The wait is
+// held here by the test, so the takeover always happens inside it (the held test above reaches
+// this path only when its SIGSTOP lands in the wait).
+TEST(OrderedWork, ADeliveryTakenOverWhileItWaitedForAdmissionIsNotHandled) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.*"});
+  auto spec = testing::fast_work("jobs", "jobs.*");
+  spec.max_ack_pending = 1;
+  spec.keep_alive_limit = 0ms;  // as paused: nothing keeps the waiting message alive
+
+  auto log = std::make_shared<LogLines>();
+  auto connect = [&](const std::string& name) {
+    auto conn = nats::Connection::open({.servers = {server.url()}, .name = name}, {});
+    EXPECT_TRUE(conn) << conn.error().describe();
+    EXPECT_TRUE(wait_for([&] { return conn.value()->connected(); }, 10s));
+    return std::move(conn.value());
+  };
+  auto waiter_conn = connect("waiter");
+  auto taker_conn = connect("taker");
+  fleet::FleetContext waiter_ctx{.options = testing::fast_options({server.url()}, "waiter"),
+                                 .connection = waiter_conn.get(),
+                                 .fatal = [](const std::string&, const std::string&) {},
+                                 .log = std::make_shared<spdlog::logger>("waiter", log)};
+  waiter_ctx.log->set_level(spdlog::level::debug);
+  fleet::FleetContext taker_ctx{.options = testing::fast_options({server.url()}, "taker"),
+                                .connection = taker_conn.get(),
+                                .fatal = [](const std::string&, const std::string&) {},
+                                .log = spdlog::default_logger()->clone("taker")};
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool waiting = false, released = false;
+  std::vector<std::string> waiter_saw, taker_saw;
+  auto hold_first = [&](const Message&) {
+    std::unique_lock lock(mu);
+    if (released) return;
+    waiting = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return released; });
+  };
+  auto record = [&](std::vector<std::string>& saw) {
+    return [&](const Message& m) {
+      std::lock_guard lock(mu);
+      saw.push_back(m.data());
+      cv.notify_all();
+      return Disposition::ack();
+    };
+  };
+  fleet::ConsumerSubscription waiter(
+      spec, record(waiter_saw), waiter_ctx, fleet::ConsumerSubscription::Scope::shared, {},
+      fleet::Fencing{.latest_delivery = true, .before_admit = hold_first});
+  waiter.start();
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto info = admin.api().consumer_info("JOBS", "jobs");
+        return info && info->num_waiting > 0;
+      },
+      20s));
+  admin.publish("jobs.a", "m1");
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return waiting; })) << "m1 never reached admission";
+  }
+
+  // Unanswered, m1 goes to the other replica after ack_wait; the key moves on there.
+  fleet::ConsumerSubscription taker(spec, record(taker_saw), taker_ctx);
+  taker.start();
+  auto taker_has = [&](const std::string& data) {
+    std::lock_guard lock(mu);
+    return std::find(taker_saw.begin(), taker_saw.end(), data) != taker_saw.end();
+  };
+  ASSERT_TRUE(wait_for([&] { return taker_has("m1"); }, 20s)) << "m1 not taken over";
+  admin.publish("jobs.a", "m2");
+  ASSERT_TRUE(wait_for([&] { return taker_has("m2"); }, 10s));
+
+  {
+    std::lock_guard lock(mu);
+    released = true;
+    cv.notify_all();
+  }
+  ASSERT_TRUE(wait_for(
+      [&] {
+        std::lock_guard lock(mu);
+        return !waiter_saw.empty() || log->contains("no longer this replica's");
+      },
+      10s))
+      << "after its wait, m1 was neither handled nor left";
+  {
+    std::lock_guard lock(mu);
+    EXPECT_TRUE(waiter_saw.empty()) << "m1 handled after m2 by the replica that waited";
+  }
+  for (auto* sub : {&waiter, &taker}) sub->begin_shutdown();
+  for (auto* sub : {&waiter, &taker}) sub->finish_handlers(std::chrono::steady_clock::now() + 2s);
+  waiter_conn->shutdown(1s);
+  taker_conn->shutdown(1s);
+  for (auto* sub : {&waiter, &taker}) sub->join();
 }
 
 config::DaemonConfig ordered_config(const std::string& url) {
