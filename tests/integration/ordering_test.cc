@@ -299,6 +299,45 @@ TEST(OrderedWork, KeysStayInOrderThroughAKilledReplicaAndAJoiningOne) {
   for (const auto& f : files) std::remove(f.c_str());
 }
 
+// Another replica (in this process) takes k1:0 of ORDERS over once its holder lets ack_wait run
+// out, then handles k1:1, and leaves.
+::testing::AssertionResult take_over_k1(const std::string& url, BrokerClient& admin) {
+  std::mutex mu;
+  std::vector<std::string> seen;
+  Fleet taker(testing::fast_options({url}, "taker"));
+  auto spec = testing::fast_work("orders", "orders.*");
+  spec.ordering = Ordering::per_key;
+  spec.key_token = 2;
+  if (auto added = taker.add_work(spec,
+                                  [&](const Message& m) {
+                                    std::lock_guard lock(mu);
+                                    seen.push_back(m.data());
+                                    return Disposition::ack();
+                                  });
+      !added)
+    return ::testing::AssertionFailure() << added.error().describe();
+  if (auto started = taker.start(); !started)
+    return ::testing::AssertionFailure() << started.error().describe();
+  auto saw = [&](const std::string& data) {
+    std::lock_guard lock(mu);
+    return std::find(seen.begin(), seen.end(), data) != seen.end();
+  };
+  if (!wait_for([&] { return saw("k1:0"); }, 20s))
+    return ::testing::AssertionFailure() << "k1:0 not taken over after ack_wait";
+  admin.publish("orders.k1", "k1:1");
+  if (!wait_for([&] { return saw("k1:1"); }, 10s))
+    return ::testing::AssertionFailure() << "k1:1 not handled by the replica that took k1:0";
+  taker.shutdown(5s);
+  return ::testing::AssertionSuccess();
+}
+
+// "key:n" of each line of a replica's output file, in order.
+std::vector<std::string> handled_lines(const std::string& out) {
+  std::vector<std::string> data;
+  for (const auto& h : read_handled({out})) data.push_back(h.key + ":" + std::to_string(h.n));
+  return data;
+}
+
 // A replica paused with a message in its socket buffer reads it, fresh to its own clock, after
 // the broker gave that message to another replica which went on to the key's next one. The
 // fence (the consumer's latest delivery must be this one) keeps it from handling it late.
@@ -326,42 +365,17 @@ TEST(OrderedWork, AReplicaResumedAfterATakeoverDoesNotHandleWhatWasTakenOver) {
   ASSERT_TRUE(
       wait_for([&] { return admin.consumer("ORDERS", partition).num_ack_pending == 1; }, 10s));
 
-  std::mutex mu;
-  std::vector<std::string> seen;
-  auto taker = std::make_unique<Fleet>(testing::fast_options({server.url()}, "taker"));
-  auto spec = testing::fast_work("orders", "orders.*");
-  spec.ordering = Ordering::per_key;
-  spec.key_token = 2;
-  ASSERT_TRUE(taker->add_work(spec, [&](const Message& m) {
-    std::lock_guard lock(mu);
-    seen.push_back(m.data());
-    return Disposition::ack();
-  }));
-  ASSERT_TRUE(taker->start());
-  auto saw = [&](const std::string& data) {
-    std::lock_guard lock(mu);
-    return std::find(seen.begin(), seen.end(), data) != seen.end();
-  };
-  ASSERT_TRUE(wait_for([&] { return saw("k1:0"); }, 20s)) << "taken over after ack_wait";
-  admin.publish("orders.k1", "k1:1");
-  ASSERT_TRUE(wait_for([&] { return saw("k1:1"); }, 10s));
-  taker->shutdown(5s);
-  taker.reset();
+  ASSERT_TRUE(take_over_k1(server.url(), admin));
 
   ASSERT_TRUE(paused->signal(SIGCONT));
   admin.publish("orders.k1", "k1:2");  // now only the resumed replica pulls
-  auto lines = [&] {
-    std::vector<std::string> data;
-    for (const auto& h : read_handled({out})) data.push_back(h.key + ":" + std::to_string(h.n));
-    return data;
-  };
   ASSERT_TRUE(wait_for(
       [&] {
-        auto l = lines();
+        auto l = handled_lines(out);
         return std::find(l.begin(), l.end(), "k1:2") != l.end();
       },
       20s));
-  EXPECT_EQ(lines(), std::vector<std::string>{"k1:2"}) << "k1:0 handled after k1:1";
+  EXPECT_EQ(handled_lines(out), std::vector<std::string>{"k1:2"}) << "k1:0 handled after k1:1";
   paused->kill();
   std::remove(out.c_str());
 }
@@ -752,27 +766,7 @@ TEST(OrderedWork, AHeldMessageTakenOverIsNotHandledWhenTheDownstreamIsBack) {
   ASSERT_TRUE(holder->signal(SIGSTOP));
   ASSERT_TRUE(testing::wait_stopped(holder->pid()));
 
-  std::mutex mu;
-  std::vector<std::string> seen;
-  auto taker = std::make_unique<Fleet>(testing::fast_options({server.url()}, "taker"));
-  auto spec = testing::fast_work("orders", "orders.*");
-  spec.ordering = Ordering::per_key;
-  spec.key_token = 2;
-  ASSERT_TRUE(taker->add_work(spec, [&](const Message& m) {
-    std::lock_guard lock(mu);
-    seen.push_back(m.data());
-    return Disposition::ack();
-  }));
-  ASSERT_TRUE(taker->start());
-  auto saw = [&](const std::string& data) {
-    std::lock_guard lock(mu);
-    return std::find(seen.begin(), seen.end(), data) != seen.end();
-  };
-  ASSERT_TRUE(wait_for([&] { return saw("k1:0"); }, 20s)) << "taken over after ack_wait";
-  admin.publish("orders.k1", "k1:1");
-  ASSERT_TRUE(wait_for([&] { return saw("k1:1"); }, 10s));
-  taker->shutdown(5s);
-  taker.reset();
+  ASSERT_TRUE(take_over_k1(server.url(), admin));
 
   // The holder's downstream came back while it was paused: whether it held k1:0 (failed, kept
   // for a retry) or was waiting to handle it (for a catch-up with its peers), it must find out
@@ -780,21 +774,16 @@ TEST(OrderedWork, AHeldMessageTakenOverIsNotHandledWhenTheDownstreamIsBack) {
   std::remove(down.c_str());
   ASSERT_TRUE(holder->signal(SIGCONT));
   admin.publish("orders.k1", "k1:2");
-  auto lines = [&] {
-    std::vector<std::string> data;
-    for (const auto& h : read_handled({out})) data.push_back(h.key + ":" + std::to_string(h.n));
-    return data;
-  };
   ASSERT_TRUE(wait_for(
       [&] {
-        auto l = lines();
+        auto l = handled_lines(out);
         return std::find(l.begin(), l.end(), "k1:2") != l.end();
       },
       30s))
       << "the holder " << (holder->running() ? "runs, state " : "is gone: ")
       << (holder->running() ? std::string(1, testing::process_state(holder->pid()))
                             : holder->peek_exit().value_or("?"));
-  EXPECT_EQ(lines(), std::vector<std::string>{"k1:2"}) << "k1:0 handled after k1:1";
+  EXPECT_EQ(handled_lines(out), std::vector<std::string>{"k1:2"}) << "k1:0 handled after k1:1";
   holder->kill();
   std::remove(out.c_str());
 }
