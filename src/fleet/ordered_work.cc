@@ -29,6 +29,11 @@ constexpr milliseconds kFloorWindow{500};
 constexpr milliseconds kPassedOverLookback{10'000};
 // Stream lookups one check makes at most (one per message of the partition since then).
 constexpr int kPassedOverLookups = 1000;
+// How long after a partition's consumer changed each first delivery looks up the earlier
+// messages of its key, and how many it looks up at most: a key's messages since the lookback.
+constexpr milliseconds kKeyCheckWindow{20'000};
+constexpr int kKeyLookups = 8;
+constexpr size_t kKeyPassedOverAtOnce = 2;
 // More messages unknown at once than this: this replica's records are what is missing.
 constexpr size_t kPassedOverAtOnce = 16;
 
@@ -157,8 +162,9 @@ OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& conte
 
 void OrderedWork::mark_for_check(int partition, std::string_view why) {
   Partition& part = state_[static_cast<size_t>(partition)];
-  part.check_since =
-      (HandledMessages::Clock::now() - kPassedOverLookback).time_since_epoch().count();
+  const auto now = HandledMessages::Clock::now();
+  part.check_since = (now - kPassedOverLookback).time_since_epoch().count();
+  part.key_check_until = (now + kKeyCheckWindow).time_since_epoch().count();
   part.check = true;
   ctx_.log->debug(
       "work {}: partition {}: {}; the next message handled here has the stream checked for "
@@ -445,6 +451,11 @@ Disposition OrderedWork::handle(int partition, const Message& message) {
     Partition& part;
     ~Release() { part.held = false; }
   } release{delivering};
+  // Before the check of the whole partition is queued: what peers say they handled is
+  // remembered by then, and not asked again.
+  if (message.delivered() == 1 && message.delivery() &&
+      HandledMessages::Clock::now().time_since_epoch().count() < part.key_check_until.load())
+    owe_passed_over_of_key(partition, message);
   if (delivering.check.load() && delivering.check.exchange(false) && message.delivery()) {
     std::lock_guard lock(mu_);
     auto queued = std::find_if(checks_.begin(), checks_.end(),
@@ -683,10 +694,7 @@ std::set<int64_t> OrderedWork::handled_by_peers(int partition,
   return handled;
 }
 
-void OrderedWork::find_passed_over(const PassedOverCheck& check) {
-  const int partition = check.partition;
-  Partition& part = state_[static_cast<size_t>(partition)];
-  const uint64_t seq = check.seq;
+uint64_t OrderedWork::judged_after(const Partition& part) const {
   const HandledMessages::Clock::time_point since{
       HandledMessages::Clock::duration(part.check_since.load())};
   // The newest message handled before the leader could have changed: the new leader delivers
@@ -704,6 +712,68 @@ void OrderedWork::find_passed_over(const PassedOverCheck& check) {
     const uint64_t heard = part.handled.oldest_since(back);
     after = heard == 0 ? 0 : std::max(after, heard);
   }
+  return after;
+}
+
+void OrderedWork::owe_passed_over_of_key(int partition, const Message& message) {
+  const uint64_t seq = message.stream_seq();
+  uint64_t after = judged_after(state_[static_cast<size_t>(partition)]);
+  if (after == 0 || after + 1 >= seq) return;
+  // On the message path: all the lookups together take at most a quarter of ack_wait.
+  const auto budget = spec_.ack_wait / 4;
+  const auto deadline = Clock::now() + budget;
+  nats::JetStreamApi api(*ctx_.connection, std::min(ctx_.options.request_timeout, budget));
+  const std::string& stream = message.delivery()->stream;
+  std::vector<Message> unknown;
+  for (int i = 0; i < kKeyLookups && Clock::now() < deadline; ++i) {
+    auto stored = api.get_message(stream, after + 1, message.subject());
+    if (!stored) {
+      if (!stored.error().is_jetstream(nats::kJsNoMessageFound))
+        ctx_.log->warn(
+            "work {}: partition {}: cannot look up the messages of {} before stream sequence {} "
+            "({}); the check of the partition looks for any it passed over",
+            spec_.name, partition, message.subject(), seq, stored.error().describe());
+      break;
+    }
+    Message m = from_stream(std::move(*stored), stream, message.delivery()->consumer);
+    if (m.stream_seq() >= seq) break;
+    after = m.stream_seq();
+    if (!handled_anywhere(m)) unknown.push_back(std::move(m));
+  }
+  drop_handled_by_peers(partition, unknown);
+  // A consumer that passes over skips one or two messages at a failover, seldom two of one key;
+  // more say that this replica's records are what is missing (see find_passed_over).
+  if (unknown.size() > kKeyPassedOverAtOnce) {
+    ctx_.log->warn(
+        "work {}: partition {}: {} earlier messages of {} (stream sequences {} to {}) are not "
+        "known here as handled, too many to be passed over by a consumer: this replica's "
+        "records of the partition are incomplete; none of them is owed or reported",
+        spec_.name, partition, unknown.size(), message.subject(), unknown.front().stream_seq(),
+        unknown.back().stream_seq());
+    return;
+  }
+  for (const Message& m : unknown) owe(partition, m, seq, stream);
+}
+
+void OrderedWork::drop_handled_by_peers(int partition, std::vector<Message>& unknown) {
+  if (unknown.empty()) return;
+  const std::set<int64_t> peers_handled = handled_by_peers(partition, unknown);
+  std::erase_if(unknown, [&](const Message& m) {
+    if (!peers_handled.contains(m.delivery()->timestamp_ns)) return false;
+    ctx_.log->debug(
+        "work {}: partition {}: stream sequence {} was not heard of here, but a peer handled it",
+        spec_.name, partition, m.stream_seq());
+    // Remembered, so that the next look at the stream does not ask again.
+    state_[static_cast<size_t>(home_partition(m, partition))].handled.remember(m, Handler::peer);
+    return true;
+  });
+}
+
+void OrderedWork::find_passed_over(const PassedOverCheck& check) {
+  const int partition = check.partition;
+  Partition& part = state_[static_cast<size_t>(partition)];
+  const uint64_t seq = check.seq;
+  const uint64_t after = judged_after(part);
   if (after == 0 || after + 1 >= seq) return;
   nats::JetStreamApi api(*ctx_.connection, ctx_.options.request_timeout);
   const std::string filter = plan_.filter(partition);
@@ -731,15 +801,7 @@ void OrderedWork::find_passed_over(const PassedOverCheck& check) {
         spec_.name, partition, missed.error().describe());
     return;
   }
-  const std::set<int64_t> peers_handled =
-      missed->empty() ? std::set<int64_t>{} : handled_by_peers(partition, *missed);
-  std::erase_if(*missed, [&](const Message& m) {
-    if (!peers_handled.contains(m.delivery()->timestamp_ns)) return false;
-    ctx_.log->debug(
-        "work {}: partition {}: stream sequence {} was not heard of here, but a peer handled it",
-        spec_.name, partition, m.stream_seq());
-    return true;
-  });
+  drop_handled_by_peers(partition, *missed);
   // A consumer that passes over messages skips one or two at a failover; many at once say
   // that this replica's records are what is missing (it was away, and peers' answers did not
   // cover it: chaos seed 2902 had two replicas take about 1,000 handled messages each for passed
@@ -753,33 +815,34 @@ void OrderedWork::find_passed_over(const PassedOverCheck& check) {
         missed->back().stream_seq());
     return;
   }
-  for (const Message& m : *missed) {
-    // Owed, not handled here: the check runs beside the partition's deliveries, and handling
-    // it now could come after the next message of its key (make test's ordered chaos run, seed
-    // 20261202, showed it). settle_owed() handles it with the partition's next delivery, while
-    // this replica holds the partition, unless its key has moved on by then.
-    std::lock_guard lock(mu_);
-    auto& owed = owed_[static_cast<size_t>(partition)];
-    const auto at =
-        std::lower_bound(owed.begin(), owed.end(), m.stream_seq(),
-                         [](const Message& o, uint64_t s) { return o.stream_seq() < s; });
-    if (at != owed.end() && at->stream_seq() == m.stream_seq()) continue;  // owed already
-    if (owed.size() >= static_cast<size_t>(kPassedOverLookups)) {
-      ++passed_over_;
-      ctx_.log->error(
-          "work {}: partition {}: stream sequence {} (subject {}) was passed over by its "
-          "consumer, and {} such messages wait to be handled already; replay it from stream {}",
-          spec_.name, partition, m.stream_seq(), m.subject(), owed.size(), check.stream);
-      continue;
-    }
-    ctx_.log->warn(
-        "work {}: partition {}: its consumer delivered stream sequence {} after {} (subject "
-        "{}), which no live replica says it handled: a consumer leader whose copy of the stream "
-        "differs passed it over; it is handled here with the partition's next delivery, unless "
-        "the next message of its key is handled first",
-        spec_.name, partition, seq, m.stream_seq(), m.subject());
-    owed.insert(at, m);
+  for (const Message& m : *missed) owe(partition, m, seq, check.stream);
+}
+
+void OrderedWork::owe(int partition, const Message& m, uint64_t seq, const std::string& stream) {
+  // Owed, not handled now: the check runs beside the partition's deliveries, and handling it
+  // now could come after the next message of its key (make test's ordered chaos run, seed
+  // 20261202, showed it). settle_owed() handles it with the partition's next delivery, while
+  // this replica holds the partition, unless its key has moved on by then.
+  std::lock_guard lock(mu_);
+  auto& owed = owed_[static_cast<size_t>(partition)];
+  const auto at = std::lower_bound(owed.begin(), owed.end(), m.stream_seq(),
+                                   [](const Message& o, uint64_t s) { return o.stream_seq() < s; });
+  if (at != owed.end() && at->stream_seq() == m.stream_seq()) return;  // owed already
+  if (owed.size() >= static_cast<size_t>(kPassedOverLookups)) {
+    ++passed_over_;
+    ctx_.log->error(
+        "work {}: partition {}: stream sequence {} (subject {}) was passed over by its "
+        "consumer, and {} such messages wait to be handled already; replay it from stream {}",
+        spec_.name, partition, m.stream_seq(), m.subject(), owed.size(), stream);
+    return;
   }
+  ctx_.log->warn(
+      "work {}: partition {}: its consumer delivered stream sequence {} after {} (subject {}), "
+      "which no live replica says it handled: a consumer leader whose copy of the stream "
+      "differs passed it over; it is handled here with the partition's next delivery, unless "
+      "the next message of its key is handled first",
+      spec_.name, partition, seq, m.stream_seq(), m.subject());
+  owed.insert(at, m);
 }
 
 SubscriptionHealth OrderedWork::health() const {

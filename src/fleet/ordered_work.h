@@ -68,6 +68,9 @@ class OrderedWork final : public Supervised {
     // handled here queues a check of the stream for messages passed over since shortly before.
     std::atomic<bool> check{false};
     std::atomic<HandledMessages::Clock::rep> check_since{0};
+    // Until then (steady clock ticks), a first delivery looks up the earlier messages of its
+    // key itself before it is handled (owe_passed_over_of_key).
+    std::atomic<HandledMessages::Clock::rep> key_check_until{0};
   };
 
   // A look at the stream for messages a partition's consumer passed over, asked for by the first
@@ -116,9 +119,26 @@ class OrderedWork final : public Supervised {
   // replica is known to have handled, after asking the live replicas about them, and owes them:
   // settle_owed() handles them with the partition's next delivery.
   void find_passed_over(const PassedOverCheck& check);
+  // The stream sequence after which the partition's records can judge a message passed over:
+  // the newest handled before check_since, not below the oldest remembered nor below what was
+  // heard since the link came back. 0: nothing can be judged.
+  uint64_t judged_after(const Partition& part) const;
+  // Owes `m`, which the partition's consumer passed over (`seq`: the delivery that found it):
+  // settle_owed() handles it with the partition's next delivery. Reported instead when too many
+  // are owed already.
+  void owe(int partition, const Message& m, uint64_t seq, const std::string& stream);
+  // While the partition's check window is open (its consumer changed lately), before a first
+  // delivery is handled: the earlier messages of its key since judged_after() that no replica
+  // is known to have handled are owed, so they are handled before it. The check of the whole
+  // partition runs beside the deliveries and can come after the key's next message is handled
+  // (chaos seed 3102, nats-server 2.10.27: one was handled 6 s after the message before it of
+  // its key was passed over, 12 s before the check found it).
+  void owe_passed_over_of_key(int partition, const Message& message);
   // Of `candidates`, the stored times that some live replica remembers as handled: each answers
   // on floor_subject_ from what it handled and heard (its notices may not have reached here).
   std::set<int64_t> handled_by_peers(int partition, const std::vector<Message>& candidates);
+  // Drops from `unknown` (and remembers as handled) what a live replica says it handled.
+  void drop_handled_by_peers(int partition, std::vector<Message>& unknown);
   // The handler's verdict, remembered and told to the other replicas.
   void handled(int partition, const Message& message, const Disposition& outcome);
   // Whether a message was handled, looked up in every partition: a consumer whose copy of the

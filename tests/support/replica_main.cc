@@ -9,7 +9,8 @@
 // With --key-token the work is ordered per key, and each line starts with the monotonic clock
 // (nanoseconds, comparable across processes on one machine) at which it was handled.
 // --handle-ms makes each handler take that long, after its line is written. With --down-while
-// the downstream is down (Disposition::retry, nothing written) while FILE exists. With
+// the downstream is down (Disposition::retry, nothing written) while FILE exists, and each such
+// refusal appends the message's data as a line to FILE.refused. With
 // NATSFLEET_REPLICA_DEBUG set in the environment it logs at debug level.
 #include <spdlog/spdlog.h>
 
@@ -79,8 +80,10 @@ int main(int argc, char** argv) {
   if (concurrency > 0) spec.concurrency = concurrency;
   if (!down_while.empty()) spec.retry_max = std::chrono::milliseconds(500);  // back soon after
   auto added = fleet.add_work(spec, [&](const natsfleet::Message& m) {
-    if (!down_while.empty() && std::ifstream(down_while))
+    if (!down_while.empty() && std::ifstream(down_while)) {
+      std::ofstream(down_while + ".refused", std::ios::app) << m.data() << std::endl;
       return natsfleet::Disposition::retry().because("down while " + down_while + " exists");
+    }
     {
       std::lock_guard lock(mu);
       if (key_token > 0) {
