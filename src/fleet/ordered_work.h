@@ -112,9 +112,12 @@ class OrderedWork final : public Supervised {
   // handled waits for the answers before it is handled.
   void request_catch_up();
   void catch_up();
-  // Fencing::before_admit: a message not known as handled waits (2 x kFloorWindow at most) while
+  // In before_admit(): a message not known as handled waits (2 x kFloorWindow at most) while
   // a catch-up runs, before its delivery is checked as still this replica's.
   void wait_for_catch_up(const Message& message);
+  // Fencing::before_admit: the catch-up wait, then owe_passed_over_of_key() while the
+  // partition's key check window is open.
+  void before_admit(int partition, const Message& message);
   // Finds the partition's stored messages since shortly before its consumer changed that no
   // replica is known to have handled, after asking the live replicas about them, and owes them:
   // settle_owed() handles them with the partition's next delivery.
@@ -128,11 +131,11 @@ class OrderedWork final : public Supervised {
   // are owed already.
   void owe(int partition, const Message& m, uint64_t seq, const std::string& stream);
   // While the partition's check window is open (its consumer changed lately), before a first
-  // delivery is handled: the earlier messages of its key since judged_after() that no replica
-  // is known to have handled are owed, so they are handled before it. The check of the whole
-  // partition runs beside the deliveries and can come after the key's next message is handled
-  // (chaos seed 3102, nats-server 2.10.27: one was handled 6 s after the message before it of
-  // its key was passed over, 12 s before the check found it).
+  // delivery is checked as still this replica's and handled: the earlier messages of its key since
+  // judged_after() that no replica is known to have handled are owed, so they are handled before
+  // it. The check of the whole partition runs beside the deliveries and can come after the key's
+  // next message is handled (chaos seed 3102, nats-server 2.10.27: one was handled 6 s after the
+  // message before it of its key was passed over, 12 s before the check found it).
   void owe_passed_over_of_key(int partition, const Message& message);
   // Of `candidates`, the stored times that some live replica remembers as handled: each answers
   // on floor_subject_ from what it handled and heard (its notices may not have reached here).
