@@ -303,6 +303,12 @@ void OrderedWork::run() {
         "work {}: cannot hear what other replicas handled on {}: {}; a message one of them "
         "handled and the broker delivers again is handled again here",
         spec_.name, handled_subject_, notices.error().describe());
+  // A replica that starts knows nothing its peers handled: a consumer whose leader lost an ack
+  // redelivers such a message, even after the next of its key (chaos seed 3102 on
+  // nats-server 2.10.27: a replica restarted after a kill handled five messages again, each
+  // after the next of its key had been handled). Its first deliveries wait for what the live
+  // replicas remember (a second at most).
+  request_catch_up();
   std::lock_guard lock(mu_);
   if (stopping_) return;
   if (answering) floor_answers_ = std::move(answering.value());

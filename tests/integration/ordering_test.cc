@@ -721,6 +721,43 @@ TEST(OrderedWork, AMessageAPeerSaysItHandledIsNotReportedAsPassedOver) {
   log->uninstall();
 }
 
+// A replica that starts has no record of what its peers handled, and a consumer whose leader lost
+// an ack redelivers such a message, even after the next of its key (chaos seed 3102: a replica
+// restarted after a kill handled five so). Before its first deliveries it asks the live replicas
+// for all they remember. Here a peer took k1:0 and never acked it, and the test answers for it.
+TEST(OrderedWork, AStartingReplicaCatchesUpWithWhatPeersHandled) {
+  OrderedFleetHoldingOne f("-");
+  const int p = f.plan.partition_of("k1");
+  const std::string name = fleet::partition_consumer("orders", p);
+  ASSERT_TRUE(f.admin.api().create_consumer(
+      "ORDERS", fleet::config_starting_at(fleet::partition_spec(f.spec, f.plan, p), 1, name)));
+  const uint64_t seq = f.admin.publish("orders.k1", "k1:0");
+  auto stored = f.admin.api().get_message("ORDERS", seq);
+  ASSERT_TRUE(stored) << stored.error().describe();
+  const int64_t ns = stored_ns(stored->time);
+  Inbox peer_took(f.admin.connection());
+  pull(f.admin.connection(), "ORDERS", name, peer_took, 1);
+  ASSERT_TRUE(peer_took.next()) << "the peer got k1:0";
+  std::atomic<int> asked{0};
+  auto peer =
+      f.admin.connection().subscribe("natsfleet.floor.orders", "", [&](nats::InboundMessage&& m) {
+        if (m.data != fleet::catch_up_question(p) || m.reply.empty()) return;
+        ++asked;
+        (void)f.admin.connection().publish(m.reply, fleet::catch_up_answer(p, {{seq, ns}}));
+      });
+  ASSERT_TRUE(peer);
+  ASSERT_TRUE(f.start());
+  // Redelivered after ack_wait, to the replica that started.
+  ASSERT_TRUE(
+      wait_for([&] { return f.fleet.health().subscriptions.at(0).repeats_skipped == 1; }, 20s))
+      << "k1:0 not acked without the handler; seen " << f.seen().size();
+  f.admin.publish("orders.k1", "k1:1");
+  ASSERT_TRUE(wait_for([&] { return f.saw("k1:1"); }, 20s));
+  EXPECT_EQ(f.seen(), (std::vector<std::string>{"k1:1"})) << "k1:0 handled again here";
+  EXPECT_GE(asked.load(), 1);
+  f.fleet.shutdown(5s);
+}
+
 // A replica that did not hear a peer's notice (its link was cut, say) asks the live replicas for
 // all they remember when its partition's consumer changes, before it handles what the new
 // consumer delivers: a message the peer handled, delivered here again as new, is acked without
