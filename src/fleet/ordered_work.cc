@@ -445,6 +445,7 @@ Disposition OrderedWork::handle(int partition, const Message& message) {
           "broken the key's order. If no replica's downstream has it, replay it from stream {}",
           spec_.name, home, seq, message.subject(), part.handled_to.load(), (*next)->stream_seq(),
           message.delivery()->stream);
+      settled_unhandled(home, message);
       return Disposition::ack();
     }
   }
@@ -532,6 +533,7 @@ std::optional<Disposition> OrderedWork::settle_owed(int partition, const Message
           "replica's downstream has it, replay it from stream {}",
           spec_.name, partition, m.stream_seq(), m.subject(), (*next)->stream_seq(),
           m.delivery()->stream);
+      settled_unhandled(partition, m);
       continue;
     }
     Disposition outcome = Disposition::ack();
@@ -578,6 +580,14 @@ std::optional<Handler> OrderedWork::handled_anywhere(const Message& message) con
   for (int p = 0; p < plan_.partitions(); ++p)
     if (auto by = state_[static_cast<size_t>(p)].handled.find(message)) return by;
   return std::nullopt;
+}
+
+void OrderedWork::settled_unhandled(int partition, const Message& message) {
+  // Recorded and told as if handled: its key moved on, so no replica may handle it later. A
+  // replica that restarts learns it from its peers' records, and a redelivery is acked without
+  // the handler (chaos seed 3102: a message reported so, redelivered 20 s later to a replica
+  // restarted meanwhile, was handled after the next of its key).
+  handled(partition, message, Disposition::ack());
 }
 
 void OrderedWork::handled(int partition, const Message& message, const Disposition& outcome) {
@@ -754,9 +764,10 @@ void OrderedWork::owe_passed_over_of_key(int partition, const Message& message) 
     after = m.stream_seq();
     if (!handled_anywhere(m)) unknown.push_back(std::move(m));
   }
-  drop_handled_by_peers(partition, unknown);
   // A consumer that passes over skips one or two messages at a failover, seldom two of one key;
-  // more say that this replica's records are what is missing (see find_passed_over).
+  // more say that this replica's records are what is missing (see find_passed_over). Judged
+  // before the peers are asked: their answers take kFloorWindow, and the longer a delivery waits
+  // here, the likelier its fence finds it no longer this replica's.
   if (unknown.size() > kKeyPassedOverAtOnce) {
     ctx_.log->warn(
         "work {}: partition {}: {} earlier messages of {} (stream sequences {} to {}) are not "
@@ -766,6 +777,7 @@ void OrderedWork::owe_passed_over_of_key(int partition, const Message& message) 
         unknown.back().stream_seq());
     return;
   }
+  drop_handled_by_peers(partition, unknown);
   for (const Message& m : unknown) owe(partition, m, seq, stream);
 }
 

@@ -144,6 +144,8 @@ class OrderedWork final : public Supervised {
   void drop_handled_by_peers(int partition, std::vector<Message>& unknown);
   // The handler's verdict, remembered and told to the other replicas.
   void handled(int partition, const Message& message, const Disposition& outcome);
+  // A message reported instead of handled (the next of its key came first): settled for good.
+  void settled_unhandled(int partition, const Message& message);
   // Whether a message was handled, looked up in every partition: a consumer whose copy of the
   // stream differs can deliver a message under another partition's consumer.
   std::optional<Handler> handled_anywhere(const Message& message) const;
