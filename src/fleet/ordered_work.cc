@@ -748,22 +748,27 @@ void OrderedWork::owe_passed_over_of_key(int partition, const Message& message) 
   const auto deadline = Clock::now() + budget;
   nats::JetStreamApi api(*ctx_.connection, std::min(ctx_.options.request_timeout, budget));
   const std::string& stream = message.delivery()->stream;
-  std::vector<Message> unknown;
-  for (int i = 0; i < kKeyLookups && Clock::now() < deadline; ++i) {
-    auto stored = api.get_message(stream, after + 1, message.subject());
+  // The key's stored messages after `from`; a failed lookup, or one past the deadline, ends the
+  // walk with what was found so far.
+  auto next_of_subject = [&](uint64_t from) -> Result<std::optional<Message>> {
+    if (Clock::now() >= deadline) return std::optional<Message>();
+    auto stored = api.get_message(stream, from + 1, message.subject());
     if (!stored) {
       if (!stored.error().is_jetstream(nats::kJsNoMessageFound))
         ctx_.log->warn(
             "work {}: partition {}: cannot look up the messages of {} before stream sequence {} "
             "({}); the check of the partition looks for any it passed over",
             spec_.name, partition, message.subject(), seq, stored.error().describe());
-      break;
+      return std::optional<Message>();
     }
-    Message m = from_stream(std::move(*stored), stream, message.delivery()->consumer);
-    if (m.stream_seq() >= seq) break;
-    after = m.stream_seq();
-    if (!handled_anywhere(m)) unknown.push_back(std::move(m));
-  }
+    return std::optional<Message>(
+        from_stream(std::move(*stored), stream, message.delivery()->consumer));
+  };
+  std::vector<Message> unknown =
+      std::move(passed_over(
+                    after, seq, next_of_subject,
+                    [&](const Message& m) { return handled_anywhere(m).has_value(); }, kKeyLookups)
+                    .value());
   // A consumer that passes over skips one or two messages at a failover, seldom two of one key;
   // more say that this replica's records are what is missing (see find_passed_over). Judged
   // before the peers are asked: their answers take kFloorWindow, and the longer a delivery waits
