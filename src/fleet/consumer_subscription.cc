@@ -966,6 +966,7 @@ void ConsumerSubscription::settle(const Message& message, const std::string& rep
     }
     status_.counters.dead_lettered++;
   }
+  if (fencing_.terminated) fencing_.terminated(message);
   send_ack(reply, consume::kTermBody);
   status_.counters.termed++;
   status_.log().warn("work {}: {} (subject {}) terminated after {} deliveries ({}){}", spec_.name,

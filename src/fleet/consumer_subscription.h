@@ -92,12 +92,17 @@ struct ReplicaOptions {
 // `before_admit`, called with each delivery before its slot and the check above: what may wait
 // (ordered work waits there for what the live replicas handled) waits before the check, so a
 // pause meanwhile is caught by it.
+//
+// `terminated`, called with a message about to be terminated (the handler rejected its last
+// allowed delivery, or terminated it), once it is dead-lettered: it is settled for good, and the
+// broker will not deliver it again.
 struct Fencing {
   bool latest_delivery = false;
   std::counting_semaphore<>* slots = nullptr;
   std::function<uint64_t()> fleet_floor;
   std::function<void()> consumer_changed;
   std::function<void(const Message&)> before_admit;
+  std::function<void(const Message&)> terminated;
 };
 
 // Whether a delivery needs the broker's word that it is still this replica's (see Fencing):

@@ -60,6 +60,14 @@ uint64_t HandledMessages::oldest_since(Clock::time_point at) const {
   return oldest;
 }
 
+uint64_t HandledMessages::newest_below(uint64_t seq) const {
+  std::lock_guard lock(mu_);
+  uint64_t newest = 0;
+  for (const auto& key : order_)
+    if (key.seq < seq) newest = std::max(newest, key.seq);
+  return newest;
+}
+
 std::vector<HandledMessages::Key> HandledMessages::keys() const {
   std::lock_guard lock(mu_);
   return {order_.begin(), order_.end()};

@@ -64,6 +64,9 @@ class HandledMessages {
   uint64_t oldest() const;
   // The lowest stream sequence remembered at or after `at` (0: none).
   uint64_t oldest_since(Clock::time_point at) const;
+  // The highest stream sequence remembered below `seq` (0: none): the message handled last before
+  // it, as far as the records tell.
+  uint64_t newest_below(uint64_t seq) const;
   // Every message remembered, oldest first.
   std::vector<Key> keys() const;
 

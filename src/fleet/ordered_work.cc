@@ -34,6 +34,10 @@ constexpr int kPassedOverLookups = 1000;
 constexpr milliseconds kKeyCheckWindow{20'000};
 constexpr int kKeyLookups = 8;
 constexpr size_t kKeyPassedOverAtOnce = 2;
+// How long a delivery's look at the stream before it waits for peers' notices of what it found
+// unknown: a peer publishes its notice before its ack, and the broker delivers the next message
+// only after that ack, but the two travel different routes.
+constexpr milliseconds kNoticeGrace{100};
 // More messages unknown at once than this: this replica's records are what is missing.
 constexpr size_t kPassedOverAtOnce = 16;
 
@@ -157,7 +161,9 @@ OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& conte
                           p, "its consumer changed (a new leader, made anew, or recovered)");
                       request_catch_up();
                     },
-                .before_admit = [this, p](const Message& m) { before_admit(p, m); }}));
+                .before_admit = [this, p](const Message& m) { before_admit(p, m); },
+                .terminated =
+                    [this, p](const Message& m) { settled_unhandled(home_partition(m, p), m); }}));
 }
 
 void OrderedWork::mark_for_check(int partition, std::string_view why) {
@@ -178,11 +184,72 @@ void OrderedWork::before_admit(int partition, const Message& message) {
   // widen the time in which the delivery can be handed to another replica (chaos seed 3102: a
   // replica paused while it looked up a key's earlier messages wrote the message 2 s after
   // another replica had handled it and the next of its key).
+  if (message.delivered() != 1 || !message.delivery() || handled_anywhere(message)) return;
+  owe_passed_over_before(partition, message);
   const Partition& part = state_[static_cast<size_t>(home_partition(message, partition))];
-  if (message.delivered() == 1 && message.delivery() &&
-      HandledMessages::Clock::now().time_since_epoch().count() < part.key_check_until.load() &&
-      !handled_anywhere(message))
+  if (HandledMessages::Clock::now().time_since_epoch().count() < part.key_check_until.load())
     owe_passed_over_of_key(partition, message);
+}
+
+void OrderedWork::owe_passed_over_before(int partition, const Message& message) {
+  const int home = home_partition(message, partition);
+  const uint64_t seq = message.stream_seq();
+  const uint64_t previous = state_[static_cast<size_t>(home)].handled.newest_below(seq);
+  if (previous == 0 || previous + 1 >= seq) return;
+  // On the message path: all the lookups together take at most a quarter of ack_wait.
+  const auto budget = spec_.ack_wait / 4;
+  const auto deadline = Clock::now() + budget;
+  nats::JetStreamApi api(*ctx_.connection, std::min(ctx_.options.request_timeout, budget));
+  const std::string& stream = message.delivery()->stream;
+  const std::string filter = plan_.filter(home);
+  std::string failed;
+  auto next_stored = [&](uint64_t from) -> Result<std::optional<Message>> {
+    if (Clock::now() >= deadline) {
+      failed = "out of time";
+      return std::optional<Message>();
+    }
+    auto stored = api.get_message(stream, from + 1, filter);
+    if (!stored) {
+      if (!stored.error().is_jetstream(nats::kJsNoMessageFound)) failed = stored.error().describe();
+      return std::optional<Message>();
+    }
+    return std::optional<Message>(
+        from_stream(std::move(*stored), stream, message.delivery()->consumer));
+  };
+  std::vector<Message> unknown =
+      std::move(passed_over(
+                    previous, seq, next_stored,
+                    [&](const Message& m) { return handled_anywhere(m).has_value(); }, kKeyLookups)
+                    .value());
+  if (!failed.empty()) {
+    // The partition's check, and each first delivery's look at its key for a while, look again.
+    ctx_.log->debug(
+        "work {}: partition {}: cannot look at the stream between stream sequences {} and {} "
+        "({})",
+        spec_.name, home, previous, seq, failed);
+    mark_for_check(home, "a delivery could not look at the stream before it");
+  }
+  wait_for_notices(unknown);
+  if (unknown.empty()) return;
+  // As in owe_passed_over_of_key(): more than a consumer passes over at once says that this
+  // replica's records are what is missing.
+  if (unknown.size() > kKeyPassedOverAtOnce) {
+    ctx_.log->debug(
+        "work {}: partition {}: {} stored messages between stream sequences {} and {} are not "
+        "known here as handled, too many to be passed over by a consumer; none of them is owed",
+        spec_.name, home, unknown.size(), previous, seq);
+    return;
+  }
+  drop_handled_by_peers(home, unknown);
+  for (const Message& m : unknown) owe(partition, m, seq, stream);
+}
+
+void OrderedWork::wait_for_notices(std::vector<Message>& unknown) {
+  std::unique_lock lock(notice_mu_);
+  noticed_.wait_for(lock, kNoticeGrace, [&] {
+    std::erase_if(unknown, [&](const Message& m) { return handled_anywhere(m).has_value(); });
+    return unknown.empty();
+  });
 }
 
 void OrderedWork::wait_for_catch_up(const Message& message) {
@@ -297,6 +364,10 @@ void OrderedWork::run() {
     HandledMessages::Key key;
     if (!parse_handled_notice(m.data, partition, key) || partition >= plan_.partitions()) return;
     state_[static_cast<size_t>(partition)].handled.remember(key, Handler::peer);
+    {
+      std::lock_guard lock(notice_mu_);  // a waiter between its look and its wait sees it
+    }
+    noticed_.notify_all();
   });
   if (!notices)
     ctx_.log->warn(

@@ -211,6 +211,9 @@ TEST(HandledMessages, TheNewestHandledBeforeAMomentIsKnown) {
   EXPECT_EQ(handled.oldest(), 5u);
   EXPECT_EQ(handled.oldest_since(t0 + std::chrono::seconds(1)), 7u);
   EXPECT_EQ(handled.oldest_since(t0 + std::chrono::seconds(3)), 0u);
+  EXPECT_EQ(handled.newest_below(5), 0u);
+  EXPECT_EQ(handled.newest_below(9), 7u);
+  EXPECT_EQ(handled.newest_below(100), 9u);
 }
 
 TEST(HandledQuestion, CatchingUpAskedAndReadBack) {
