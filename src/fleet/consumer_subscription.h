@@ -45,6 +45,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/backoff.h"
 #include "consume/dispatcher.h"
 #include "consume/intake.h"
 #include "consume/pull_status.h"
@@ -264,6 +265,9 @@ class ConsumerSubscription final : public Supervised {
   std::string leader_seen_;  // the consumer's leader at the last poll that named one
   Clock::time_point last_info_{};
   Clock::time_point last_progress_{};
+  // Pulls answered "no responders" back to back wait longer each time (see run_bound).
+  base::Backoff unanswered_backoff_;
+  Clock::time_point unanswered_at_{};
 };
 
 }  // namespace natsfleet::fleet
