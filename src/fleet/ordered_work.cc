@@ -258,8 +258,13 @@ void OrderedWork::wait_for_catch_up(const Message& message) {
   caught_up_.wait_for(lock, 2 * kFloorWindow, [&] { return !catching_up_.load() || stopping_; });
 }
 
+uint64_t OrderedWork::known_floor(int partition) const {
+  const Partition& part = state_[static_cast<size_t>(partition)];
+  return std::max(part.handled_to.load(), part.handled.newest_below(UINT64_MAX));
+}
+
 uint64_t OrderedWork::fleet_floor(int partition) {
-  uint64_t floor = state_[static_cast<size_t>(partition)].handled_to.load();
+  uint64_t floor = known_floor(partition);
   std::mutex mu;
   auto on_answer = [&](nats::InboundMessage&& m) {
     const auto theirs = base::parse_number<uint64_t>(m.data);
@@ -340,8 +345,7 @@ void OrderedWork::run() {
     const int64_t partition = question->front();
     if (partition < 0 || partition >= plan_.partitions()) return;
     if (question->size() == 1) {
-      (void)ctx_.connection->publish(
-          m.reply, std::to_string(state_[static_cast<size_t>(partition)].handled_to.load()));
+      (void)ctx_.connection->publish(m.reply, std::to_string(known_floor(partition)));
       return;
     }
     std::string known;

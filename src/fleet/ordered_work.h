@@ -160,8 +160,14 @@ class OrderedWork final : public Supervised {
   // stream differs can deliver a message under another partition's consumer.
   std::optional<Handler> handled_anywhere(const Message& message) const;
   // The highest stream sequence this and every other live replica handled in `partition`: each
-  // answers on floor_subject_ (see Fencing::fleet_floor).
+  // answers on floor_subject_ (see Fencing::fleet_floor) with known_floor().
   uint64_t fleet_floor(int partition);
+  // The highest stream sequence this replica knows as handled in `partition`: by it, or by a peer
+  // (its notices, or the catch-up). Not only its own: the replicas alive when a partition's
+  // consumer goes missing may all have restarted since it was last handled (chaos seed 3102 on
+  // nats-server 2.10.27: answering 0, they recreated it from the stream's start, and 1,432
+  // messages were handled again after the next of their keys).
+  uint64_t known_floor(int partition) const;
 
   const WorkSpec spec_;
   const WorkHandler handler_;

@@ -486,6 +486,33 @@ class OrderedFleetHoldingOne {
   return ::testing::AssertionSuccess();
 }
 
+// Asked how far a partition was handled (before a replica recreates its missing consumer), a
+// replica answers with what its peers' notices told it too, not only what it handled: the
+// replicas alive when a partition's consumer goes missing may all have restarted since they last
+// handled it (chaos seed 3102 on nats-server 2.10.27: answering 0, they recreated it from the
+// stream's start, and 1,432 messages were handled again after the next of their keys).
+TEST(OrderedWork, AReplicaAskedHowFarAPartitionWasHandledCountsWhatPeersHandled) {
+  OrderedFleetHoldingOne f("-");
+  ASSERT_TRUE(f.start());
+  const uint64_t handled_here = f.admin.publish("orders.k1", "k1:0");
+  ASSERT_TRUE(f.wait_seen(1));
+  const std::string partition = std::to_string(f.plan.partition_of("k1"));
+  auto floor = [&] {
+    auto answer = f.admin.connection().request("natsfleet.floor.orders", partition, 2s);
+    return answer ? answer->data : answer.error().describe();
+  };
+  // Seen by the handler, recorded once it returns.
+  EXPECT_TRUE(wait_for([&] { return floor() == std::to_string(handled_here); }, 10s)) << floor();
+  // A peer says it handled a later message of the partition.
+  const uint64_t handled_by_peer = handled_here + 5;
+  ASSERT_TRUE(f.admin.connection().publish(
+      "natsfleet.handled.orders",
+      fleet::handled_notice(f.plan.partition_of("k1"),
+                            {handled_by_peer, 1'700'000'000'000'000'000})));
+  EXPECT_TRUE(wait_for([&] { return floor() == std::to_string(handled_by_peer); }, 10s)) << floor();
+  f.fleet.shutdown(5s);
+}
+
 // Another replica handled a message and said so (natsfleet.handled.<work>), and the broker,
 // having lost that replica's ack in a failover, delivers the message here: it is acked without
 // the handler, whatever its delivery count. The test speaks for the other replica: the notice
