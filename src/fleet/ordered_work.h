@@ -96,7 +96,8 @@ class OrderedWork final : public Supervised {
   // Before a delivery of the partition is handled: the messages its consumer passed over that
   // are older than it, handled first while this replica holds the partition (at most one
   // message of a partition is in flight), unless a later message of their key came first.
-  // A retry of one of them (its downstream is down) is the delivery's retry too.
+  // A retry of one of them (its downstream is down), or a failed look at the stream for the next
+  // of its key, is the delivery's retry too.
   std::optional<Disposition> settle_owed(int partition, const Message& message);
   Disposition handle(int partition, const Message& message);
   // The partition a message's subject names (the broker's mapping put it there), or
