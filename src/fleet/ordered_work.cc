@@ -354,7 +354,8 @@ void OrderedWork::run() {
     const int64_t partition = question->front();
     if (partition < 0 || partition >= plan_.partitions()) return;
     if (question->size() == 1) {
-      (void)ctx_.connection->publish(m.reply, std::to_string(known_floor(partition)));
+      (void)ctx_.connection->publish(m.reply,
+                                     std::to_string(known_floor(static_cast<int>(partition))));
       return;
     }
     std::string known;
