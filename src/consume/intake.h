@@ -5,6 +5,7 @@
 // rest from the owner's supervisor thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 #include "natsfleet/error.h"
@@ -39,6 +40,9 @@ class Intake {
   // how many were skipped (see PullEngine); an intake that cannot tell reports none.
   virtual uint64_t gaps() const { return 0; }
   virtual uint64_t stale_dropped() const { return 0; }
+  // When the consumer last showed it serves this intake: a message, or (pulled) a heartbeat or
+  // a request's end; never a pull refused for want of a responder. The epoch until then.
+  virtual std::chrono::steady_clock::time_point last_served() const = 0;
 };
 
 }  // namespace natsfleet::consume

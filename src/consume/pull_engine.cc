@@ -104,6 +104,7 @@ void PullEngine::on_batch(std::vector<nats::InboundMessage>& batch, uint64_t gen
         continue;
       }
       if (msg.status == 0) {
+        served_at_ = at;
         msg.pulled_at = flow_.pulled_since();
         flow_.delivered(at);
         if (&batch[kept] != &msg) batch[kept] = std::move(msg);
@@ -112,6 +113,7 @@ void PullEngine::on_batch(std::vector<nats::InboundMessage>& batch, uint64_t gen
       }
       PullStatus status = classify_pull_status(msg.status, msg.description, msg.headers);
       flow_.heard(at);
+      if (status.signal != PullSignal::no_responders) served_at_ = at;
       switch (status.signal) {
         case PullSignal::heartbeat:
         case PullSignal::no_messages:
@@ -221,6 +223,11 @@ uint64_t PullEngine::gaps() const {
 uint64_t PullEngine::stale_dropped() const {
   std::lock_guard lock(mu_);
   return stale_dropped_;
+}
+
+PullEngine::Clock::time_point PullEngine::last_served() const {
+  std::lock_guard lock(mu_);
+  return served_at_;
 }
 
 std::string PullEngine::pull_body(int64_t batch) const {

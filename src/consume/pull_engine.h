@@ -79,6 +79,7 @@ class PullEngine final : public Intake {
   // Gaps seen, and messages not delivered because they came after one or on an old inbox.
   uint64_t gaps() const override;
   uint64_t stale_dropped() const override;
+  Clock::time_point last_served() const override;
   // How long a silence must last to be a gap (0: never).
   std::chrono::milliseconds gap_after() const { return gap_after_; }
 
@@ -114,6 +115,7 @@ class PullEngine final : public Intake {
   uint64_t generation_ = 0;     // of the current inbox; older ones deliver nothing
   bool new_inbox_due_ = false;  // a gap was seen: tick() subscribes a fresh inbox
   uint64_t stale_dropped_ = 0;
+  Clock::time_point served_at_{};
 };
 
 }  // namespace natsfleet::consume

@@ -16,6 +16,8 @@ Result<void> QueueIntake::start() {
     // Without heartbeats or flow control configured, a status here is unexpected: skip it
     // rather than hand it to a handler as work.
     if (m.status != 0) return;
+    served_at_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                     std::memory_order_relaxed);
     deliver_(std::move(m));
   });
   if (!sub) return sub.error();
@@ -31,6 +33,11 @@ void QueueIntake::stop() {
     gone.swap(subscription_);
   }
   gone.reset();  // unsubscribes outside the lock: a running callback may be finishing
+}
+
+std::chrono::steady_clock::time_point QueueIntake::last_served() const {
+  using Clock = std::chrono::steady_clock;
+  return Clock::time_point(Clock::duration(served_at_.load(std::memory_order_relaxed)));
 }
 
 void QueueIntake::hold_back(bool on) {

@@ -4,6 +4,7 @@
 // the consumer by polling its info instead.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,6 +33,8 @@ class QueueIntake final : public Intake {
   bool heartbeat_missed() const override { return false; }
   void set_window(int) override {}  // the consumer's max_ack_pending bounds what is in flight
   void hold_back(bool on) override;
+  // The last message delivered here (no heartbeats on a queue subscription).
+  std::chrono::steady_clock::time_point last_served() const override;
 
  private:
   nats::Connection& connection_;
@@ -41,6 +44,7 @@ class QueueIntake final : public Intake {
   std::mutex mu_;
   std::unique_ptr<nats::Subscription> subscription_;
   bool held_back_ = false;
+  std::atomic<std::chrono::steady_clock::rep> served_at_{0};
 };
 
 }  // namespace natsfleet::consume

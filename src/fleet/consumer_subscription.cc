@@ -467,7 +467,10 @@ void ConsumerSubscription::run_bound() {
         while (!stopping() && Clock::now() < until)
           wait_for(std::chrono::duration_cast<milliseconds>(until - Clock::now()));
         unanswered_at_ = Clock::now();
-        enter_recovering(std::string("pull answered: ") + consume::to_string(signal->signal));
+        if (stopping()) return;
+        enter_recovering(replace_if_unserved("its pulls find no responder")
+                             ? std::string("the consumer served nobody; deleted to make it anew")
+                             : std::string("pull answered: ") + consume::to_string(signal->signal));
         return;
       }
       case PullSignal::consumer_deleted:
@@ -596,6 +599,50 @@ void ConsumerSubscription::move_stuck_leader(const nats::ConsumerInfo& info) {
       info.num_ack_pending, info.ack_floor_stream_seq, stuck_ms);
 }
 
+bool ConsumerSubscription::replace_if_unserved(const std::string& evidence) {
+  // A fleet told to exit when its consumer goes missing leaves consumers to their operator.
+  if (spec_.on_missing == OnMissing::exit) return false;
+  const auto now = Clock::now();
+  Clock::time_point served{};
+  {
+    std::lock_guard lock(engine_mu_);
+    if (engine_) served = engine_->last_served();
+  }
+  // The clock starts at the first evidence after the consumer last served (or the link last
+  // changed: an outage says nothing about the consumer).
+  const Clock::time_point link_changed{Clock::duration(link_changed_.load())};
+  if (!ctx_.connection->connected() || unserved_since_ == Clock::time_point{} ||
+      served > unserved_since_ || link_changed > unserved_since_) {
+    unserved_since_ = now;
+    return false;
+  }
+  const auto unserved = now - unserved_since_;
+  if (unserved < ctx_.options.replace_unserved_after) return false;
+  // One more look: a leader elected a moment ago answers, and a missing consumer is the
+  // recovery's to make.
+  auto info = api_.consumer_info(lifecycle_.stream(), lifecycle_.consumer());
+  if ((info && !info->leader.empty()) || (!info && info.error().is_consumer_not_found())) {
+    unserved_since_ = now;
+    return false;
+  }
+  // A stream that does not answer either is a broker still recovering: its consumers elect
+  // their leaders after it does.
+  if (auto stream = api_.stream_info(lifecycle_.stream()); !stream) return false;
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(unserved).count();
+  status_.log().warn(
+      "{} {}: consumer {} has served nothing for {} s ({}) while stream {} answers: the broker "
+      "left it without a leader; deleting it to make it anew after ack floor {}",
+      scope_ == Scope::shared ? "work" : "broadcast", spec_.name, lifecycle_.consumer(), seconds,
+      evidence, lifecycle_.stream(), lifecycle_.ack_floor());
+  // Nobody leads it to answer the delete: whatever the answer, the lookups that follow decide.
+  if (auto deleted = api_.delete_consumer(lifecycle_.stream(), lifecycle_.consumer()); !deleted)
+    status_.log().info("{} {}: delete of consumer {} answered: {}",
+                       scope_ == Scope::shared ? "work" : "broadcast", spec_.name,
+                       lifecycle_.consumer(), deleted.error().describe());
+  unserved_since_ = {};
+  return true;
+}
+
 void ConsumerSubscription::enter_recovering(const std::string& why) {
   recovering_reason_ = why;
   status_.set_state(SubscriptionState::recovering, why);
@@ -630,6 +677,7 @@ void ConsumerSubscription::run_recovering() {
         break;
       }
       case Lookup::unreachable:
+        if (replace_if_unserved("its lookups go unanswered (" + error.describe() + ")")) continue;
         status_.warn("consumer lookup failed (" + error.describe() +
                      "); the broker may be down or paused; retrying");
         wait_for(backoff.next());

@@ -162,6 +162,10 @@ class ConsumerSubscription final : public Supervised {
   // The consumer's leader seems to have stopped redelivering: asks it to step down.
   void move_stuck_leader(const nats::ConsumerInfo& info);
   void log_once(const std::string& text);
+  // Evidence that the consumer serves nobody (a pull refused for want of a responder, a lookup
+  // unanswered): once it has lasted replace_unserved_after with nothing served meanwhile and the
+  // stream answers, deletes the consumer so that the recovery makes it anew (true then).
+  bool replace_if_unserved(const std::string& evidence);
   void enter_recovering(const std::string& why);
   void go_fatal(const std::string& reason);
 
@@ -268,6 +272,9 @@ class ConsumerSubscription final : public Supervised {
   // Pulls answered "no responders" back to back wait longer each time (see run_bound).
   base::Backoff unanswered_backoff_;
   Clock::time_point unanswered_at_{};
+  // Since when the consumer has served nothing, by the evidence replace_if_unserved() was given
+  // (the epoch: it serves, as far as this replica knows).
+  Clock::time_point unserved_since_{};
 };
 
 }  // namespace natsfleet::fleet
