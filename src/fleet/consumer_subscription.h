@@ -179,6 +179,9 @@ class ConsumerSubscription final : public Supervised {
   bool admit(Clock::time_point pulled_at, Clock::time_point received, const Message& message,
              bool probe);
   void release_slot();
+  // The message was stored at least `age` ago, by the broker's stored time and this host's
+  // clock (true when the delivery does not say).
+  static bool stored_before(const Message& message, std::chrono::milliseconds age);
   // Acks, naks or terminates (after the dead letter is stored) and counts it.
   void settle(const Message& message, const std::string& reply, Disposition outcome);
   // Carries out what the downstream gate decided: pause or resume intake, hand held messages

@@ -204,31 +204,20 @@ bool OrderedWork::owe_passed_over_before(int partition, const Message& message) 
   nats::JetStreamApi api(*ctx_.connection, std::min(ctx_.options.request_timeout, budget));
   const std::string& stream = message.delivery()->stream;
   const std::string filter = plan_.filter(home);
-  std::string failed;
-  auto next_stored = [&](uint64_t from) -> Result<std::optional<Message>> {
-    if (Clock::now() >= deadline) {
-      failed = "out of time";
-      return std::optional<Message>();
-    }
-    auto stored = api.get_message(stream, from + 1, filter);
-    if (!stored) {
-      if (!stored.error().is_jetstream(nats::kJsNoMessageFound)) failed = stored.error().describe();
-      return std::optional<Message>();
-    }
-    return std::optional<Message>(
-        from_stream(std::move(*stored), stream, message.delivery()->consumer));
-  };
+  WalkEnd end;
   std::vector<Message> unknown =
       std::move(passed_over(
-                    previous, seq, next_stored,
+                    previous, seq,
+                    stream_walk(api, stream, filter, message.delivery()->consumer, deadline, end),
                     [&](const Message& m) { return handled_anywhere(m).has_value(); }, kKeyLookups)
                     .value());
-  if (!failed.empty()) {
+  if (end.cut_short()) {
     // The partition's check, and each first delivery's look at its key for a while, look again.
     ctx_.log->debug(
         "work {}: partition {}: cannot look at the stream between stream sequences {} and {} "
         "({})",
-        spec_.name, home, previous, seq, failed);
+        spec_.name, home, previous, seq,
+        end.how == WalkEnd::How::failed ? end.error : std::string("out of time"));
     mark_for_check(home, "a delivery could not look at the stream before it");
   }
   drop_the_delivery_itself(unknown, message);
@@ -246,6 +235,29 @@ bool OrderedWork::owe_passed_over_before(int partition, const Message& message) 
   drop_handled_by_peers(home, unknown);
   for (const Message& m : unknown) owe(partition, m, seq, stream);
   return false;
+}
+
+NextStored OrderedWork::stream_walk(nats::JetStreamApi& api, const std::string& stream,
+                                    const std::string& filter, const std::string& consumer,
+                                    Clock::time_point deadline, WalkEnd& end) const {
+  return [this, &api, &stream, &filter, consumer, deadline,
+          &end](uint64_t from) -> Result<std::optional<Message>> {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) end.how = WalkEnd::How::stopping;
+    }
+    if (!end.cut_short() && Clock::now() >= deadline) end.how = WalkEnd::How::out_of_time;
+    if (end.cut_short()) return std::optional<Message>();
+    auto stored = api.get_message(stream, from + 1, filter);
+    if (!stored) {
+      if (!stored.error().is_jetstream(nats::kJsNoMessageFound)) {
+        end.how = WalkEnd::How::failed;
+        end.error = stored.error().describe();
+      }
+      return std::optional<Message>();
+    }
+    return std::optional<Message>(from_stream(std::move(*stored), stream, consumer));
+  };
 }
 
 void OrderedWork::drop_the_delivery_itself(std::vector<Message>& found, const Message& delivery) {
@@ -866,27 +878,18 @@ void OrderedWork::owe_passed_over_of_key(int partition, const Message& message) 
   const auto deadline = Clock::now() + budget;
   nats::JetStreamApi api(*ctx_.connection, std::min(ctx_.options.request_timeout, budget));
   const std::string& stream = message.delivery()->stream;
-  // The key's stored messages after `from`; a failed lookup, or one past the deadline, ends the
-  // walk with what was found so far.
-  auto next_of_subject = [&](uint64_t from) -> Result<std::optional<Message>> {
-    if (Clock::now() >= deadline) return std::optional<Message>();
-    auto stored = api.get_message(stream, from + 1, message.subject());
-    if (!stored) {
-      if (!stored.error().is_jetstream(nats::kJsNoMessageFound))
-        ctx_.log->warn(
-            "work {}: partition {}: cannot look up the messages of {} before stream sequence {} "
-            "({}); the check of the partition looks for any it passed over",
-            spec_.name, partition, message.subject(), seq, stored.error().describe());
-      return std::optional<Message>();
-    }
-    return std::optional<Message>(
-        from_stream(std::move(*stored), stream, message.delivery()->consumer));
-  };
-  std::vector<Message> unknown =
-      std::move(passed_over(
-                    after, seq, next_of_subject,
-                    [&](const Message& m) { return handled_anywhere(m).has_value(); }, kKeyLookups)
-                    .value());
+  WalkEnd end;
+  std::vector<Message> unknown = std::move(
+      passed_over(
+          after, seq,
+          stream_walk(api, stream, message.subject(), message.delivery()->consumer, deadline, end),
+          [&](const Message& m) { return handled_anywhere(m).has_value(); }, kKeyLookups)
+          .value());
+  if (end.how == WalkEnd::How::failed)
+    ctx_.log->warn(
+        "work {}: partition {}: cannot look up the messages of {} before stream sequence {} "
+        "({}); the check of the partition looks for any it passed over",
+        spec_.name, partition, message.subject(), seq, end.error);
   drop_the_delivery_itself(unknown, message);
   // A consumer that passes over skips one or two messages at a failover, seldom two of one key;
   // more say that this replica's records are what is missing (see find_passed_over). Judged
@@ -929,28 +932,18 @@ void OrderedWork::find_passed_over(const PassedOverCheck& check) {
   if (after == 0 || after + 1 >= seq) return;
   nats::JetStreamApi api(*ctx_.connection, ctx_.options.request_timeout);
   const std::string filter = plan_.filter(partition);
-  auto next_stored = [&](uint64_t from) -> Result<std::optional<Message>> {
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) return Error{make_error_code(Errc::shutting_down), "shutting down"};
-    }
-    auto stored = api.get_message(check.stream, from + 1, filter);
-    if (!stored) {
-      if (stored.error().is_jetstream(nats::kJsNoMessageFound)) return std::optional<Message>();
-      return stored.error();
-    }
-    return std::optional<Message>(from_stream(std::move(*stored), check.stream, check.consumer));
-  };
+  WalkEnd end;
   auto missed = passed_over(
-      after, seq, next_stored, [&](const Message& m) { return handled_anywhere(m).has_value(); },
-      kPassedOverLookups);
-  if (!missed) {
-    if (missed.error().code == Errc::shutting_down) return;
+      after, seq,
+      stream_walk(api, check.stream, filter, check.consumer, Clock::time_point::max(), end),
+      [&](const Message& m) { return handled_anywhere(m).has_value(); }, kPassedOverLookups);
+  if (end.how == WalkEnd::How::stopping) return;
+  if (end.cut_short()) {
     part.check = true;
     ctx_.log->warn(
         "work {}: partition {}: cannot check the stream for messages its consumer passed over "
         "({}); the next message handled here asks again",
-        spec_.name, partition, missed.error().describe());
+        spec_.name, partition, end.error);
     return;
   }
   drop_handled_by_peers(partition, *missed);

@@ -32,8 +32,9 @@
 #include "fleet/supervised.h"
 
 namespace natsfleet::nats {
+class JetStreamApi;
 class Subscription;
-}
+}  // namespace natsfleet::nats
 
 namespace natsfleet::fleet {
 
@@ -136,6 +137,20 @@ class OrderedWork final : public Supervised {
   // copy shows it before the delivery's (chaos seed 3201 on nats-server 2.9.10: 1,104 messages
   // handled twice so, each after asking the peers).
   static void drop_the_delivery_itself(std::vector<Message>& found, const Message& delivery);
+  // How a walk along the stream (stream_walk) ended: at its end, or cut short (then `error`
+  // says why for a lookup that failed).
+  struct WalkEnd {
+    enum class How { complete, failed, out_of_time, stopping } how = How::complete;
+    std::string error;
+    bool cut_short() const { return how != How::complete; }
+  };
+  // passed_over()'s source: the next message on `filter` stored in `stream` after a sequence,
+  // one lookup each (its delivery names `consumer`). A lookup that fails, `deadline` passed or
+  // shutdown end the walk with what it found, and `end` says which. `api`, `stream` and `filter`
+  // must outlive the walk.
+  NextStored stream_walk(nats::JetStreamApi& api, const std::string& stream,
+                         const std::string& filter, const std::string& consumer,
+                         Clock::time_point deadline, WalkEnd& end) const;
   // Drops from `unknown` what peers' notices tell of, waiting kNoticeGrace at most for them.
   void wait_for_notices(std::vector<Message>& unknown);
   // Finds the partition's stored messages since shortly before its consumer changed that no

@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "base/child_process.h"
+#include "fleet/consumer_shape.h"
 #include "natsfleet/fleet.h"
 #include "support/broker_client.h"
 #include "support/fast_fleet.h"
@@ -224,6 +226,69 @@ TEST(Handlers, ExceptionIsNakWithBackoffThenTermAfterMaxDeliver) {
   EXPECT_EQ(h.subscriptions.at(0).counters.naked, 2u);
   ASSERT_TRUE(
       wait_for([&] { return admin.consumer("JOBS", "jobs-worker").num_ack_pending == 0; }, 5s));
+}
+
+// Takes the consumer's next message `times` times and naks each at once: the broker counts as
+// many deliveries, none of which reached a replica (as nats-server before 2.9.22 counts a send
+// that failed).
+::testing::AssertionResult nak_deliveries(BrokerClient& admin, const std::string& consumer,
+                                          int times) {
+  for (int i = 0; i < times; ++i) {
+    auto m = admin.connection().request("$JS.API.CONSUMER.MSG.NEXT.JOBS." + consumer,
+                                        R"({"batch":1,"expires":5000000000})", 10s);
+    if (!m) return ::testing::AssertionFailure() << "pull " << i << ": " << m.error().describe();
+    if (m->reply.empty() || m->status != 0)
+      return ::testing::AssertionFailure() << "pull " << i << " got no message: " << m->status;
+    if (!admin.connection().publish(m->reply, "-NAK"))
+      return ::testing::AssertionFailure() << "nak " << i << " not sent";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Many deliveries with no verdict set a message aside only when it is old enough for that many
+// to have been real (each takes ack_wait): a message the broker counted 8 deliveries of
+// (max_deliver 3) is handled while younger than max_deliver x ack_wait (30 s), and set aside
+// once older (3 s, with ack_wait 1 s).
+TEST(Handlers, ManyDeliveriesWithNoVerdictSetAMessageAsideOnlyOnceItIsOldEnough) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  auto spec = fast_work("jobs-worker", "jobs.run");
+  spec.max_deliver = 3;
+  spec.ack_wait = 10s;
+  ASSERT_TRUE(admin.api().create_consumer("JOBS", fleet::desired_consumer_config(spec)));
+  admin.publish("jobs.run", "young");
+  ASSERT_TRUE(nak_deliveries(admin, "jobs-worker", 7));
+  {
+    Fleet fleet(fast_options({server.url()}, "young"));
+    Recorder seen;
+    std::atomic<uint64_t> delivered{0};
+    ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
+      delivered = m.delivered();
+      seen.record("r", m);
+      return Disposition::ack();
+    }));
+    ASSERT_TRUE(fleet.start());
+    ASSERT_TRUE(seen.wait_distinct(1, 10s)) << fleet.health().subscriptions.at(0).last_error;
+    EXPECT_EQ(delivered.load(), 8u);
+    EXPECT_EQ(fleet.health().subscriptions.at(0).counters.termed, 0u);
+  }
+  admin.publish("jobs.run", "old");
+  ASSERT_TRUE(nak_deliveries(admin, "jobs-worker", 7));
+  // Older than max_deliver x ack_wait (3 s) by its stored time.
+  std::this_thread::sleep_for(3500ms);
+  spec.ack_wait = 1s;  // updated in place on the consumer
+  Fleet fleet(fast_options({server.url()}, "old"));
+  std::atomic<int> handled{0};
+  ASSERT_TRUE(fleet.add_work(spec, [&](const Message&) {
+    ++handled;
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(fleet.start());
+  ASSERT_TRUE(
+      wait_for([&] { return fleet.health().subscriptions.at(0).counters.termed == 1; }, 10s))
+      << fleet.health().subscriptions.at(0).last_error;
+  EXPECT_EQ(handled.load(), 0);
 }
 
 TEST(Handlers, InProgressKeepsALongHandlerFromBeingRedelivered) {
