@@ -56,10 +56,11 @@ struct FleetOptions {
   std::chrono::milliseconds info_interval = std::chrono::seconds(1);
   // A bound work subscription with pending messages and no progress for this long is stalled.
   std::chrono::milliseconds stall_after = std::chrono::seconds(60);
-  // A work consumer that has served nothing for this long (its pulls find no responder, or its
-  // lookups go unanswered, with the broker connected), while its stream answers, is deleted and
-  // made anew after the last ack floor: a consumer group the broker left without a leader (its
-  // only server gone, or an election that never ends) holds its messages for good otherwise.
+  // A work (or JetStream broadcast) consumer that has served nothing for this long (its pulls find
+  // no responder, or its lookups go unanswered, with the broker connected), while its stream
+  // answers, is deleted and made anew after the last ack floor: a consumer group the broker left
+  // without a leader (its only server gone, or an election that never ends) holds its messages for
+  // good otherwise.
   std::chrono::milliseconds replace_unserved_after = std::chrono::seconds(30);
   // A consumer of the wrong shape that a migration replaced is deleted once nobody has been
   // bound to it (no push interest, no waiting pulls) for this long.

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/backoff.h"
+#include "base/utc_time.h"
 #include "consume/ack_metadata.h"
 #include "consume/pull_engine.h"
 #include "consume/queue_intake.h"
@@ -375,6 +376,7 @@ void ConsumerSubscription::log_once(const std::string& text) {
 }
 
 void ConsumerSubscription::install_intake(const nats::ConsumerConfig& config) {
+  unserved_since_ = {};  // a consumer just bound has had no chance to serve yet
   std::lock_guard lock(engine_mu_);
   if (stopping()) return;
   if (engine_) {
@@ -548,6 +550,8 @@ void ConsumerSubscription::poll_info() {
   if (!info) {
     if (info.error().is_consumer_not_found() || info.error().is_stream_not_found())
       enter_recovering("consumer info: " + info.error().describe());
+    else if (replace_if_unserved("its lookups go unanswered (" + info.error().describe() + ")"))
+      enter_recovering("the consumer served nobody; deleted to make it anew");
     else
       status_.warn("consumer info failed: " + info.error().describe());
     return;
@@ -618,16 +622,29 @@ bool ConsumerSubscription::replace_if_unserved(const std::string& evidence) {
   }
   const auto unserved = now - unserved_since_;
   if (unserved < ctx_.options.replace_unserved_after) return false;
-  // One more look: a leader elected a moment ago answers, and a missing consumer is the
-  // recovery's to make.
+  // One more look: a leader elected a moment ago answers, a consumer made lately (by a peer that
+  // replaced it) is still electing its first, and a missing one is the recovery's to make.
   auto info = api_.consumer_info(lifecycle_.stream(), lifecycle_.consumer());
-  if ((info && !info->leader.empty()) || (!info && info.error().is_consumer_not_found())) {
+  const auto made_lately = [&](const std::string& created) {
+    const auto made = base::parse_rfc3339_nanos(created);
+    const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    return made && now_ns - *made < std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        ctx_.options.replace_unserved_after)
+                                        .count();
+  };
+  if ((info && (!info->leader.empty() || made_lately(info->created))) ||
+      (!info && info.error().is_consumer_not_found())) {
     unserved_since_ = now;
     return false;
   }
   // A stream that does not answer either is a broker still recovering: its consumers elect
-  // their leaders after it does.
-  if (auto stream = api_.stream_info(lifecycle_.stream()); !stream) return false;
+  // their leaders after it does, so the time counts from when it answers.
+  if (auto stream = api_.stream_info(lifecycle_.stream()); !stream) {
+    unserved_since_ = now;
+    return false;
+  }
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(unserved).count();
   status_.log().warn(
       "{} {}: consumer {} has served nothing for {} s ({}) while stream {} answers: the broker "
@@ -693,6 +710,7 @@ void ConsumerSubscription::run_recovering() {
         }
         {
           if (fencing_.fleet_floor) lifecycle_.saw_ack_floor(fencing_.fleet_floor());
+          unserved_since_ = {};  // whatever is found from now on is a new consumer
           auto made = lifecycle_.recreate(last_handled_seq_.load());
           if (!made) {
             status_.warn("cannot recreate consumer " + lifecycle_.consumer() + ": " +

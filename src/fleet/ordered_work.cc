@@ -211,6 +211,7 @@ bool OrderedWork::owe_passed_over_before(int partition, const Message& message) 
                     stream_walk(api, stream, filter, message.delivery()->consumer, deadline, end),
                     [&](const Message& m) { return handled_anywhere(m).has_value(); }, kKeyLookups)
                     .value());
+  if (end.how == WalkEnd::How::stopping) return false;
   if (end.cut_short()) {
     // The partition's check, and each first delivery's look at its key for a while, look again.
     ctx_.log->debug(
