@@ -97,6 +97,24 @@ Result<std::vector<Message>> passed_over(uint64_t after, uint64_t seq,
   return missed;
 }
 
+bool KeyProgress::operator()(const Message& m) {
+  if (!handled_(m)) return false;
+  uint64_t& newest = newest_handled_[m.subject()];
+  newest = std::max(newest, m.stream_seq());
+  return true;
+}
+
+std::vector<Message> KeyProgress::take_moved_on(std::vector<Message>& unknown) const {
+  const auto stays = std::stable_partition(unknown.begin(), unknown.end(), [&](const Message& m) {
+    const auto later = newest_handled_.find(m.subject());
+    return later == newest_handled_.end() || later->second < m.stream_seq();
+  });
+  std::vector<Message> taken(std::make_move_iterator(stays),
+                             std::make_move_iterator(unknown.end()));
+  unknown.erase(stays, unknown.end());
+  return taken;
+}
+
 std::string handled_notice(int partition, HandledMessages::Key key) {
   return fmt::format("{} {} {}", partition, key.seq, key.stored_ns);
 }

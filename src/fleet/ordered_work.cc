@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "base/parse_number.h"
 #include "base/subject_tokens.h"
@@ -205,12 +206,12 @@ bool OrderedWork::owe_passed_over_before(int partition, const Message& message) 
   const std::string& stream = message.delivery()->stream;
   const std::string filter = plan_.filter(home);
   WalkEnd end;
-  std::vector<Message> unknown =
-      std::move(passed_over(
-                    previous, seq,
-                    stream_walk(api, stream, filter, message.delivery()->consumer, deadline, end),
-                    [&](const Message& m) { return handled_anywhere(m).has_value(); }, kKeyLookups)
-                    .value());
+  KeyProgress handled_in_walk([this](const Message& m) { return handled_anywhere(m).has_value(); });
+  std::vector<Message> unknown = std::move(
+      passed_over(previous, seq,
+                  stream_walk(api, stream, filter, message.delivery()->consumer, deadline, end),
+                  std::ref(handled_in_walk), kKeyLookups)
+          .value());
   if (end.how == WalkEnd::How::stopping) return false;
   if (end.cut_short()) {
     // The partition's check, and each first delivery's look at its key for a while, look again.
@@ -223,10 +224,11 @@ bool OrderedWork::owe_passed_over_before(int partition, const Message& message) 
   }
   drop_the_delivery_itself(unknown, message);
   wait_for_notices(unknown);
-  if (unknown.empty()) return false;
+  std::vector<Message> moved_on = handled_in_walk.take_moved_on(unknown);
+  if (unknown.empty() && moved_on.empty()) return false;
   // As in owe_passed_over_of_key(): more than a consumer passes over at once says that this
   // replica's records are what is missing.
-  if (unknown.size() > kKeyPassedOverAtOnce) {
+  if (unknown.size() + moved_on.size() > kKeyPassedOverAtOnce) {
     ctx_.log->debug(
         "work {}: partition {}: {} stored messages between stream sequences {} and {} are not "
         "known here as handled, too many to be passed over by a consumer; none of them is owed",
@@ -235,6 +237,7 @@ bool OrderedWork::owe_passed_over_before(int partition, const Message& message) 
   }
   drop_handled_by_peers(home, unknown);
   for (const Message& m : unknown) owe(partition, m, seq, stream);
+  for (const Message& m : moved_on) owe(partition, m, seq, stream);
   return false;
 }
 
@@ -880,12 +883,13 @@ void OrderedWork::owe_passed_over_of_key(int partition, const Message& message) 
   nats::JetStreamApi api(*ctx_.connection, std::min(ctx_.options.request_timeout, budget));
   const std::string& stream = message.delivery()->stream;
   WalkEnd end;
-  std::vector<Message> unknown = std::move(
-      passed_over(
-          after, seq,
-          stream_walk(api, stream, message.subject(), message.delivery()->consumer, deadline, end),
-          [&](const Message& m) { return handled_anywhere(m).has_value(); }, kKeyLookups)
-          .value());
+  KeyProgress handled_in_walk([this](const Message& m) { return handled_anywhere(m).has_value(); });
+  std::vector<Message> unknown =
+      std::move(passed_over(after, seq,
+                            stream_walk(api, stream, message.subject(),
+                                        message.delivery()->consumer, deadline, end),
+                            std::ref(handled_in_walk), kKeyLookups)
+                    .value());
   if (end.how == WalkEnd::How::failed)
     ctx_.log->warn(
         "work {}: partition {}: cannot look up the messages of {} before stream sequence {} "
@@ -907,8 +911,11 @@ void OrderedWork::owe_passed_over_of_key(int partition, const Message& message) 
         unknown.back().stream_seq());
     return;
   }
+  // Those whose key has moved on within the walk are only reported: the peers are not asked.
+  std::vector<Message> moved_on = handled_in_walk.take_moved_on(unknown);
   drop_handled_by_peers(partition, unknown);
   for (const Message& m : unknown) owe(partition, m, seq, stream);
+  for (const Message& m : moved_on) owe(partition, m, seq, stream);
 }
 
 void OrderedWork::drop_handled_by_peers(int partition, std::vector<Message>& unknown) {
@@ -934,10 +941,11 @@ void OrderedWork::find_passed_over(const PassedOverCheck& check) {
   nats::JetStreamApi api(*ctx_.connection, ctx_.options.request_timeout);
   const std::string filter = plan_.filter(partition);
   WalkEnd end;
+  KeyProgress handled_in_walk([this](const Message& m) { return handled_anywhere(m).has_value(); });
   auto missed = passed_over(
       after, seq,
       stream_walk(api, check.stream, filter, check.consumer, Clock::time_point::max(), end),
-      [&](const Message& m) { return handled_anywhere(m).has_value(); }, kPassedOverLookups);
+      std::ref(handled_in_walk), kPassedOverLookups);
   if (end.how == WalkEnd::How::stopping) return;
   if (end.cut_short()) {
     part.check = true;
@@ -947,7 +955,11 @@ void OrderedWork::find_passed_over(const PassedOverCheck& check) {
         spec_.name, partition, end.error);
     return;
   }
+  std::vector<Message> moved_on = handled_in_walk.take_moved_on(*missed);
   drop_handled_by_peers(partition, *missed);
+  std::move(moved_on.begin(), moved_on.end(), std::back_inserter(*missed));
+  std::sort(missed->begin(), missed->end(),
+            [](const Message& a, const Message& b) { return a.stream_seq() < b.stream_seq(); });
   // A consumer that passes over messages skips one or two at a failover; many at once say
   // that this replica's records are what is missing (it was away, and peers' answers did not
   // cover it: chaos seed 2902 had two replicas take about 1,000 handled messages each for passed

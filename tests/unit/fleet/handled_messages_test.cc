@@ -247,5 +247,35 @@ TEST(HandledQuestion, AskedAndReadBack) {
   EXPECT_FALSE(parse_number_list("-"));
 }
 
+// A message of key `key` at `seq`, stored at `stored_ns`.
+Message of_key(const std::string& key, uint64_t seq, int64_t stored_ns) {
+  Delivery d;
+  d.stream = "CHAOS";
+  d.consumer = "chaos-p12";
+  d.stream_seq = seq;
+  d.delivered = 1;
+  d.timestamp_ns = stored_ns;
+  return Message("chaos.jobs." + key + ".12", "x", {}, d);
+}
+
+TEST(PassedOver, UnknownMessagesFollowedByAHandledOneOfTheirKeyAreTakenAsMovedOn) {
+  // Walked: a:11 and b:12 unknown, a:13 handled, c:14 unknown, then c:15 handled; b never again.
+  const std::map<uint64_t, Message> stored{{11, of_key("a", 11, 110)}, {12, of_key("b", 12, 120)},
+                                           {13, of_key("a", 13, 130)}, {14, of_key("c", 14, 140)},
+                                           {15, of_key("c", 15, 150)}, {20, of_key("d", 20, 200)}};
+  NextStored walk = [&](uint64_t after) -> Result<std::optional<Message>> {
+    auto it = stored.upper_bound(after);
+    if (it == stored.end()) return std::optional<Message>();
+    return std::optional<Message>(it->second);
+  };
+  KeyProgress progress(
+      [](const Message& m) { return m.stream_seq() == 13 || m.stream_seq() == 15; });
+  auto missed = passed_over(10, 20, walk, std::ref(progress), 100);
+  ASSERT_TRUE(missed);
+  EXPECT_EQ(seqs(*missed), (std::vector<uint64_t>{11, 12, 14}));
+  EXPECT_EQ(seqs(progress.take_moved_on(*missed)), (std::vector<uint64_t>{11, 14}));
+  EXPECT_EQ(seqs(*missed), (std::vector<uint64_t>{12})) << "b has not moved on";
+}
+
 }  // namespace
 }  // namespace natsfleet::fleet
