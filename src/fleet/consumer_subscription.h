@@ -278,6 +278,8 @@ class ConsumerSubscription final : public Supervised {
   // Since when the consumer has served nothing, by the evidence replace_if_unserved() was given
   // (the epoch: it serves, as far as this replica knows).
   Clock::time_point unserved_since_{};
+  // replace_if_unserved() deleted the consumer: the recovery makes it anew without a lookup.
+  bool deleted_here_ = false;
 };
 
 }  // namespace natsfleet::fleet
