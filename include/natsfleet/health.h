@@ -83,6 +83,10 @@ struct SubscriptionHealth {
   // Stored messages of a partition no replica is known to have handled, found after a change of
   // its consumer and reported (see README: "Ordered work").
   uint64_t passed_over = 0;
+  // A partition holds a message here for a failing downstream: this replica takes no new message
+  // of any partition, so its peers handle them (README: "Ordered work"). How many times so far.
+  bool stepped_back = false;
+  uint64_t step_backs = 0;
 };
 
 struct FleetHealth {

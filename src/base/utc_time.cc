@@ -107,4 +107,14 @@ std::optional<int64_t> parse_rfc3339_nanos(std::string_view text) {
   return seconds * 1'000'000'000 + fraction;
 }
 
+int64_t unix_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool older_than(int64_t unix_ns, std::chrono::nanoseconds age) {
+  return unix_now_ns() - unix_ns >= age.count();
+}
+
 }  // namespace natsfleet::base

@@ -20,4 +20,10 @@ std::string format_utc_millis(std::chrono::system_clock::time_point time);
 // epoch; none when the text is not RFC 3339 (fraction: 0 to 9 digits).
 std::optional<int64_t> parse_rfc3339_nanos(std::string_view text);
 
+// This host's wall clock, in nanoseconds since the Unix epoch.
+int64_t unix_now_ns();
+
+// By this host's wall clock, `unix_ns` (a broker's timestamp, say) is at least `age` ago.
+bool older_than(int64_t unix_ns, std::chrono::nanoseconds age);
+
 }  // namespace natsfleet::base

@@ -36,6 +36,10 @@ class Intake {
   // While the downstream is down: take in hardly anything more (a pull keeps room for one
   // spare message to probe with; a push leaves its deliver group). false resumes as before.
   virtual void hold_back(bool on) = 0;
+  // Ordered work, while this replica's downstream fails: ask for nothing, and let go of what was
+  // asked for, so the broker hands the consumer's next messages to other replicas; what is in
+  // hand stays. false takes in again. A push intake (ordered work pulls) holds back instead.
+  virtual void step_back(bool on) { hold_back(on); }
   // Gaps (this process paused, its link cut) after which deliveries were skipped as stale, and
   // how many were skipped (see PullEngine); an intake that cannot tell reports none.
   virtual uint64_t gaps() const { return 0; }

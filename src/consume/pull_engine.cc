@@ -200,6 +200,21 @@ void PullEngine::hold_back(bool on) {
   refill();
 }
 
+void PullEngine::step_back(bool on) {
+  bool resubscribe = false;
+  {
+    std::lock_guard lock(mu_);
+    if (stepped_back_ == on) return;
+    stepped_back_ = on;
+    // Until the fresh inbox listens, what the old one brings is dropped as stale (the broker
+    // redelivers it after ack_wait, to whoever asks); a failure leaves it to tick().
+    resubscribe = on && running_;
+    if (resubscribe) new_inbox_due_ = true;
+  }
+  if (resubscribe) (void)subscribe_inbox();
+  refill();
+}
+
 int PullEngine::window() const {
   std::lock_guard lock(mu_);
   return static_cast<int>(flow_.window());
@@ -241,7 +256,7 @@ std::string PullEngine::pull_body(int64_t batch) const {
 }
 
 int64_t PullEngine::next_pull_locked(std::string& reply) {
-  if (!running_ || !pulling_ || new_inbox_due_) return 0;
+  if (!running_ || !pulling_ || stepped_back_ || new_inbox_due_) return 0;
   const int64_t want = flow_.next_pull(now());
   if (want > 0) reply = inbox_;
   return want;

@@ -74,6 +74,9 @@ class PullEngine final : public Intake {
   void set_window(int messages) override;
   // Held back, the window is 2: what is held stays buffered, and one spare message may come.
   void hold_back(bool on) override;
+  // Stepped back, no pull is sent and the inbox is replaced: nats-server skips a waiting request
+  // whose reply subject has no listener, so the requests outstanding deliver nothing more.
+  void step_back(bool on) override;
   int window() const;
   uint64_t pulls_sent() const;
   // Gaps seen, and messages not delivered because they came after one or on an old inbox.
@@ -112,6 +115,7 @@ class PullEngine final : public Intake {
   PullWindow flow_;  // what is asked for and in hand, and when to ask again
   bool running_ = false;
   bool pulling_ = true;
+  bool stepped_back_ = false;
   uint64_t generation_ = 0;     // of the current inbox; older ones deliver nothing
   bool new_inbox_due_ = false;  // a gap was seen: tick() subscribes a fresh inbox
   uint64_t stale_dropped_ = 0;

@@ -426,6 +426,23 @@ void ConsumerSubscription::install_intake(const nats::ConsumerConfig& config) {
     return;
   }
   if (gate_.down()) engine_->hold_back(true);
+  if (stepped_back_) engine_->step_back(true);
+}
+
+void ConsumerSubscription::step_back(bool on) {
+  std::lock_guard lock(engine_mu_);
+  stepped_back_ = on;
+  if (engine_) engine_->step_back(on);
+}
+
+void ConsumerSubscription::report_downstream() {
+  if (!fencing_.downstream_failing) return;
+  // The common case, quiet and told so, takes no lock; a race it loses is put right by the
+  // next tend_held().
+  if (gate_.quiet() && !reported_failing_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(report_mu_);
+  const bool failing = !gate_.quiet();
+  if (reported_failing_.exchange(failing) != failing) fencing_.downstream_failing(failing);
 }
 
 void ConsumerSubscription::on_pull_signal(const consume::PullStatus& status) {
@@ -541,6 +558,7 @@ void ConsumerSubscription::tend_held() {
     if (submitted.refused) give_back(std::move(*submitted.refused));
   }
   status_.set_downstream(gate_.down(), gate_.last_error(), gate_.held());
+  report_downstream();
 }
 
 void ConsumerSubscription::poll_info() {
@@ -628,12 +646,7 @@ bool ConsumerSubscription::replace_if_unserved(const std::string& evidence) {
   auto info = api_.consumer_info(lifecycle_.stream(), lifecycle_.consumer());
   const auto made_lately = [&](const std::string& created) {
     const auto made = base::parse_rfc3339_nanos(created);
-    const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
-    return made && now_ns - *made < std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        ctx_.options.replace_unserved_after)
-                                        .count();
+    return made && !base::older_than(*made, ctx_.options.replace_unserved_after);
   };
   if ((info && (!info->leader.empty() || made_lately(info->created))) ||
       (!info && info.error().is_consumer_not_found())) {
@@ -883,7 +896,10 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
     stale_skipped_++;
     ctx_.log->debug("work {}: left stream sequence {} unanswered: no longer this replica's",
                     spec_.name, id);
-    if (probe) apply(gate_.dropped(id, Clock::now()));
+    if (probe) {
+      apply(gate_.dropped(id, Clock::now()));
+      report_downstream();
+    }
     std::lock_guard lock(engine_mu_);
     if (engine_) engine_->message_done();
     return;
@@ -900,6 +916,7 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
     // Still in hand: no ack, no nak, no delivery used. The gate decides what comes next.
     nats::InboundMessage again{message.subject(), reply, message.data(), message.headers()};
     apply(gate_.failed(std::move(again), id, probe, outcome.reason(), outcome.delay(), now));
+    report_downstream();
     return;
   }
   if (id > 0) {
@@ -916,6 +933,7 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
     if (engine_) engine_->message_done();
   }
   apply(std::move(gate));
+  report_downstream();
 }
 
 bool latest_delivery_is(const nats::ConsumerInfo& info, uint64_t consumer_seq,
@@ -1013,11 +1031,7 @@ Disposition ConsumerSubscription::run_handler(const Message& message, uint64_t d
 bool ConsumerSubscription::stored_before(const Message& message, std::chrono::milliseconds age) {
   const auto& delivery = message.delivery();
   if (!delivery || delivery->timestamp_ns <= 0) return true;  // cannot tell: as old as any
-  const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
-  return now_ns - delivery->timestamp_ns >=
-         std::chrono::duration_cast<std::chrono::nanoseconds>(age).count();
+  return base::older_than(delivery->timestamp_ns, age);
 }
 
 void ConsumerSubscription::settle(const Message& message, const std::string& reply,
@@ -1093,6 +1107,13 @@ void ConsumerSubscription::apply(DownstreamGate::Outcome outcome) {
         spec_.name, gate_.last_error(), gate_.held());
     std::lock_guard lock(engine_mu_);
     if (engine_) engine_->hold_back(true);
+  } else if (outcome.change == Change::went_up && outcome.emptied) {
+    status_.log().info(
+        "work {}: the message held here for the downstream is another replica's now; with "
+        "nothing left to try again, new messages are taken and tried",
+        spec_.name);
+    std::lock_guard lock(engine_mu_);
+    if (engine_) engine_->hold_back(false);
   } else if (outcome.change == Change::went_up) {
     status_.log().info(
         "work {}: the downstream is back after {} ms; resuming", spec_.name,

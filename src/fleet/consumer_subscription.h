@@ -97,6 +97,10 @@ struct ReplicaOptions {
 // `terminated`, called with a message about to be terminated (the handler rejected its last
 // allowed delivery, or terminated it), once it is dead-lettered: it is settled for good, and the
 // broker will not deliver it again.
+//
+// `downstream_failing`, called when the downstream gate starts holding a message for a failure
+// (true) and when it holds nothing again (false): ordered work steps every partition back
+// meanwhile (ConsumerSubscription::step_back), as the handlers share one downstream.
 struct Fencing {
   bool latest_delivery = false;
   std::counting_semaphore<>* slots = nullptr;
@@ -104,6 +108,7 @@ struct Fencing {
   std::function<void()> consumer_changed;
   std::function<void(const Message&)> before_admit;
   std::function<void(const Message&)> terminated;
+  std::function<void(bool)> downstream_failing;
 };
 
 // Whether a delivery needs the broker's word that it is still this replica's (see Fencing):
@@ -147,6 +152,9 @@ class ConsumerSubscription final : public Supervised {
   void join() override;
   void wait_handlers() override;
   SubscriptionHealth health() const override;
+  // Takes no new messages (see consume::Intake::step_back) until called with false; held and
+  // in-hand messages go on. Kept across rebinds.
+  void step_back(bool on);
 
  private:
   void run();
@@ -187,6 +195,8 @@ class ConsumerSubscription final : public Supervised {
   // Carries out what the downstream gate decided: pause or resume intake, hand held messages
   // back, reject the ones that failed alone.
   void apply(DownstreamGate::Outcome outcome);
+  // Fencing::downstream_failing, when the gate's quiet() changed since last told.
+  void report_downstream();
   // Supervisor-thread upkeep of held messages: in-progress acks, the next probe, health.
   void tend_held();
   // In-progress acks for messages waiting for a handler or handled long, before ack_wait runs
@@ -243,6 +253,9 @@ class ConsumerSubscription final : public Supervised {
 
   std::mutex engine_mu_;
   std::unique_ptr<consume::Intake> engine_;
+  bool stepped_back_ = false;  // under engine_mu_
+  std::mutex report_mu_;       // orders report_downstream()'s calls
+  std::atomic<bool> reported_failing_{false};
   std::string deliver_subject_;  // of the intake; empty when pulling
   std::unique_ptr<consume::Dispatcher> dispatcher_;
   DownstreamGate gate_;

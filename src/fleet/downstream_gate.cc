@@ -162,6 +162,14 @@ DownstreamGate::Outcome DownstreamGate::dropped(uint64_t id, TimePoint now) {
   failing_.erase(std::remove(failing_.begin(), failing_.end(), id), failing_.end());
   next_probe_ = now;
   if (state_ == State::verifying && !verify_left()) finish_verifying(out);
+  // Down with nothing left to probe with: the intake would stay held back for ever. Fresh
+  // messages are tried again; two failing bring the outage back.
+  if (state_ == State::down && held_.empty()) {
+    state_ = State::up;
+    out.change = Change::went_up;
+    out.emptied = true;
+    failing_.clear();
+  }
   publish_flags();
   return out;
 }

@@ -54,6 +54,8 @@ class DownstreamGate {
     Change change = Change::none;
     std::vector<nats::InboundMessage> retry;   // hand to the handlers again (no delivery used)
     std::vector<nats::InboundMessage> reject;  // failed by themselves: nak (uses a delivery)
+    // went_up because nothing is left to probe with (dropped()), not because a try succeeded.
+    bool emptied = false;
   };
 
   explicit DownstreamGate(Options options);
@@ -76,7 +78,8 @@ class DownstreamGate {
   // The downstream answered (ack, or the handler's own nak or term).
   Outcome succeeded(bool probe, TimePoint now);
   // The probe `id` was not tried: the message is no longer this replica's (the broker gave it
-  // to another replica meanwhile). The next held message is due at once.
+  // to another replica meanwhile). The next held message is due at once; with none left, the
+  // gate is up again (went_up): nothing is held to probe with, so fresh messages are tried.
   Outcome dropped(uint64_t id, TimePoint now);
   // The next held message to try, when one is due; at most one is out at a time.
   std::optional<nats::InboundMessage> next_probe(TimePoint now);

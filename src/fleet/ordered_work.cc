@@ -146,6 +146,7 @@ OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& conte
       plan_(PartitionPlan::make(spec_.subject, spec_.key_token, spec_.partitions).value()),
       slots_(spec_.concurrency),
       state_(std::make_unique<Partition[]>(static_cast<size_t>(spec_.partitions))),
+      failing_(static_cast<size_t>(spec_.partitions)),
       floor_subject_("natsfleet.floor." + spec_.name),
       handled_subject_("natsfleet.handled." + spec_.name),
       owed_(static_cast<size_t>(spec_.partitions)) {
@@ -153,18 +154,46 @@ OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& conte
     partitions_.push_back(std::make_unique<ConsumerSubscription>(
         partition_spec(spec_, plan_, p), [this, p](const Message& m) { return handle(p, m); }, ctx_,
         ConsumerSubscription::Scope::shared, ReplicaOptions{},
-        Fencing{.latest_delivery = true,
-                .slots = &slots_,
-                .fleet_floor = [this, p] { return fleet_floor(p); },
-                .consumer_changed =
-                    [this, p] {
-                      mark_for_check(
-                          p, "its consumer changed (a new leader, made anew, or recovered)");
-                      request_catch_up();
-                    },
-                .before_admit = [this, p](const Message& m) { before_admit(p, m); },
-                .terminated =
-                    [this, p](const Message& m) { settled_unhandled(home_partition(m, p), m); }}));
+        Fencing{
+            .latest_delivery = true,
+            .slots = &slots_,
+            .fleet_floor = [this, p] { return fleet_floor(p); },
+            .consumer_changed =
+                [this, p] {
+                  mark_for_check(p, "its consumer changed (a new leader, made anew, or recovered)");
+                  request_catch_up();
+                },
+            .before_admit = [this, p](const Message& m) { before_admit(p, m); },
+            .terminated = [this,
+                           p](const Message& m) { settled_unhandled(home_partition(m, p), m); },
+            .downstream_failing = [this, p](bool failing) { downstream_failing(p, failing); }}));
+}
+
+void OrderedWork::downstream_failing(int partition, bool failing) {
+  std::lock_guard lock(step_mu_);
+  const auto at = static_cast<size_t>(partition);
+  if (failing_[at] == failing) return;
+  failing_[at] = failing;
+  failing_count_ += failing ? 1 : -1;
+  const bool back = failing_count_ > 0;
+  if (back == stepped_back_) return;
+  stepped_back_ = back;
+  if (back) {
+    stepped_back_at_ = Clock::now();
+    ++step_backs_;
+    ctx_.log->warn(
+        "work {}: partition {}: the downstream failed; this replica takes no new messages of any "
+        "partition until it works again, so the others go on with them (what it holds waits "
+        "here)",
+        spec_.name, partition);
+  } else {
+    ctx_.log->info(
+        "work {}: nothing is held here for the downstream any more; taking messages again after "
+        "{} ms",
+        spec_.name,
+        std::chrono::duration_cast<milliseconds>(Clock::now() - stepped_back_at_).count());
+  }
+  for (auto& p : partitions_) p->step_back(back);
 }
 
 void OrderedWork::mark_for_check(int partition, std::string_view why) {
@@ -201,17 +230,12 @@ bool OrderedWork::owe_passed_over_before(int partition, const Message& message) 
   if (previous == 0 || previous + 1 >= seq) return false;
   // On the message path: all the lookups together take at most a quarter of ack_wait.
   const auto budget = spec_.ack_wait / 4;
-  const auto deadline = Clock::now() + budget;
-  nats::JetStreamApi api(*ctx_.connection, std::min(ctx_.options.request_timeout, budget));
   const std::string& stream = message.delivery()->stream;
-  const std::string filter = plan_.filter(home);
-  WalkEnd end;
-  KeyProgress handled_in_walk([this](const Message& m) { return handled_anywhere(m).has_value(); });
-  std::vector<Message> unknown = std::move(
-      passed_over(previous, seq,
-                  stream_walk(api, stream, filter, message.delivery()->consumer, deadline, end),
-                  std::ref(handled_in_walk), kKeyLookups)
-          .value());
+  Look found =
+      look(previous, seq, stream, plan_.filter(home), message.delivery()->consumer,
+           Clock::now() + budget, std::min(ctx_.options.request_timeout, budget), kKeyLookups);
+  const WalkEnd& end = found.end;
+  std::vector<Message>& unknown = found.unknown;
   if (end.how == WalkEnd::How::stopping) return false;
   if (end.cut_short()) {
     // The partition's check, and each first delivery's look at its key for a while, look again.
@@ -224,7 +248,7 @@ bool OrderedWork::owe_passed_over_before(int partition, const Message& message) 
   }
   drop_the_delivery_itself(unknown, message);
   wait_for_notices(unknown);
-  std::vector<Message> moved_on = handled_in_walk.take_moved_on(unknown);
+  std::vector<Message> moved_on = found.progress.take_moved_on(unknown);
   if (unknown.empty() && moved_on.empty()) return false;
   // As in owe_passed_over_of_key(): more than a consumer passes over at once says that this
   // replica's records are what is missing.
@@ -262,6 +286,19 @@ NextStored OrderedWork::stream_walk(nats::JetStreamApi& api, const std::string& 
     }
     return std::optional<Message>(from_stream(std::move(*stored), stream, consumer));
   };
+}
+
+OrderedWork::Look OrderedWork::look(uint64_t after, uint64_t seq, const std::string& stream,
+                                    const std::string& filter, const std::string& consumer,
+                                    Clock::time_point deadline, milliseconds timeout, int limit) {
+  Look found{
+      {}, KeyProgress([this](const Message& m) { return handled_anywhere(m).has_value(); }), {}};
+  nats::JetStreamApi api(*ctx_.connection, timeout);
+  found.unknown = std::move(
+      passed_over(after, seq, stream_walk(api, stream, filter, consumer, deadline, found.end),
+                  std::ref(found.progress), limit)
+          .value());
+  return found;
 }
 
 void OrderedWork::drop_the_delivery_itself(std::vector<Message>& found, const Message& delivery) {
@@ -584,9 +621,7 @@ Disposition OrderedWork::handle(int partition, const Message& message) {
   if (message.delivered() > 1 && !again) {
     ++takeovers_;
     const int64_t published = message.delivery() ? message.delivery()->timestamp_ns : 0;
-    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+    const int64_t now = base::unix_now_ns();
     const int64_t waited_ms = published > 0 ? std::max<int64_t>(now - published, 0) / 1'000'000 : 0;
     takeover_wait_ms_ += static_cast<uint64_t>(waited_ms);
     ctx_.log->info(
@@ -879,17 +914,12 @@ void OrderedWork::owe_passed_over_of_key(int partition, const Message& message) 
   if (after == 0 || after + 1 >= seq) return;
   // On the message path: all the lookups together take at most a quarter of ack_wait.
   const auto budget = spec_.ack_wait / 4;
-  const auto deadline = Clock::now() + budget;
-  nats::JetStreamApi api(*ctx_.connection, std::min(ctx_.options.request_timeout, budget));
   const std::string& stream = message.delivery()->stream;
-  WalkEnd end;
-  KeyProgress handled_in_walk([this](const Message& m) { return handled_anywhere(m).has_value(); });
-  std::vector<Message> unknown =
-      std::move(passed_over(after, seq,
-                            stream_walk(api, stream, message.subject(),
-                                        message.delivery()->consumer, deadline, end),
-                            std::ref(handled_in_walk), kKeyLookups)
-                    .value());
+  Look found =
+      look(after, seq, stream, message.subject(), message.delivery()->consumer,
+           Clock::now() + budget, std::min(ctx_.options.request_timeout, budget), kKeyLookups);
+  const WalkEnd& end = found.end;
+  std::vector<Message>& unknown = found.unknown;
   if (end.how == WalkEnd::How::failed)
     ctx_.log->warn(
         "work {}: partition {}: cannot look up the messages of {} before stream sequence {} "
@@ -912,7 +942,7 @@ void OrderedWork::owe_passed_over_of_key(int partition, const Message& message) 
     return;
   }
   // Those whose key has moved on within the walk are only reported: the peers are not asked.
-  std::vector<Message> moved_on = handled_in_walk.take_moved_on(unknown);
+  std::vector<Message> moved_on = found.progress.take_moved_on(unknown);
   drop_handled_by_peers(partition, unknown);
   for (const Message& m : unknown) owe(partition, m, seq, stream);
   for (const Message& m : moved_on) owe(partition, m, seq, stream);
@@ -938,14 +968,10 @@ void OrderedWork::find_passed_over(const PassedOverCheck& check) {
   const uint64_t seq = check.seq;
   const uint64_t after = judged_after(part);
   if (after == 0 || after + 1 >= seq) return;
-  nats::JetStreamApi api(*ctx_.connection, ctx_.options.request_timeout);
-  const std::string filter = plan_.filter(partition);
-  WalkEnd end;
-  KeyProgress handled_in_walk([this](const Message& m) { return handled_anywhere(m).has_value(); });
-  auto missed = passed_over(
-      after, seq,
-      stream_walk(api, check.stream, filter, check.consumer, Clock::time_point::max(), end),
-      std::ref(handled_in_walk), kPassedOverLookups);
+  Look found = look(after, seq, check.stream, plan_.filter(partition), check.consumer,
+                    Clock::time_point::max(), ctx_.options.request_timeout, kPassedOverLookups);
+  const WalkEnd& end = found.end;
+  std::vector<Message>& missed = found.unknown;
   if (end.how == WalkEnd::How::stopping) return;
   if (end.cut_short()) {
     part.check = true;
@@ -955,25 +981,25 @@ void OrderedWork::find_passed_over(const PassedOverCheck& check) {
         spec_.name, partition, end.error);
     return;
   }
-  std::vector<Message> moved_on = handled_in_walk.take_moved_on(*missed);
-  drop_handled_by_peers(partition, *missed);
-  std::move(moved_on.begin(), moved_on.end(), std::back_inserter(*missed));
-  std::sort(missed->begin(), missed->end(),
+  std::vector<Message> moved_on = found.progress.take_moved_on(missed);
+  drop_handled_by_peers(partition, missed);
+  std::move(moved_on.begin(), moved_on.end(), std::back_inserter(missed));
+  std::sort(missed.begin(), missed.end(),
             [](const Message& a, const Message& b) { return a.stream_seq() < b.stream_seq(); });
   // A consumer that passes over messages skips one or two at a failover; many at once say
   // that this replica's records are what is missing (it was away, and peers' answers did not
   // cover it: chaos seed 2902 had two replicas take about 1,000 handled messages each for passed
   // over). Owing them would cost a stream read each on the message path and report them all.
-  if (missed->size() > kPassedOverAtOnce) {
+  if (missed.size() > kPassedOverAtOnce) {
     ctx_.log->warn(
         "work {}: partition {}: {} stored messages between stream sequences {} and {} are not "
         "known here as handled, too many to be passed over by a consumer: this replica's "
         "records of the partition are incomplete; none of them is owed or reported",
-        spec_.name, partition, missed->size(), missed->front().stream_seq(),
-        missed->back().stream_seq());
+        spec_.name, partition, missed.size(), missed.front().stream_seq(),
+        missed.back().stream_seq());
     return;
   }
-  for (const Message& m : *missed) owe(partition, m, seq, check.stream);
+  for (const Message& m : missed) owe(partition, m, seq, check.stream);
 }
 
 void OrderedWork::owe(int partition, const Message& m, uint64_t seq, const std::string& stream) {
@@ -1013,6 +1039,11 @@ SubscriptionHealth OrderedWork::health() const {
   h.takeover_wait_ms = takeover_wait_ms_.load();
   h.repeats_skipped = repeats_skipped_.load();
   h.passed_over = passed_over_.load();
+  h.step_backs = step_backs_.load();
+  {
+    std::lock_guard lock(step_mu_);
+    h.stepped_back = stepped_back_;
+  }
   bool started = false;
   {
     std::lock_guard lock(mu_);

@@ -89,6 +89,12 @@ class OrderedWork final : public Supervised {
   };
 
   void run();  // the probe, then the partitions start
+  // Fencing::downstream_failing: while any partition holds a message for the downstream (one
+  // downstream serves them all), every partition steps back (ConsumerSubscription::step_back),
+  // so its next messages go to other replicas instead of waiting here for the outage. Chaos
+  // seed 3302: one replica's 8.5 s sink outage held 12 of the 16 partitions, each taken by its
+  // next delivery there.
+  void downstream_failing(int partition, bool failing);
   // The partition's consumer changed, or the stream's leader did: the next message handled in it
   // queues a check of the stream for messages passed over since shortly before (`why`, logged).
   void mark_for_check(int partition, std::string_view why);
@@ -151,6 +157,18 @@ class OrderedWork final : public Supervised {
   NextStored stream_walk(nats::JetStreamApi& api, const std::string& stream,
                          const std::string& filter, const std::string& consumer,
                          Clock::time_point deadline, WalkEnd& end) const;
+  // One look along the stream: the messages on `filter` stored between `after` and `seq` that
+  // no replica is known to have handled (in stream order, `limit` lookups at most), with what
+  // the walk saw handled per key (KeyProgress::take_moved_on) and how it ended. Each lookup
+  // waits `timeout` at most; the walk stops at `deadline`.
+  struct Look {
+    std::vector<Message> unknown;
+    KeyProgress progress;
+    WalkEnd end;
+  };
+  Look look(uint64_t after, uint64_t seq, const std::string& stream, const std::string& filter,
+            const std::string& consumer, Clock::time_point deadline,
+            std::chrono::milliseconds timeout, int limit);
   // Drops from `unknown` what peers' notices tell of, waiting kNoticeGrace at most for them.
   void wait_for_notices(std::vector<Message>& unknown);
   // Finds the partition's stored messages since shortly before its consumer changed that no
@@ -205,6 +223,14 @@ class OrderedWork final : public Supervised {
   std::atomic<uint64_t> takeover_wait_ms_{0};
   std::atomic<uint64_t> repeats_skipped_{0};
   std::atomic<uint64_t> passed_over_{0};
+  std::atomic<uint64_t> step_backs_{0};
+
+  mutable std::mutex
+      step_mu_;  // downstream_failing()'s state, and the order of its step_back calls
+  std::vector<bool> failing_;
+  int failing_count_ = 0;
+  bool stepped_back_ = false;
+  Clock::time_point stepped_back_at_{};
   // When the connection last came back (steady clock ticks): peers' notices sent while it was
   // down were not heard, so what they handled then cannot be judged (see find_passed_over).
   std::atomic<HandledMessages::Clock::rep> reconnected_at_{0};

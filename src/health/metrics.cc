@@ -180,6 +180,14 @@ void render_subscriptions(Writer& w, const FleetHealth& health, const std::strin
          "change of its consumer (passed over by the consumer, or handled while notices were "
          "lost): each is logged with its stream sequence for an operator to check and replay.",
          [](const SubscriptionHealth& s) { return static_cast<double>(s.passed_over); }},
+        {"natsfleet_ordered_stepped_back", "gauge",
+         "1 while this replica takes no new messages of an ordered work's partitions because one "
+         "of them holds a message for a failing downstream (its peers handle them meanwhile).",
+         [](const SubscriptionHealth& s) { return s.stepped_back ? 1.0 : 0.0; }},
+        {"natsfleet_ordered_step_backs_total", "counter",
+         "Times this replica stepped back from an ordered work's partitions for a failing "
+         "downstream.",
+         [](const SubscriptionHealth& s) { return static_cast<double>(s.step_backs); }},
     };
     for (const auto& family : families) {
       w.family(family.name, family.type, family.help);

@@ -43,7 +43,9 @@ std::string render_status(const FleetHealth& health, const std::string& service)
                              {"takeovers", s.partition_takeovers},
                              {"takeover_wait_ms", s.takeover_wait_ms},
                              {"repeats_skipped", s.repeats_skipped},
-                             {"passed_over", s.passed_over}};
+                             {"passed_over", s.passed_over},
+                             {"stepped_back", s.stepped_back},
+                             {"step_backs", s.step_backs}};
     subscriptions.push_back(std::move(entry));
   }
   Json doc = {

@@ -28,9 +28,7 @@ void append_record(std::string& out, const Message& m, const std::string& subscr
     time_ns = d->timestamp_ns;
   } else {
     out += ",\"stream\":null,\"stream_seq\":null,\"consumer_seq\":null,\"delivered\":1";
-    time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                  std::chrono::system_clock::now().time_since_epoch())
-                  .count();
+    time_ns = base::unix_now_ns();
   }
   out += ",\"time\":\"" + base::format_utc_millis(time_ns) + "\"";
   out += ",\"headers\":{";

@@ -134,6 +134,37 @@ TEST(BrokerOrdering, OneUnackedMessageHoldsThePartitionUntilItIsSettled) {
   EXPECT_TRUE(dead.next(0ms) == std::nullopt) << "the silent replica got nothing more";
 }
 
+// What stepping back rests on (ConsumerSubscription::step_back), on this broker: a waiting pull
+// request whose reply subject nobody listens on any more is skipped, so the next message goes
+// to a request that is listened to, as its first delivery, not after ack_wait.
+TEST(BrokerOrdering, APullRequestNobodyListensToGetsNothing) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("ORD", {"ord.>"});
+  nats::ConsumerConfig config;
+  config.durable_name = "ord-p0";
+  config.filter_subject = "ord.>";
+  config.ack_wait = 30s;
+  config.max_ack_pending = 1;
+  config.max_deliver = -1;
+  ASSERT_TRUE(admin.api().create_consumer("ORD", config));
+  auto& c = admin.connection();
+  {
+    Inbox gone(c);
+    pull(c, "ORD", "ord-p0", gone, 1);  // first in the broker's queue of waiting requests
+    ASSERT_TRUE(wait_for(
+        [&] { return admin.api().consumer_info("ORD", "ord-p0")->num_waiting == 1; }, 10s));
+  }  // unsubscribed: its request is still queued, and expires in 20 s
+  Inbox taker(c);
+  pull(c, "ORD", "ord-p0", taker, 1);
+  ASSERT_TRUE(admin.api().stream_info("ORD"));  // a round trip: the pull has gone out
+  admin.publish("ord.k", "m1");
+  auto got = taker.next(10s);
+  ASSERT_TRUE(got) << "the message went to the request nobody listens to";
+  EXPECT_EQ(seq_of(*got), 1u);
+  EXPECT_EQ(delivered_of(*got), 1u);
+}
+
 TEST(PartitionMapping, TheBrokerPartitionsAsThePlanSays) {
   auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
   NatsServer server({.extra_config = mapping_config(plan)});
@@ -938,6 +969,112 @@ TEST(OrderedWork, AHeldMessageTakenOverIsNotHandledWhenTheDownstreamIsBack) {
   holder->kill();
   std::remove(out.c_str());
   std::remove(refused.c_str());
+}
+
+// A replica whose downstream fails holds the message it failed (kept alive, tried again), but
+// takes no new message of any partition meanwhile, so the other replicas go on with every other
+// partition. Chaos seed 3302: a replica's 8.5 s sink outage held 12 of the 16 partitions, each
+// taken there by its next delivery.
+class DownstreamReplica {
+ public:
+  DownstreamReplica(const std::string& url, const std::string& name, bool down)
+      : fleet(testing::fast_options({url}, name)), down_(down) {}
+  ::testing::AssertionResult start(WorkSpec spec) {
+    auto added = fleet.add_work(spec, [&](const Message& m) {
+      std::lock_guard lock(mu_);
+      if (down_) {
+        refused_.insert(m.data());
+        return Disposition::retry().because("the test's downstream is down");
+      }
+      handled_.insert(m.data());
+      return Disposition::ack();
+    });
+    if (!added) return ::testing::AssertionFailure() << added.error().describe();
+    if (auto started = fleet.start(); !started)
+      return ::testing::AssertionFailure() << started.error().describe();
+    return ::testing::AssertionSuccess();
+  }
+  void set_down(bool down) {
+    std::lock_guard lock(mu_);
+    down_ = down;
+  }
+  std::set<std::string> handled() {
+    std::lock_guard lock(mu_);
+    return handled_;
+  }
+  std::set<std::string> refused() {
+    std::lock_guard lock(mu_);
+    return refused_;
+  }
+
+  Fleet fleet;
+
+ private:
+  std::mutex mu_;
+  bool down_;
+  std::set<std::string> handled_, refused_;
+};
+
+TEST(OrderedWork, AReplicaWhoseDownstreamFailsLeavesTheOtherPartitionsToItsPeers) {
+  auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
+  NatsServer server({.extra_config = mapping_config(plan)});
+  BrokerClient admin(server.url());
+  admin.create_stream("ORDERS", {plan.stored_subjects()});
+  WorkSpec spec = testing::fast_work("orders", "orders.*");
+  spec.ordering = Ordering::per_key;
+  spec.key_token = 2;
+  spec.retry_max = 500ms;
+  auto waiting = [&](int p) {
+    auto info = admin.api().consumer_info("ORDERS", fleet::partition_consumer("orders", p));
+    return info ? static_cast<int64_t>(info->num_waiting) : -1;
+  };
+  auto all_partitions = [&](auto&& pred) {
+    for (int p = 0; p < plan.partitions(); ++p)
+      if (!pred(p)) return false;
+    return true;
+  };
+
+  DownstreamReplica sick(server.url(), "sick", true);
+  ASSERT_TRUE(sick.start(spec));
+  ASSERT_TRUE(wait_for([&] { return all_partitions([&](int p) { return waiting(p) > 0; }); }, 20s))
+      << "the replica never asked every partition for messages";
+  admin.publish("orders.k0", "k0:0");
+  ASSERT_TRUE(wait_for([&] { return sick.refused().count("k0:0") == 1; }, 10s));
+  // Stepped back: none of its requests is waiting on the broker any more.
+  ASSERT_TRUE(wait_for([&] { return all_partitions([&](int p) { return waiting(p) == 0; }); }, 10s))
+      << "the replica whose downstream failed still asks for messages";
+
+  DownstreamReplica well(server.url(), "well", false);
+  ASSERT_TRUE(well.start(spec));
+  const int held = plan.partition_of("k0");
+  std::set<std::string> others;  // messages of every partition but the held one
+  std::set<std::string> all = {"k0:0"};
+  for (int round = 1; round <= 3; ++round)
+    for (int k = 0; k < 64; ++k) {
+      const std::string key = "k" + std::to_string(k);
+      const std::string data = key + ":" + std::to_string(round);
+      admin.publish("orders." + key, data);
+      all.insert(data);
+      if (plan.partition_of(key) != held) others.insert(data);
+    }
+  auto has_all = [](const std::set<std::string>& got, const std::set<std::string>& want) {
+    return std::includes(got.begin(), got.end(), want.begin(), want.end());
+  };
+  EXPECT_TRUE(wait_for([&] { return has_all(well.handled(), others); }, 30s))
+      << "handled by the well replica: " << well.handled().size() << " of " << others.size();
+  EXPECT_EQ(sick.refused(), std::set<std::string>{"k0:0"})
+      << "the replica whose downstream failed took new messages";
+
+  // Its downstream back, it handles what it held, and the held partition goes on.
+  sick.set_down(false);
+  EXPECT_TRUE(wait_for(
+      [&] {
+        std::set<std::string> handled = well.handled();
+        for (const auto& d : sick.handled()) handled.insert(d);
+        return has_all(handled, all);
+      },
+      30s));
+  EXPECT_TRUE(sick.handled().count("k0:0"));
 }
 
 // A delivery that waits before admission (ordered work waits there for a catch-up with its peers)

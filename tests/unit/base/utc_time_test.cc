@@ -59,5 +59,13 @@ TEST(UtcTime, TextThatIsNotRfc3339IsRefused) {
     EXPECT_FALSE(parse_rfc3339_nanos(bad)) << bad;
 }
 
+TEST(OlderThan, ComparesABrokerTimestampWithThisHostsClock) {
+  using namespace std::chrono_literals;
+  const int64_t minute_ago = unix_now_ns() - 60'000'000'000;
+  EXPECT_TRUE(older_than(minute_ago, 30s));
+  EXPECT_FALSE(older_than(minute_ago, 1h));
+  EXPECT_FALSE(older_than(unix_now_ns() + 10'000'000'000, 0s)) << "a timestamp ahead of this host";
+}
+
 }  // namespace
 }  // namespace natsfleet::base

@@ -347,5 +347,26 @@ TEST(DownstreamGate, AProbeNoLongerOursIsForgottenAndTheNextIsDueAtOnce) {
   EXPECT_TRUE(g.down()) << "nothing showed the downstream works";
 }
 
+// Ordered work's partitions hold one message at a time: the held one taken by another replica
+// left the gate down with nothing to probe, and the partition's intake held back for good.
+TEST(DownstreamGate, TheLastHeldMessageNoLongerOursBringsTheGateUp) {
+  auto g = gate();
+  auto now = t0;
+  (void)g.failed(msg(1), 1, false, "503", 0ms, now);
+  while (!g.down()) {  // tried again alone until its failures call an outage
+    std::optional<nats::InboundMessage> retry;
+    for (; !retry; now += 100ms) retry = g.next_probe(now);
+    (void)g.failed(std::move(*retry), 1, true, "503", 0ms, now);
+  }
+  std::optional<nats::InboundMessage> probe;
+  for (; !probe; now += 100ms) probe = g.next_probe(now);
+  auto out = g.dropped(1, now);
+  EXPECT_EQ(out.change, Change::went_up);
+  EXPECT_TRUE(out.emptied);
+  EXPECT_FALSE(g.down());
+  EXPECT_TRUE(g.quiet());
+  EXPECT_EQ(g.held(), 0u);
+}
+
 }  // namespace
 }  // namespace natsfleet::fleet

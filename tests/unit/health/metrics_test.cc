@@ -339,6 +339,8 @@ TEST(RenderMetrics, PartitionFiguresOnlyForOrderedWork) {
   h.subscriptions[0].partition_takeovers = 5;
   h.subscriptions[0].takeover_wait_ms = 12'500;
   h.subscriptions[0].repeats_skipped = 1;
+  h.subscriptions[0].stepped_back = true;
+  h.subscriptions[0].step_backs = 3;
   const auto p = parse_prometheus(render_metrics(h, metrics, kService));
   const auto work = sub_labels("mail-relay", "work");
   EXPECT_EQ(p.value("natsfleet_partitions", work), 16);
@@ -346,6 +348,8 @@ TEST(RenderMetrics, PartitionFiguresOnlyForOrderedWork) {
   EXPECT_EQ(p.value("natsfleet_partition_takeovers_total", work), 5);
   EXPECT_EQ(p.value("natsfleet_partition_takeover_wait_seconds_total", work), 12.5);
   EXPECT_EQ(p.value("natsfleet_ordered_repeats_skipped_total", work), 1);
+  EXPECT_EQ(p.value("natsfleet_ordered_stepped_back", work), 1);
+  EXPECT_EQ(p.value("natsfleet_ordered_step_backs_total", work), 3);
   EXPECT_EQ(p.find("natsfleet_partitions", sub_labels("status", "broadcast")), nullptr);
 }
 

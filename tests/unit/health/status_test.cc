@@ -106,10 +106,13 @@ TEST(RenderStatus, OrderedWorkShowsItsPartitions) {
   h.subscriptions[0].partition_takeovers = 4;
   h.subscriptions[0].takeover_wait_ms = 9'000;
   h.subscriptions[0].passed_over = 1;
+  h.subscriptions[0].stepped_back = true;
+  h.subscriptions[0].step_backs = 2;
   const auto doc = nlohmann::json::parse(render_status(h, "mailer"));
   const nlohmann::json expected = {{"count", 16},          {"held", {3, 9}},
                                    {"takeovers", 4},       {"takeover_wait_ms", 9000},
-                                   {"repeats_skipped", 0}, {"passed_over", 1}};
+                                   {"repeats_skipped", 0}, {"passed_over", 1},
+                                   {"stepped_back", true}, {"step_backs", 2}};
   EXPECT_EQ(doc["subscriptions"][0]["partitions"], expected);
 }
 
