@@ -91,20 +91,29 @@ uint64_t delivered_of(const nats::InboundMessage& m) {
   return consume::parse_ack_subject(m.reply)->delivered;
 }
 
+// Stream ORD (ord.>) and its consumer ord-p0 shaped as a partition's: max_ack_pending 1, no
+// broker max_deliver.
+::testing::AssertionResult make_partition_like_consumer(BrokerClient& admin,
+                                                        std::chrono::milliseconds ack_wait) {
+  admin.create_stream("ORD", {"ord.>"});
+  nats::ConsumerConfig config;
+  config.durable_name = "ord-p0";
+  config.filter_subject = "ord.>";
+  config.ack_wait = ack_wait;
+  config.max_ack_pending = 1;
+  config.max_deliver = -1;
+  if (auto made = admin.api().create_consumer("ORD", config); !made)
+    return ::testing::AssertionFailure() << made.error().describe();
+  return ::testing::AssertionSuccess();
+}
+
 // What the design relies on, on this broker: with max_ack_pending 1, a message held by a
 // replica that stops answering blocks its partition, comes back first once ack_wait runs out,
 // and a nak with a delay blocks it too.
 TEST(BrokerOrdering, OneUnackedMessageHoldsThePartitionUntilItIsSettled) {
   NatsServer server;
   BrokerClient admin(server.url());
-  admin.create_stream("ORD", {"ord.>"});
-  nats::ConsumerConfig config;
-  config.durable_name = "ord-p0";
-  config.filter_subject = "ord.>";
-  config.ack_wait = 1s;
-  config.max_ack_pending = 1;
-  config.max_deliver = -1;
-  ASSERT_TRUE(admin.api().create_consumer("ORD", config));
+  ASSERT_TRUE(make_partition_like_consumer(admin, 1s));
   for (int i = 1; i <= 3; ++i) admin.publish("ord.k", "m" + std::to_string(i));
 
   auto& c = admin.connection();
@@ -140,14 +149,7 @@ TEST(BrokerOrdering, OneUnackedMessageHoldsThePartitionUntilItIsSettled) {
 TEST(BrokerOrdering, APullRequestNobodyListensToGetsNothing) {
   NatsServer server;
   BrokerClient admin(server.url());
-  admin.create_stream("ORD", {"ord.>"});
-  nats::ConsumerConfig config;
-  config.durable_name = "ord-p0";
-  config.filter_subject = "ord.>";
-  config.ack_wait = 30s;
-  config.max_ack_pending = 1;
-  config.max_deliver = -1;
-  ASSERT_TRUE(admin.api().create_consumer("ORD", config));
+  ASSERT_TRUE(make_partition_like_consumer(admin, 30s));
   auto& c = admin.connection();
   {
     Inbox gone(c);
