@@ -34,4 +34,10 @@ PullStatus classify_pull_status(int status, const std::string& description, cons
 
 const char* to_string(PullSignal signal) noexcept;
 
+// A pull that asks whether a consumer has a leader serving pulls, and takes nothing: one message
+// of at most 1 byte, no wait. A leader answers 404 (nothing pending) or 409 (the next message is
+// larger), and delivers nothing; with no leader, nobody serves the pull subject (503, which a
+// request reports as Errc::no_responders).
+inline constexpr const char* kLeaderProbeBody = R"({"batch":1,"max_bytes":1,"no_wait":true})";
+
 }  // namespace natsfleet::consume

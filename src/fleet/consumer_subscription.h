@@ -197,6 +197,9 @@ class ConsumerSubscription final : public Supervised {
   void apply(DownstreamGate::Outcome outcome);
   // Fencing::downstream_failing, when the gate's quiet() changed since last told.
   void report_downstream();
+  // A held message out as a probe was settled without the handler (no longer this replica's, or
+  // set aside): the gate probes with the next, or comes up with none left.
+  void forget_probe(uint64_t id);
   // Supervisor-thread upkeep of held messages: in-progress acks, the next probe, health.
   void tend_held();
   // In-progress acks for messages waiting for a handler or handled long, before ack_wait runs

@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "base/child_process.h"
+#include "consume/ack_metadata.h"
+#include "consume/pull_status.h"
 #include "fleet/consumer_shape.h"
 #include "natsfleet/fleet.h"
 #include "support/broker_client.h"
@@ -289,6 +291,79 @@ TEST(Handlers, ManyDeliveriesWithNoVerdictSetAMessageAsideOnlyOnceItIsOldEnough)
       wait_for([&] { return fleet.health().subscriptions.at(0).counters.termed == 1; }, 10s))
       << fleet.health().subscriptions.at(0).last_error;
   EXPECT_EQ(handled.load(), 0);
+}
+
+// A message held untried while the downstream is down (it came during the outage) and set aside
+// by the rule above when its turn as a probe comes: the gate probes with the next held message.
+// Before, the probe it was stayed counted as out, no other was tried again, and the held
+// messages waited for ever.
+TEST(Handlers, AMessageSetAsideWhileHeldForAnOutageLeavesTheOthersToBeTried) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  auto spec = fast_work("jobs-worker", "jobs.run");
+  spec.max_deliver = 3;
+  spec.ack_wait = 1s;
+  spec.retry_min = 100ms;
+  spec.retry_max = 300ms;
+  ASSERT_TRUE(admin.api().create_consumer("JOBS", fleet::desired_consumer_config(spec)));
+  admin.publish("jobs.run", "old");
+  ASSERT_TRUE(nak_deliveries(admin, "jobs-worker", 7));
+  // Its ninth delivery comes in 3.5 s: older than max_deliver x ack_wait (3 s) by then, and after
+  // the two below have brought the outage.
+  auto eighth = admin.connection().request("$JS.API.CONSUMER.MSG.NEXT.JOBS.jobs-worker",
+                                           R"({"batch":1,"expires":5000000000})", 10s);
+  ASSERT_TRUE(eighth && eighth->status == 0 && !eighth->reply.empty());
+  ASSERT_TRUE(admin.connection().publish(eighth->reply, consume::nak_body(3500ms)));
+  admin.publish("jobs.run", "a1");
+  admin.publish("jobs.run", "a2");
+
+  Fleet fleet(fast_options({server.url()}, "held"));
+  std::atomic<bool> down{true};
+  Recorder handled;
+  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
+    if (down) return Disposition::retry().because("the test's downstream is down");
+    handled.record("r", m);
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(fleet.start());
+  ASSERT_TRUE(
+      wait_for([&] { return fleet.health().subscriptions.at(0).counters.termed == 1; }, 20s))
+      << "the old message was never set aside";
+  down = false;
+  EXPECT_TRUE(handled.wait_distinct(2, 20s)) << "the held messages were not tried again";
+  EXPECT_TRUE(wait_for([&] { return !fleet.health().subscriptions.at(0).downstream_down; }, 10s));
+}
+
+// What the replacement of an unserved consumer asks before it deletes one (see
+// ConsumerSubscription::replace_if_unserved): a pull of one message of at most 1 byte, no wait,
+// is answered by the consumer's leader and takes nothing; with no consumer to serve it, nobody
+// answers.
+TEST(BrokerPull, ALeaderProbeIsAnsweredAndTakesNothing) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  auto spec = fast_work("jobs-worker", "jobs.run");
+  ASSERT_TRUE(admin.api().create_consumer("JOBS", fleet::desired_consumer_config(spec)));
+  auto probe = [&](const std::string& consumer) {
+    return admin.connection().request("$JS.API.CONSUMER.MSG.NEXT.JOBS." + consumer,
+                                      consume::kLeaderProbeBody, 2s);
+  };
+  auto idle = probe("jobs-worker");
+  ASSERT_TRUE(idle) << idle.error().describe();
+  EXPECT_EQ(idle->status, 404);
+  admin.publish("jobs.run", "a message longer than one byte");
+  auto busy = probe("jobs-worker");
+  ASSERT_TRUE(busy) << busy.error().describe();
+  EXPECT_NE(busy->status, 0) << "a message was delivered: " << busy->data;
+  auto info = admin.consumer("JOBS", "jobs-worker");
+  EXPECT_EQ(info.num_ack_pending, 0u);
+  EXPECT_EQ(info.num_pending, 1u) << "the probe took the message";
+  // 2.10 says no responders; 2.9 leaves the request unanswered.
+  auto none = probe("nobody");
+  ASSERT_FALSE(none);
+  EXPECT_TRUE(none.error().code == Errc::no_responders || none.error().code == Errc::timeout)
+      << none.error().describe();
 }
 
 TEST(Handlers, InProgressKeepsALongHandlerFromBeingRedelivered) {
