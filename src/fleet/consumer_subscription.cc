@@ -673,9 +673,14 @@ bool ConsumerSubscription::replace_if_unserved(const std::string& evidence) {
           "$JS.API.CONSUMER.MSG.NEXT." + lifecycle_.stream() + "." + lifecycle_.consumer(),
           consume::kLeaderProbeBody, ctx_.options.request_timeout)) {
     if (probe->status == 0 && !probe->reply.empty()) give_back(std::move(*probe));
-    ctx_.log->debug("{} {}: consumer {} answers pulls ({}); its lookups do not, so it stays",
-                    scope_ == Scope::shared ? "work" : "broadcast", spec_.name,
-                    lifecycle_.consumer(), probe->status);
+    // Info: lookups unanswered this long while pulls are served is the broker's own trouble,
+    // worth an operator's look (at most once per replace_unserved_after).
+    status_.log().info(
+        "{} {}: consumer {} has answered no lookup for {} s ({}), but its leader answers pulls "
+        "(status {}): kept",
+        scope_ == Scope::shared ? "work" : "broadcast", spec_.name, lifecycle_.consumer(),
+        std::chrono::duration_cast<std::chrono::seconds>(unserved).count(), evidence,
+        probe->status);
     unserved_since_ = now;
     return false;
   }
