@@ -927,6 +927,7 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
     if (engine_) engine_->message_done();
     return;
   }
+  const auto tried = Clock::now();
   Disposition outcome = run_handler(message, delivered);
   release_slot();
   const auto now = Clock::now();
@@ -949,7 +950,7 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
   }
   // Any answer but "retry" shows the downstream works.
   DownstreamGate::Outcome gate;
-  if (!gate_.quiet()) gate = gate_.succeeded(probe, now);
+  if (!gate_.quiet()) gate = gate_.succeeded(probe, tried, now);
   settle(message, reply, std::move(outcome));
   {
     std::lock_guard lock(engine_mu_);

@@ -55,6 +55,7 @@ DownstreamGate::Outcome DownstreamGate::failed(nats::InboundMessage&& message, u
   Outcome out;
   std::lock_guard lock(mu_);
   last_error_ = std::move(error);
+  last_failure_ = std::max(last_failure_, now);
   Held h{std::move(message), id, 0, false, {}, now};
   if (probe && probe_out_) {
     h.failures = probe_.failures;
@@ -125,11 +126,15 @@ DownstreamGate::Outcome DownstreamGate::failed(nats::InboundMessage&& message, u
   return out;
 }
 
-DownstreamGate::Outcome DownstreamGate::succeeded(bool probe, TimePoint now) {
+DownstreamGate::Outcome DownstreamGate::succeeded(bool probe, TimePoint tried, TimePoint now) {
   Outcome out;
   std::lock_guard lock(mu_);
+  if (probe) {
+    probe_out_ = false;
+  } else if (tried < last_failure_) {
+    return out;  // in flight with the failures: no evidence either way
+  }
   failing_.clear();
-  if (probe) probe_out_ = false;
   switch (state_) {
     case State::up:
       // Held suspects failed while another message went through: each failed by itself.

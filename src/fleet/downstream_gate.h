@@ -75,8 +75,11 @@ class DownstreamGate {
   // The handler answered "retry" for message `id` (a probe when the gate handed it out).
   Outcome failed(nats::InboundMessage&& message, uint64_t id, bool probe, std::string error,
                  std::chrono::milliseconds retry_after, TimePoint now);
-  // The downstream answered (ack, or the handler's own nak or term).
-  Outcome succeeded(bool probe, TimePoint now);
+  // The downstream answered (ack, or the handler's own nak or term) a message handed to the
+  // handler at `tried`. A success tried before the latest failure was in flight with it (a
+  // worker answers one message, then dies on the next with a third in hand) and says nothing
+  // of the downstream since: unless it was a probe, it settles nothing.
+  Outcome succeeded(bool probe, TimePoint tried, TimePoint now);
   // The probe `id` was not tried: the message is no longer this replica's (the broker gave it
   // to another replica meanwhile). The next held message is due at once; with none left, the
   // gate is up again (went_up): nothing is held to probe with, so fresh messages are tried.
@@ -114,6 +117,7 @@ class DownstreamGate {
   State state_ = State::up;
   std::deque<Held> held_;
   std::vector<uint64_t> failing_;   // distinct ids that failed since the last success
+  TimePoint last_failure_{};        // when the latest failure was reported
   std::deque<uint64_t> convicted_;  // ids found to fail by themselves, newest last
   bool probe_out_ = false;
   Held probe_;  // bookkeeping of the message out as a probe (its message is with the handler)

@@ -44,11 +44,38 @@ TEST(DownstreamGate, OneFailureIsASuspectNotAnOutage) {
 TEST(DownstreamGate, AMessageThatFailsWhileAnotherSucceedsIsRejected) {
   auto g = gate();
   (void)g.failed(msg(1), 1, false, "400-ish", 0ms, t0);
-  auto out = g.succeeded(false, t0 + 10ms);
+  auto out = g.succeeded(false, t0 + 10ms, t0 + 10ms);
   ASSERT_EQ(out.reject.size(), 1u);
   EXPECT_EQ(id_of(out.reject[0]), 1u);
   EXPECT_TRUE(out.retry.empty());
   EXPECT_TRUE(g.quiet());
+}
+
+// 42 crashed the worker with 43 in flight, just after the worker answered 41. The three answers
+// reach the gate in any order; 41's, reported between the two failures, was handed over before
+// either failed and shows nothing: 43 is no culprit and is tried alone, never rejected.
+TEST(DownstreamGate, ASuccessHandedOverBeforeAFailureConvictsNothing) {
+  auto g = gate();
+  (void)g.failed(msg(42), 42, false, "worker exited", 0ms, t0 + 5ms);
+  auto late = g.succeeded(false, t0, t0 + 5ms);
+  EXPECT_TRUE(late.reject.empty()) << "41 was in flight with 42";
+  (void)g.failed(msg(43), 43, false, "worker exited", 0ms, t0 + 5ms);
+  ASSERT_TRUE(g.down()) << "two messages failed with no success between";
+  // The restarted worker takes 44, handed over after the failures: the downstream works.
+  auto up = g.succeeded(false, t0 + 200ms, t0 + 210ms);
+  EXPECT_TRUE(up.reject.empty());
+  std::vector<uint64_t> rejected;
+  while (auto p = g.next_probe(t0 + 1s)) {
+    const uint64_t id = id_of(*p);
+    if (id == 42) {
+      auto out = g.failed(std::move(*p), id, true, "worker exited", 0ms, t0 + 1s);
+      for (auto& m : out.reject) rejected.push_back(id_of(m));
+    } else {
+      (void)g.succeeded(true, t0 + 1s, t0 + 1s);
+    }
+  }
+  EXPECT_EQ(rejected, std::vector<uint64_t>{42});
+  EXPECT_FALSE(g.down());
 }
 
 TEST(DownstreamGate, FailuresOfTwoDifferentMessagesMeanTheDownstreamIsDown) {
@@ -122,12 +149,12 @@ TEST(DownstreamGate, RecoveryTriesTheOutagesFirstFailuresAloneThenHandsTheRestBa
   auto p = g.next_probe(t0 + 1s);
   ASSERT_TRUE(p);
   EXPECT_EQ(id_of(*p), 1u);
-  auto first = g.succeeded(true, t0 + 1s);
+  auto first = g.succeeded(true, t0 + 1s, t0 + 1s);
   EXPECT_EQ(first.change, Change::none) << "2 failed with 1 when the outage began: tried alone";
   auto alone = g.next_probe(t0 + 1s);
   ASSERT_TRUE(alone);
   EXPECT_EQ(id_of(*alone), 2u);
-  auto out = g.succeeded(true, t0 + 1s);
+  auto out = g.succeeded(true, t0 + 1s, t0 + 1s);
   EXPECT_EQ(out.change, Change::went_up);
   EXPECT_TRUE(out.reject.empty());
   ASSERT_EQ(out.retry.size(), 2u);
@@ -144,7 +171,7 @@ TEST(DownstreamGate, TheCulpritOfAnOutageIsFoundEvenWhenAnotherMessageIsProbedFi
   (void)g.failed(msg(2), 2, false, "worker exited", 0ms, t0);
   auto p1 = g.next_probe(t0 + 1s);
   ASSERT_EQ(id_of(*p1), 1u);
-  (void)g.succeeded(true, t0 + 1s);
+  (void)g.succeeded(true, t0 + 1s, t0 + 1s);
   auto p2 = g.next_probe(t0 + 1s);
   ASSERT_EQ(id_of(*p2), 2u);
   auto out = g.failed(std::move(*p2), 2, true, "worker exited", 0ms, t0 + 1s);
@@ -162,10 +189,10 @@ TEST(DownstreamGate, AMessageWhoseFailureArrivesAfterTheOutageBeganIsTriedAloneT
   (void)g.hold(msg(4), 4, t0);
   auto p = g.next_probe(t0 + 1s);
   ASSERT_EQ(id_of(*p), 2u);
-  (void)g.succeeded(true, t0 + 1s);
+  (void)g.succeeded(true, t0 + 1s, t0 + 1s);
   auto v3 = g.next_probe(t0 + 1s);
   ASSERT_EQ(id_of(*v3), 3u);
-  (void)g.succeeded(true, t0 + 1s);
+  (void)g.succeeded(true, t0 + 1s, t0 + 1s);
   auto v1 = g.next_probe(t0 + 1s);
   ASSERT_TRUE(v1) << "1 failed during the outage: tried alone before 4 is released";
   ASSERT_EQ(id_of(*v1), 1u);
@@ -183,14 +210,14 @@ TEST(DownstreamGate, AFailureReportedAfterALateSuccessIsStillTriedAlone) {
   (void)g.failed(msg(2), 2, false, "worker exited", 0ms, t0);
   (void)g.failed(msg(3), 3, false, "worker exited", 0ms, t0);
   ASSERT_TRUE(g.down());
-  (void)g.succeeded(false, t0);
+  (void)g.succeeded(false, t0 - 1ms, t0);  // 0 was handed over before they failed
   (void)g.failed(msg(1), 1, false, "worker exited", 0ms, t0);
   (void)g.hold(msg(4), 4, t0);
   for (uint64_t expected : {2, 3}) {
     auto p = g.next_probe(t0 + 1s);
     ASSERT_TRUE(p);
     ASSERT_EQ(id_of(*p), expected);
-    auto out = g.succeeded(true, t0 + 1s);
+    auto out = g.succeeded(true, t0 + 1s, t0 + 1s);
     EXPECT_EQ(out.change, Change::none) << "1 is not tried yet";
   }
   auto v1 = g.next_probe(t0 + 1s);
@@ -206,7 +233,7 @@ TEST(DownstreamGate, AFailureReportedAfterALateSuccessIsStillTriedAlone) {
 TEST(DownstreamGate, AKnownCulpritHeldAloneInAnOutageIsRejectedNotHeldForEver) {
   auto g = gate();
   (void)g.failed(msg(7), 7, false, "worker exited", 0ms, t0);
-  (void)g.succeeded(false, t0);  // 7 failed alone once: found out
+  (void)g.succeeded(false, t0, t0);  // 7 failed alone once: found out
   // Now 7 and 8 fail together (7 crashed the worker again), then 8 goes through alone.
   (void)g.failed(msg(8), 8, false, "worker exited", 0ms, t0 + 1s);
   (void)g.failed(msg(7), 7, false, "worker exited", 0ms, t0 + 1s);
@@ -232,7 +259,7 @@ TEST(DownstreamGate, APoisonThatLooksLikeAnOutageIsFoundOutAndRejected) {
   (void)g.failed(std::move(*p1), 1, true, "worker exited", 0ms, t0 + 1s);
   auto p2 = g.next_probe(t0 + 2s);
   ASSERT_EQ(id_of(*p2), 2u);
-  auto up = g.succeeded(true, t0 + 2s);  // 2 goes through alone: the worker is fine
+  auto up = g.succeeded(true, t0 + 2s, t0 + 2s);  // 2 goes through alone: the worker is fine
   EXPECT_EQ(up.change, Change::none) << "not up until the probe that failed is tried alone";
   EXPECT_TRUE(g.down());
   auto verify = g.next_probe(t0 + 2s);  // at once, no backoff
@@ -252,10 +279,10 @@ TEST(DownstreamGate, AProbeThatFailedDuringTheOutageAndWorksNowIsNotRejected) {
   auto p1 = g.next_probe(t0 + 1s);
   (void)g.failed(std::move(*p1), 1, true, "503", 0ms, t0 + 1s);
   auto p2 = g.next_probe(t0 + 2s);
-  (void)g.succeeded(true, t0 + 2s);
+  (void)g.succeeded(true, t0 + 2s, t0 + 2s);
   auto verify = g.next_probe(t0 + 2s);
   ASSERT_EQ(id_of(*verify), 1u);
-  auto out = g.succeeded(true, t0 + 2s);
+  auto out = g.succeeded(true, t0 + 2s, t0 + 2s);
   EXPECT_EQ(out.change, Change::went_up);
   EXPECT_TRUE(out.reject.empty());
 }
@@ -272,7 +299,7 @@ TEST(DownstreamGate, TwoVerifyFailuresInARowMeanDownAgain) {
   now += 5s;
   auto p3 = g.next_probe(now);
   ASSERT_EQ(id_of(*p3), 3u);
-  (void)g.succeeded(true, now);
+  (void)g.succeeded(true, now, now);
   auto v1 = g.next_probe(now);
   auto first = g.failed(std::move(*v1), id_of(*v1), true, "503", 0ms, now);
   EXPECT_EQ(first.reject.size(), 1u) << "failed alone right after a success";
@@ -287,7 +314,8 @@ TEST(DownstreamGate, TwoVerifyFailuresInARowMeanDownAgain) {
 TEST(DownstreamGate, AMessageFoundOutBeforeIsRejectedAgainWhenItFailsAlone) {
   auto g = gate();
   (void)g.failed(msg(7), 7, false, "worker exited", 0ms, t0);
-  ASSERT_EQ(g.succeeded(false, t0 + 1ms).reject.size(), 1u);  // failed while 8 went through
+  ASSERT_EQ(g.succeeded(false, t0 + 1ms, t0 + 1ms).reject.size(),
+            1u);  // failed while 8 went through
   // Redelivered when nothing else is flowing: no message to compare it with, but a history.
   auto again = g.failed(msg(7), 7, false, "worker exited", 0ms, t0 + 2s);
   ASSERT_EQ(again.reject.size(), 1u);
