@@ -28,6 +28,9 @@ struct SubscriptionCounters {
   // In-progress acks natsfleet sent for messages that waited on this replica, or were handled,
   // for a third of ack_wait (see WorkSpec::ack_wait).
   uint64_t kept_alive = 0;
+  // Ordered work: messages held for a failing downstream, then handed to the other replicas
+  // because they handle messages (not counted against max_deliver).
+  uint64_t handed_off = 0;
 
   // Adds another subscription's counts (a work made of several, such as ordered work's
   // partitions).
@@ -43,10 +46,11 @@ struct SubscriptionCounters {
     dead_lettered += o.dead_lettered;
     dropped += o.dropped;
     kept_alive += o.kept_alive;
+    handed_off += o.handed_off;
     return *this;
   }
 };
-static_assert(sizeof(SubscriptionCounters) == 11 * sizeof(uint64_t),
+static_assert(sizeof(SubscriptionCounters) == 12 * sizeof(uint64_t),
               "a new counter is added in SubscriptionCounters::operator+= too");
 
 struct SubscriptionHealth {

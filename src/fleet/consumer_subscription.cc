@@ -446,8 +446,11 @@ void ConsumerSubscription::report_downstream() {
   // next tend_held().
   if (gate_.quiet() && !reported_failing_.load(std::memory_order_acquire)) return;
   std::lock_guard lock(report_mu_);
-  const bool failing = !gate_.quiet();
-  if (reported_failing_.exchange(failing) != failing) fencing_.downstream_failing(failing);
+  // Resting after a hand-off counts as failing: this replica takes nothing meanwhile.
+  const bool failing = !gate_.quiet() || Clock::now() < rest_until_;
+  if (reported_failing_.exchange(failing) == failing) return;
+  if (failing) failing_since_ = Clock::now();
+  fencing_.downstream_failing(failing);
 }
 
 void ConsumerSubscription::on_pull_signal(const consume::PullStatus& status) {
@@ -549,8 +552,12 @@ void ConsumerSubscription::run_bound() {
 }
 
 void ConsumerSubscription::tend_held() {
-  if (gate_.quiet()) return;
+  if (gate_.quiet()) {
+    if (reported_failing_.load(std::memory_order_acquire)) report_downstream();  // a rest ends
+    return;
+  }
   const auto now = Clock::now();
+  hand_off_held(now);
   // Messages waiting in the dispatcher meanwhile are kept alive by keep_alive().
   for (const auto& reply : gate_.in_progress_due(now)) {
     ctx_.log->debug("work {}: in progress (held): {}", spec_.name, describe_delivery(reply));
@@ -564,6 +571,55 @@ void ConsumerSubscription::tend_held() {
   }
   status_.set_downstream(gate_.down(), gate_.last_error(), gate_.held());
   report_downstream();
+}
+
+void ConsumerSubscription::hand_off_held(Clock::time_point now) {
+  if (!fencing_.peers_handling || !reported_failing_.load(std::memory_order_acquire)) return;
+  Clock::duration held_for;
+  {
+    std::lock_guard lock(report_mu_);
+    held_for = now - failing_since_;
+  }
+  if (held_for < spec_.ack_wait || !fencing_.peers_handling()) return;
+  const std::string error = gate_.last_error();
+  auto held = gate_.hand_over();
+  if (held.empty()) return;
+  const auto rest =
+      milliseconds(std::min<int64_t>(rest_ms_ ? 2 * rest_ms_ : spec_.ack_wait.count(),
+                                     std::max(spec_.ack_wait, spec_.retry_max).count()));
+  rest_ms_ = rest.count();
+  {
+    std::lock_guard lock(report_mu_);
+    rest_until_ = now + rest;
+  }
+  for (auto& m : held) {
+    auto delivery = consume::parse_ack_subject(m.reply);
+    const uint64_t id = delivery ? delivery->stream_seq : 0;
+    Message message(std::move(m.subject), std::move(m.data), std::move(m.headers),
+                    std::move(delivery), m.reply, in_progress_);
+    fencing_.handed_off(message);  // told before the nak, so its redelivery finds it known
+    give_back(std::move(m));
+    status_.counters.handed_off++;
+    status_.log().info(
+        "work {}: stream sequence {} handed to the other replicas after {} ms held here for the "
+        "downstream ({}), as they handle messages; this delivery does not count against "
+        "max_deliver; taking nothing for {} ms",
+        spec_.name, id, std::chrono::duration_cast<milliseconds>(held_for).count(), error,
+        rest.count());
+    std::lock_guard lock(engine_mu_);
+    if (engine_) engine_->message_done();
+  }
+  {
+    std::lock_guard lock(engine_mu_);
+    if (engine_) engine_->hold_back(false);  // the gate is up; the rest holds the intake
+  }
+  status_.set_downstream(gate_.down(), gate_.last_error(), gate_.held());
+}
+
+uint64_t ConsumerSubscription::deliveries_used(const Message& message) const {
+  const uint64_t delivered = message.delivered();
+  if (!fencing_.hand_offs || delivered <= 1) return delivered;
+  return delivered - std::min(fencing_.hand_offs(message), delivered - 1);
 }
 
 void ConsumerSubscription::poll_info() {
@@ -906,7 +962,8 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
   // tell, as nats-server before 2.9.22 counts a send that failed (a pull whose requester's
   // server just died) as a delivery. Plain chaos seed 3203 on 2.9.10: a message 6 ms old came
   // to its first replica as delivery 16 and was set aside unhandled.
-  if (spec_.max_deliver > 0 && delivered > 2 * static_cast<uint64_t>(spec_.max_deliver) &&
+  if (spec_.max_deliver > 0 &&
+      deliveries_used(message) > 2 * static_cast<uint64_t>(spec_.max_deliver) &&
       stored_before(message, spec_.max_deliver * spec_.ack_wait)) {
     settle(message, reply,
            Disposition::term().because(fmt::format(
@@ -951,6 +1008,11 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
   // Any answer but "retry" shows the downstream works.
   DownstreamGate::Outcome gate;
   if (!gate_.quiet()) gate = gate_.succeeded(probe, tried, now);
+  if (rest_ms_.load(std::memory_order_relaxed) != 0) {  // the downstream works: no more rest
+    rest_ms_.store(0, std::memory_order_relaxed);
+    std::lock_guard lock(report_mu_);
+    rest_until_ = {};
+  }
   settle(message, reply, std::move(outcome));
   {
     std::lock_guard lock(engine_mu_);
@@ -1060,7 +1122,7 @@ bool ConsumerSubscription::stored_before(const Message& message, std::chrono::mi
 
 void ConsumerSubscription::settle(const Message& message, const std::string& reply,
                                   Disposition outcome) {
-  const uint64_t delivered = message.delivered();
+  const uint64_t delivered = deliveries_used(message);
   // A rejection on the last allowed delivery ends the message here: natsfleet, not the broker,
   // enforces max_deliver, so a last delivery lost to a crash is redelivered, never dropped.
   if (outcome.kind() == Disposition::Kind::nak && spec_.max_deliver > 0 &&

@@ -101,6 +101,13 @@ struct ReplicaOptions {
 // `downstream_failing`, called when the downstream gate starts holding a message for a failure
 // (true) and when it holds nothing again (false): ordered work steps every partition back
 // meanwhile (ConsumerSubscription::step_back), as the handlers share one downstream.
+//
+// `peers_handling`, `handed_off` and `hand_offs`: a message held here for a failing downstream
+// for ack_wait goes to the other replicas when `peers_handling` says one of them handled a
+// message lately (its downstream works), as its partition waits behind it. It is given back
+// with a nak, which the broker counts as a delivery: `handed_off` records and tells that, and
+// `hand_offs` says how many of a message's deliveries were hand-offs, which natsfleet does not
+// count against max_deliver. See ConsumerSubscription::hand_off_held.
 struct Fencing {
   bool latest_delivery = false;
   std::counting_semaphore<>* slots = nullptr;
@@ -109,6 +116,9 @@ struct Fencing {
   std::function<void(const Message&)> before_admit;
   std::function<void(const Message&)> terminated;
   std::function<void(bool)> downstream_failing;
+  std::function<bool()> peers_handling;
+  std::function<void(const Message&)> handed_off;
+  std::function<uint64_t(const Message&)> hand_offs;
 };
 
 // Whether a delivery needs the broker's word that it is still this replica's (see Fencing):
@@ -200,8 +210,18 @@ class ConsumerSubscription final : public Supervised {
   // A held message out as a probe was settled without the handler (no longer this replica's, or
   // set aside): the gate probes with the next, or comes up with none left.
   void forget_probe(uint64_t id);
-  // Supervisor-thread upkeep of held messages: in-progress acks, the next probe, health.
+  // Supervisor-thread upkeep of held messages: in-progress acks, the next probe, a hand-off,
+  // health.
   void tend_held();
+  // Ordered work (Fencing::peers_handling): what the gate has held for ack_wait since the
+  // downstream began failing goes to the other replicas, if one of them handles messages. Then
+  // this replica rests (reports the downstream failing, so it takes no message) for ack_wait,
+  // doubled at each hand-off up to retry_max, until one of its messages is handled: a
+  // downstream that is still down then costs a message held ack_wait, not a partition stalled
+  // for the whole outage.
+  void hand_off_held(Clock::time_point now);
+  // The deliveries of `message` that count against max_deliver: hand-offs do not.
+  uint64_t deliveries_used(const Message& message) const;
   // In-progress acks for messages waiting for a handler or handled long, before ack_wait runs
   // out; gives back what waited past keep_alive_limit (see WorkSpec::keep_alive_limit).
   void keep_alive();
@@ -259,7 +279,10 @@ class ConsumerSubscription final : public Supervised {
   bool stepped_back_ = false;  // under engine_mu_
   std::mutex report_mu_;       // orders report_downstream()'s calls
   std::atomic<bool> reported_failing_{false};
-  std::string deliver_subject_;  // of the intake; empty when pulling
+  Clock::time_point failing_since_{};  // under report_mu_: when reported_failing_ last went true
+  Clock::time_point rest_until_{};     // under report_mu_: after a hand-off (hand_off_held)
+  std::atomic<int64_t> rest_ms_{0};    // the last rest; 0 once a message is handled
+  std::string deliver_subject_;        // of the intake; empty when pulling
   std::unique_ptr<consume::Dispatcher> dispatcher_;
   DownstreamGate gate_;
   // A message that waited this long since it was received (or last kept alive) is stale: see

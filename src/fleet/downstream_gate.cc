@@ -248,8 +248,18 @@ std::vector<std::string> DownstreamGate::in_progress_due(TimePoint now) {
 }
 
 std::vector<nats::InboundMessage> DownstreamGate::take_all() {
-  std::vector<nats::InboundMessage> all;
   std::lock_guard lock(mu_);
+  return take_all_locked();
+}
+
+std::vector<nats::InboundMessage> DownstreamGate::hand_over() {
+  std::lock_guard lock(mu_);
+  if (probe_out_) return {};
+  return take_all_locked();
+}
+
+std::vector<nats::InboundMessage> DownstreamGate::take_all_locked() {
+  std::vector<nats::InboundMessage> all;
   for (auto& h : held_) all.push_back(std::move(h.message));
   held_.clear();
   failing_.clear();

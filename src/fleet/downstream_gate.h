@@ -90,6 +90,9 @@ class DownstreamGate {
   std::vector<std::string> in_progress_due(TimePoint now);
   // Everything held (shutdown): the caller gives it back to the broker.
   std::vector<nats::InboundMessage> take_all();
+  // Everything held, for the caller to hand to another replica; nothing while a probe is out
+  // (its verdict comes first). Either way, the gate is up and quiet after taking anything.
+  std::vector<nats::InboundMessage> hand_over();
 
  private:
   enum class State { up, down, verifying };
@@ -111,6 +114,7 @@ class DownstreamGate {
   void finish_verifying(Outcome& out);
   bool verify_left() const;
   void publish_flags();
+  std::vector<nats::InboundMessage> take_all_locked();
 
   const Options options_;
   mutable std::mutex mu_;

@@ -39,6 +39,13 @@ std::optional<Handler> HandledMessages::find(const Message& message) const {
   return it->second.by;
 }
 
+std::optional<Handler> HandledMessages::find(Key key) const {
+  std::lock_guard lock(mu_);
+  const auto it = handled_.find(key.stored_ns);
+  if (it == handled_.end()) return std::nullopt;
+  return it->second.by;
+}
+
 bool HandledMessages::contains(Key key) const {
   std::lock_guard lock(mu_);
   return handled_.count(key.stored_ns) > 0;
@@ -113,6 +120,36 @@ std::vector<Message> KeyProgress::take_moved_on(std::vector<Message>& unknown) c
                              std::make_move_iterator(unknown.end()));
   unknown.erase(stays, unknown.end());
   return taken;
+}
+
+void HandOffs::add(HandledMessages::Key key) {
+  std::lock_guard lock(mu_);
+  if (counts_[key.stored_ns]++ > 0) return;
+  order_.push_back(key.stored_ns);
+  if (order_.size() > kRemembered) {
+    counts_.erase(order_.front());
+    order_.pop_front();
+  }
+}
+
+uint64_t HandOffs::count(HandledMessages::Key key) const {
+  std::lock_guard lock(mu_);
+  const auto it = counts_.find(key.stored_ns);
+  return it == counts_.end() ? 0 : it->second;
+}
+
+std::string hand_off_notice(uint64_t replica, int partition, HandledMessages::Key key) {
+  return fmt::format("{} {}", replica, handled_notice(partition, key));
+}
+
+bool parse_hand_off_notice(std::string_view text, uint64_t& replica, int& partition,
+                           HandledMessages::Key& key) {
+  const size_t space = text.find(' ');
+  if (space == std::string_view::npos) return false;
+  const auto from = base::parse_number<uint64_t>(text.substr(0, space));
+  if (!from || !parse_handled_notice(text.substr(space + 1), partition, key)) return false;
+  replica = *from;
+  return true;
 }
 
 std::string handled_notice(int partition, HandledMessages::Key key) {

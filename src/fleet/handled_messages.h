@@ -58,6 +58,7 @@ class HandledMessages {
   // Where `message` (the same stored time) was handled, if remembered.
   std::optional<Handler> find(const Message& message) const;
   bool contains(Key key) const;
+  std::optional<Handler> find(Key key) const;
   // The highest stream sequence remembered at or before `at` (0: none), and the lowest
   // remembered (0: none): what is older was forgotten, so nothing can be said of it.
   uint64_t newest_before(Clock::time_point at) const;
@@ -114,6 +115,28 @@ class KeyProgress {
   std::function<bool(const Message&)> handled_;
   std::unordered_map<std::string, uint64_t> newest_handled_;
 };
+
+// How often each message of one partition was handed from one replica to the others (a message
+// held for a failing downstream, given back so that a replica whose downstream works takes it):
+// the broker counts each as a delivery, natsfleet does not count it against max_deliver.
+// Bounded: a message handed over long ago is forgotten (then its hand-offs count as deliveries).
+class HandOffs {
+ public:
+  static constexpr size_t kRemembered = 256;
+  void add(HandledMessages::Key key);
+  uint64_t count(HandledMessages::Key key) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::deque<int64_t> order_;                     // stored times, oldest first
+  std::unordered_map<int64_t, uint64_t> counts_;  // by stored time
+};
+
+// The notice a replica publishes when it handed a held message to the others, and its reading:
+// "<replica> <partition> <stream sequence> <stored time ns>" (a replica ignores its own).
+std::string hand_off_notice(uint64_t replica, int partition, HandledMessages::Key key);
+bool parse_hand_off_notice(std::string_view text, uint64_t& replica, int& partition,
+                           HandledMessages::Key& key);
 
 // The notice a replica publishes when it handled a message of a partition, and its reading:
 // "<partition> <stream sequence> <stored time ns>".

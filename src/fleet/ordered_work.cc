@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <random>
 
 #include "base/parse_number.h"
 #include "base/subject_tokens.h"
@@ -149,24 +150,47 @@ OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& conte
       failing_(static_cast<size_t>(spec_.partitions)),
       floor_subject_("natsfleet.floor." + spec_.name),
       handled_subject_("natsfleet.handled." + spec_.name),
+      replica_((uint64_t{std::random_device{}()} << 32) | std::random_device{}()),
+      hand_off_subject_("natsfleet.handoff." + spec_.name),
       owed_(static_cast<size_t>(spec_.partitions)) {
   for (int p = 0; p < plan_.partitions(); ++p)
     partitions_.push_back(std::make_unique<ConsumerSubscription>(
         partition_spec(spec_, plan_, p), [this, p](const Message& m) { return handle(p, m); }, ctx_,
         ConsumerSubscription::Scope::shared, ReplicaOptions{},
-        Fencing{
-            .latest_delivery = true,
-            .slots = &slots_,
-            .fleet_floor = [this, p] { return fleet_floor(p); },
-            .consumer_changed =
-                [this, p] {
-                  mark_for_check(p, "its consumer changed (a new leader, made anew, or recovered)");
-                  request_catch_up();
-                },
-            .before_admit = [this, p](const Message& m) { before_admit(p, m); },
-            .terminated = [this,
-                           p](const Message& m) { settled_unhandled(home_partition(m, p), m); },
-            .downstream_failing = [this, p](bool failing) { downstream_failing(p, failing); }}));
+        Fencing{.latest_delivery = true,
+                .slots = &slots_,
+                .fleet_floor = [this, p] { return fleet_floor(p); },
+                .consumer_changed =
+                    [this, p] {
+                      mark_for_check(
+                          p, "its consumer changed (a new leader, made anew, or recovered)");
+                      request_catch_up();
+                    },
+                .before_admit = [this, p](const Message& m) { before_admit(p, m); },
+                .terminated = [this,
+                               p](const Message& m) { settled_unhandled(home_partition(m, p), m); },
+                .downstream_failing = [this, p](bool failing) { downstream_failing(p, failing); },
+                .peers_handling = [this] { return peers_handling(); },
+                .handed_off = [this, p](const Message& m) { handed_off(p, m); },
+                .hand_offs =
+                    [this, p](const Message& m) {
+                      const auto key = HandledMessages::key_of(m);
+                      return key ? state_[static_cast<size_t>(p)].hand_offs.count(*key) : 0;
+                    }}));
+}
+
+bool OrderedWork::peers_handling() const {
+  const auto at = peer_handled_at_.load();
+  return at != 0 && HandledMessages::Clock::now() - HandledMessages::Clock::time_point(
+                                                        HandledMessages::Clock::duration(at)) <
+                        2 * spec_.ack_wait;
+}
+
+void OrderedWork::handed_off(int partition, const Message& message) {
+  const auto key = HandledMessages::key_of(message);
+  if (!key) return;
+  state_[static_cast<size_t>(partition)].hand_offs.add(*key);
+  (void)ctx_.connection->publish(hand_off_subject_, hand_off_notice(replica_, partition, *key));
 }
 
 void OrderedWork::downstream_failing(int partition, bool failing) {
@@ -184,7 +208,7 @@ void OrderedWork::downstream_failing(int partition, bool failing) {
     ctx_.log->warn(
         "work {}: partition {}: the downstream failed; this replica takes no new messages of any "
         "partition until it works again, so the others go on with them (what it holds waits "
-        "here)",
+        "here, and goes to them after ack_wait if they handle messages)",
         spec_.name, partition);
   } else {
     ctx_.log->info(
@@ -430,7 +454,10 @@ void OrderedWork::run() {
     int partition = 0;
     HandledMessages::Key key;
     if (!parse_handled_notice(m.data, partition, key) || partition >= plan_.partitions()) return;
-    state_[static_cast<size_t>(partition)].handled.remember(key, Handler::peer);
+    Partition& part = state_[static_cast<size_t>(partition)];
+    if (part.handled.find(key) != Handler::here)
+      peer_handled_at_ = HandledMessages::Clock::now().time_since_epoch().count();
+    part.handled.remember(key, Handler::peer);
     {
       std::lock_guard lock(notice_mu_);  // a waiter between its look and its wait sees it
     }
@@ -441,6 +468,21 @@ void OrderedWork::run() {
         "work {}: cannot hear what other replicas handled on {}: {}; a message one of them "
         "handled and the broker delivers again is handled again here",
         spec_.name, handled_subject_, notices.error().describe());
+  auto hand_offs =
+      ctx_.connection->subscribe(hand_off_subject_, "", [this](nats::InboundMessage&& m) {
+        uint64_t from = 0;
+        int partition = 0;
+        HandledMessages::Key key;
+        if (!parse_hand_off_notice(m.data, from, partition, key) || from == replica_ ||
+            partition >= plan_.partitions())
+          return;
+        state_[static_cast<size_t>(partition)].hand_offs.add(key);
+      });
+  if (!hand_offs)
+    ctx_.log->warn(
+        "work {}: cannot hear which messages other replicas handed over on {}: {}; such a "
+        "message's hand-offs count against max_deliver here",
+        spec_.name, hand_off_subject_, hand_offs.error().describe());
   // A replica that starts knows nothing its peers handled: a consumer whose leader lost an ack
   // redelivers such a message, even after the next of its key (chaos seed 3102 on
   // nats-server 2.10.27: a replica restarted after a kill handled five messages again, each
@@ -451,6 +493,7 @@ void OrderedWork::run() {
   if (stopping_) return;
   if (answering) floor_answers_ = std::move(answering.value());
   if (notices) handled_notices_ = std::move(notices.value());
+  if (hand_offs) hand_off_notices_ = std::move(hand_offs.value());
   for (auto& p : partitions_) p->start();
   started_partitions_ = true;
 }
@@ -491,6 +534,7 @@ void OrderedWork::join() {
   std::lock_guard lock(mu_);
   floor_answers_.reset();
   handled_notices_.reset();
+  hand_off_notices_.reset();
   for (size_t p = 0; p < owed_.size(); ++p)
     for (const Message& m : std::exchange(owed_[p], {})) {
       if (handled_anywhere(m)) continue;

@@ -75,6 +75,7 @@ class OrderedWork final : public Supervised {
     // Until then (steady clock ticks), a first delivery looks up the earlier messages of its
     // key itself before it is handled (owe_passed_over_of_key).
     std::atomic<HandledMessages::Clock::rep> key_check_until{0};
+    HandOffs hand_offs;  // of its messages, by any replica (Fencing::hand_offs)
   };
 
   // A look at the stream for messages a partition's consumer passed over, asked for by the first
@@ -95,6 +96,12 @@ class OrderedWork final : public Supervised {
   // seed 3302: one replica's 8.5 s sink outage held 12 of the 16 partitions, each taken by its
   // next delivery there.
   void downstream_failing(int partition, bool failing);
+  // Fencing::peers_handling: a peer's notice of a message it handled came within 2 x ack_wait.
+  // Peers whose downstream fails too handle nothing, so a message is not handed round among
+  // replicas that all wait for one downstream.
+  bool peers_handling() const;
+  // Fencing::handed_off: recorded, and told on hand_off_subject_.
+  void handed_off(int partition, const Message& message);
   // The partition's consumer changed, or the stream's leader did: the next message handled in it
   // queues a check of the stream for messages passed over since shortly before (`why`, logged).
   void mark_for_check(int partition, std::string_view why);
@@ -242,6 +249,11 @@ class OrderedWork final : public Supervised {
   std::unique_ptr<nats::Subscription> floor_answers_;
   const std::string handled_subject_;  // "<partition> <seq> <stored ns>" notices
   std::unique_ptr<nats::Subscription> handled_notices_;
+  // When a peer's notice last came (steady clock ticks; 0: never).
+  std::atomic<HandledMessages::Clock::rep> peer_handled_at_{0};
+  const uint64_t replica_;              // tells this replica's hand-off notices from its peers'
+  const std::string hand_off_subject_;  // "<replica> <partition> <seq> <stored ns>" notices
+  std::unique_ptr<nats::Subscription> hand_off_notices_;
   std::mutex notice_mu_;
   std::condition_variable noticed_;  // a peer's notice was heard
 

@@ -120,6 +120,9 @@ void render_subscriptions(Writer& w, const FleetHealth& health, const std::strin
       {"natsfleet_kept_alive_total",
        "In-progress acks sent for messages held (waiting or handled) for a third of ack_wait.",
        &SubscriptionCounters::kept_alive},
+      {"natsfleet_handed_off_total",
+       "Ordered work: messages held for a failing downstream, then handed to the other replicas.",
+       &SubscriptionCounters::handed_off},
   };
   for (const auto& family : counters) {
     w.family(family.name, "counter", family.help);

@@ -30,6 +30,7 @@ std::string render_status(const FleetHealth& health, const std::string& service)
              {"dead_lettered", s.counters.dead_lettered},
              {"dropped", s.counters.dropped},
              {"kept_alive", s.counters.kept_alive},
+             {"handed_off", s.counters.handed_off},
          }},
         {"downstream",
          {{"down", s.downstream_down}, {"error", s.downstream_error}, {"held", s.held}}},

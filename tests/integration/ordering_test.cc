@@ -973,20 +973,25 @@ TEST(OrderedWork, AHeldMessageTakenOverIsNotHandledWhenTheDownstreamIsBack) {
   std::remove(refused.c_str());
 }
 
-// A replica whose downstream fails holds the message it failed (kept alive, tried again), but
-// takes no new message of any partition meanwhile, so the other replicas go on with every other
-// partition. Chaos seed 3302: a replica's 8.5 s sink outage held 12 of the 16 partitions, each
-// taken there by its next delivery.
+// A replica whose downstream fails holds the message it failed (kept alive, tried again, and
+// handed to the others after ack_wait once they handle messages), but takes no new message of
+// any partition meanwhile, so the other replicas go on with every other partition. Chaos seed 3302:
+// a replica's 8.5 s sink outage held 12 of the 16 partitions, each taken there by its next
+// delivery.
 class DownstreamReplica {
  public:
   DownstreamReplica(const std::string& url, const std::string& name, bool down)
-      : fleet(testing::fast_options({url}, name)), down_(down) {}
+      : down_(down), fleet(testing::fast_options({url}, name)) {}
   ::testing::AssertionResult start(WorkSpec spec) {
     auto added = fleet.add_work(spec, [&](const Message& m) {
       std::lock_guard lock(mu_);
       if (down_) {
         refused_.insert(m.data());
         return Disposition::retry().because("the test's downstream is down");
+      }
+      if (reject_once_.erase(m.data()) > 0) {
+        rejected_.push_back({m.data(), m.delivered()});
+        return Disposition::nak().because("the test rejects it once");
       }
       handled_.insert(m.data());
       return Disposition::ack();
@@ -1008,13 +1013,25 @@ class DownstreamReplica {
     std::lock_guard lock(mu_);
     return refused_;
   }
-
-  Fleet fleet;
+  void reject_once(const std::string& data) {
+    std::lock_guard lock(mu_);
+    reject_once_.insert(data);
+  }
+  // What the handler rejected, with the broker's delivery count.
+  std::vector<std::pair<std::string, uint64_t>> rejected() {
+    std::lock_guard lock(mu_);
+    return rejected_;
+  }
 
  private:
   std::mutex mu_;
   bool down_;
-  std::set<std::string> handled_, refused_;
+  std::set<std::string> handled_, refused_, reject_once_;
+  std::vector<std::pair<std::string, uint64_t>> rejected_;
+
+ public:
+  // Last: stopped (its handlers finished) before what they use goes.
+  Fleet fleet;
 };
 
 TEST(OrderedWork, AReplicaWhoseDownstreamFailsLeavesTheOtherPartitionsToItsPeers) {
@@ -1064,11 +1081,19 @@ TEST(OrderedWork, AReplicaWhoseDownstreamFailsLeavesTheOtherPartitionsToItsPeers
   };
   EXPECT_TRUE(wait_for([&] { return has_all(well.handled(), others); }, 30s))
       << "handled by the well replica: " << well.handled().size() << " of " << others.size();
-  EXPECT_EQ(sick.refused(), std::set<std::string>{"k0:0"})
-      << "the replica whose downstream failed took new messages";
+  // The message it held goes to the replica that handles messages (its key waits behind it).
+  EXPECT_TRUE(wait_for([&] { return well.handled().count("k0:0") == 1; }, 30s))
+      << "the held message never reached the well replica";
+  EXPECT_TRUE(sick.handled().empty());
 
-  // Its downstream back, it handles what it held, and the held partition goes on.
+  // Its downstream back, it takes messages again.
   sick.set_down(false);
+  EXPECT_TRUE(wait_for(
+      [&] {
+        for (int k = 0; k < 64; ++k) admin.publish("orders.k" + std::to_string(k), "more");
+        return !sick.handled().empty();
+      },
+      30s, 500ms));
   EXPECT_TRUE(wait_for(
       [&] {
         std::set<std::string> handled = well.handled();
@@ -1076,7 +1101,52 @@ TEST(OrderedWork, AReplicaWhoseDownstreamFailsLeavesTheOtherPartitionsToItsPeers
         return has_all(handled, all);
       },
       30s));
-  EXPECT_TRUE(sick.handled().count("k0:0"));
+}
+
+// A message held for a failing downstream for ack_wait goes to a replica that handles messages,
+// and that delivery, counted by the broker, does not count against max_deliver: with
+// max_deliver 2, the well replica's one rejection of it (on the broker's delivery 2) leaves it a
+// delivery to be handled on.
+TEST(OrderedWork, AMessageHeldForAFailingDownstreamGoesToAPeerWithoutUsingADelivery) {
+  auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
+  NatsServer server({.extra_config = mapping_config(plan)});
+  BrokerClient admin(server.url());
+  admin.create_stream("ORDERS", {plan.stored_subjects()});
+  WorkSpec spec = testing::fast_work("orders", "orders.*");
+  spec.ordering = Ordering::per_key;
+  spec.key_token = 2;
+  spec.retry_max = 500ms;
+  spec.max_deliver = 2;
+
+  DownstreamReplica sick(server.url(), "sick", true);
+  ASSERT_TRUE(sick.start(spec));
+  admin.publish("orders.k0", "k0:0");
+  ASSERT_TRUE(wait_for([&] { return sick.refused().count("k0:0") == 1; }, 20s));
+  DownstreamReplica well(server.url(), "well", false);
+  well.reject_once("k0:0");
+  ASSERT_TRUE(well.start(spec));
+  const int held = plan.partition_of("k0");
+  int sent = 0;
+  // Other partitions' messages keep the well replica handling, so the sick one hands over.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        for (int k = 1; k < 40; ++k) {
+          const std::string key = "k" + std::to_string(k);
+          if (plan.partition_of(key) != held)
+            admin.publish("orders." + key, key + ":" + std::to_string(sent++));
+        }
+        return well.handled().count("k0:0") == 1;
+      },
+      30s, 250ms))
+      << "rejected by the well replica: " << well.rejected().size()
+      << "; handed off by the sick one: "
+      << sick.fleet.health().subscriptions.at(0).counters.handed_off;
+  ASSERT_EQ(well.rejected().size(), 1u);
+  EXPECT_EQ(well.rejected()[0].second, 2u) << "the hand-off was the broker's delivery 2";
+  EXPECT_EQ(sick.refused().count("k0:0"), 1u);
+  EXPECT_EQ(sick.handled().count("k0:0"), 0u);
+  EXPECT_GE(sick.fleet.health().subscriptions.at(0).counters.handed_off, 1u);
+  EXPECT_EQ(well.fleet.health().subscriptions.at(0).counters.termed, 0u);
 }
 
 // A delivery that waits before admission (ordered work waits there for a catch-up with its peers)

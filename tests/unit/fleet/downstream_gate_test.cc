@@ -347,6 +347,21 @@ TEST(DownstreamGate, TakeAllReturnsEverythingHeld) {
   EXPECT_FALSE(g.down());
 }
 
+TEST(DownstreamGate, HandOverGivesEverythingHeldButWaitsForAProbesVerdict) {
+  auto g = gate();
+  (void)g.failed(msg(1), 1, false, "503", 0ms, t0);
+  (void)g.failed(msg(2), 2, false, "503", 0ms, t0);
+  auto probe = g.next_probe(t0 + 1s);
+  ASSERT_TRUE(probe);
+  EXPECT_TRUE(g.hand_over().empty()) << "1 is being tried";
+  (void)g.failed(std::move(*probe), 1, true, "503", 0ms, t0 + 1s);
+  auto handed = g.hand_over();
+  ASSERT_EQ(handed.size(), 2u);
+  EXPECT_FALSE(g.down());
+  EXPECT_TRUE(g.quiet());
+  EXPECT_EQ(g.held(), 0u);
+}
+
 TEST(DownstreamGate, HoldHandsAMessageBackWhenUp) {
   auto g = gate();
   EXPECT_TRUE(g.hold(msg(1), 1, t0).has_value());

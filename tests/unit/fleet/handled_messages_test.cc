@@ -114,6 +114,32 @@ TEST(HandledMessages, NoticesThatDoNotParseAreRefused) {
   EXPECT_EQ(key, (HandledMessages::Key{1, 1}));
 }
 
+TEST(HandOffs, EachHandOffOfAMessageIsCountedAndTheOldestAreForgotten) {
+  HandOffs hand_offs;
+  hand_offs.add({9, 90});
+  hand_offs.add({9, 90});
+  EXPECT_EQ(hand_offs.count({9, 90}), 2u);
+  EXPECT_EQ(hand_offs.count({9, 91}), 0u) << "another message at that sequence";
+  for (uint64_t s = 100; s < 100 + HandOffs::kRemembered; ++s)
+    hand_offs.add({s, static_cast<int64_t>(s * 10)});
+  EXPECT_EQ(hand_offs.count({9, 90}), 0u);
+  EXPECT_EQ(hand_offs.count({100, 1000}), 1u);
+}
+
+TEST(HandOffs, ANoticeNamesItsReplicaAndIsNeverReadAsHandled) {
+  const std::string notice = hand_off_notice(77, 3, {12, 120});
+  uint64_t replica = 0;
+  int partition = -1;
+  HandledMessages::Key key;
+  ASSERT_TRUE(parse_hand_off_notice(notice, replica, partition, key));
+  EXPECT_EQ(replica, 77u);
+  EXPECT_EQ(partition, 3);
+  EXPECT_EQ(key, (HandledMessages::Key{12, 120}));
+  EXPECT_FALSE(parse_handled_notice(notice, partition, key)) << "a handed message is not handled";
+  for (const char* bad : {"", "77", "77 3 12", "x 3 12 120", "77 3 0 120"})
+    EXPECT_FALSE(parse_hand_off_notice(bad, replica, partition, key)) << bad;
+}
+
 // A partition whose stream holds `stored` (sequence -> stored time) answers next_stored.
 NextStored partition_holding(std::map<uint64_t, int64_t> stored, int* lookups = nullptr) {
   return [stored = std::move(stored), lookups](uint64_t after) -> Result<std::optional<Message>> {

@@ -64,6 +64,7 @@ TEST(RenderMetrics, EveryFamilyHasHelpTypeAndThePrefix) {
       {"natsfleet_retries_total", "counter"},
       {"natsfleet_dead_lettered_total", "counter"},
       {"natsfleet_kept_alive_total", "counter"},
+      {"natsfleet_handed_off_total", "counter"},
       {"natsfleet_dropped_total", "counter"},
       {"natsfleet_sink_down", "gauge"},
       {"natsfleet_held_messages", "gauge"},

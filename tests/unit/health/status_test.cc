@@ -36,7 +36,7 @@ TEST(RenderStatus, CarriesEveryField) {
   const json expected_counters = {{"received", 1017}, {"acked", 1001},     {"naked", 11},
                                   {"termed", 3},      {"redelivered", 13}, {"handler_errors", 5},
                                   {"recoveries", 2},  {"retried", 0},      {"dead_lettered", 0},
-                                  {"dropped", 0},     {"kept_alive", 0}};
+                                  {"dropped", 0},     {"kept_alive", 0},   {"handed_off", 0}};
   EXPECT_EQ(work["counters"], expected_counters);
 
   const json& broadcast = doc["subscriptions"][1];
