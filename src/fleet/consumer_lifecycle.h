@@ -96,6 +96,8 @@ class ConsumerLifecycle {
   const std::string& consumer() const { return consumer_; }
   const std::string& predecessor() const { return predecessor_; }
   uint64_t ack_floor() const { return ack_floor_; }
+  // "work" or "broadcast", as logs name the subscription.
+  const char* kind() const { return options_.scope == Scope::shared ? "work" : "broadcast"; }
 
  private:
   Result<nats::ConsumerInfo> reconcile(const std::string& stream, uint64_t stream_last_seq,
@@ -110,7 +112,6 @@ class ConsumerLifecycle {
   Result<nats::ConsumerInfo> create_or_read(const std::string& stream,
                                             const nats::ConsumerConfig& config, bool* created);
   void log_once(const std::string& text);
-  const char* kind() const { return options_.scope == Scope::shared ? "work" : "broadcast"; }
 
   const WorkSpec& spec_;
   const Options options_;

@@ -362,9 +362,8 @@ Result<std::string> ConsumerSubscription::locate_stream() {
       if (api_.stream_info(spec_.stream)) return spec_.stream;
       return created.error();
     }
-    log_once(fmt::format("{} {}: created stream {} for subject {}",
-                         scope_ == Scope::shared ? "work" : "broadcast", spec_.name, spec_.stream,
-                         spec_.subject));
+    log_once(fmt::format("{} {}: created stream {} for subject {}", lifecycle_.kind(), spec_.name,
+                         spec_.stream, spec_.subject));
     return spec_.stream;
   }
   if (!spec_.stream.empty()) return spec_.stream;
@@ -668,19 +667,19 @@ void ConsumerSubscription::move_stuck_leader(const nats::ConsumerInfo& info) {
   auto moved = api_.step_down_consumer_leader(lifecycle_.stream(), lifecycle_.consumer());
   if (!moved) {
     // A single server has no other leader to offer: said once.
-    log_once(fmt::format(
-        "{} {}: consumer {} has {} message(s) awaiting ack and its ack floor {} "
-        "has not moved for {} ms; asking its leader to step down failed: {}",
-        scope_ == Scope::shared ? "work" : "broadcast", spec_.name, lifecycle_.consumer(),
-        info.num_ack_pending, info.ack_floor_stream_seq, stuck_ms, moved.error().describe()));
+    log_once(
+        fmt::format("{} {}: consumer {} has {} message(s) awaiting ack and its ack floor {} "
+                    "has not moved for {} ms; asking its leader to step down failed: {}",
+                    lifecycle_.kind(), spec_.name, lifecycle_.consumer(), info.num_ack_pending,
+                    info.ack_floor_stream_seq, stuck_ms, moved.error().describe()));
     return;
   }
   status_.log().warn(
       "{} {}: consumer {} has {} message(s) awaiting ack, none of them here, and its ack floor {} "
       "has not moved for {} ms: asked its leader to step down, so that a new leader redelivers "
       "them (a leader that stops redelivering is a nats-server defect, fixed in 2.10.26)",
-      scope_ == Scope::shared ? "work" : "broadcast", spec_.name, lifecycle_.consumer(),
-      info.num_ack_pending, info.ack_floor_stream_seq, stuck_ms);
+      lifecycle_.kind(), spec_.name, lifecycle_.consumer(), info.num_ack_pending,
+      info.ack_floor_stream_seq, stuck_ms);
 }
 
 bool ConsumerSubscription::replace_if_unserved(const std::string& evidence) {
@@ -734,7 +733,7 @@ bool ConsumerSubscription::replace_if_unserved(const std::string& evidence) {
     status_.log().info(
         "{} {}: consumer {} has answered no lookup for {} s ({}), but its leader answers pulls "
         "(status {}): kept",
-        scope_ == Scope::shared ? "work" : "broadcast", spec_.name, lifecycle_.consumer(),
+        lifecycle_.kind(), spec_.name, lifecycle_.consumer(),
         std::chrono::duration_cast<std::chrono::seconds>(unserved).count(), evidence,
         probe->status);
     unserved_since_ = now;
@@ -744,8 +743,8 @@ bool ConsumerSubscription::replace_if_unserved(const std::string& evidence) {
   status_.log().warn(
       "{} {}: consumer {} has served nothing for {} s ({}) while stream {} answers: the broker "
       "left it without a leader; deleting it to make it anew after ack floor {}",
-      scope_ == Scope::shared ? "work" : "broadcast", spec_.name, lifecycle_.consumer(), seconds,
-      evidence, lifecycle_.stream(), lifecycle_.ack_floor());
+      lifecycle_.kind(), spec_.name, lifecycle_.consumer(), seconds, evidence, lifecycle_.stream(),
+      lifecycle_.ack_floor());
   // Nobody leads it to answer the delete, so its answer is not waited for long, and the recovery
   // makes it anew at once rather than confirm it missing first: a replica starting meanwhile
   // that finds it missing waits only first_create_wait for one that knew it, then makes it from
@@ -754,8 +753,7 @@ bool ConsumerSubscription::replace_if_unserved(const std::string& evidence) {
   nats::JetStreamApi quick(*ctx_.connection,
                            std::min(ctx_.options.request_timeout, std::chrono::milliseconds(500)));
   if (auto deleted = quick.delete_consumer(lifecycle_.stream(), lifecycle_.consumer()); !deleted)
-    status_.log().info("{} {}: delete of consumer {} answered: {}",
-                       scope_ == Scope::shared ? "work" : "broadcast", spec_.name,
+    status_.log().info("{} {}: delete of consumer {} answered: {}", lifecycle_.kind(), spec_.name,
                        lifecycle_.consumer(), deleted.error().describe());
   unserved_since_ = {};
   deleted_here_ = true;

@@ -172,18 +172,18 @@ OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& conte
                 .downstream_failing = [this, p](bool failing) { downstream_failing(p, failing); },
                 .peers_handling = [this] { return peers_handling(); },
                 .handed_off = [this, p](const Message& m) { handed_off(p, m); },
-                .hand_offs =
-                    [this, p](const Message& m) {
-                      const auto key = HandledMessages::key_of(m);
-                      return key ? state_[static_cast<size_t>(p)].hand_offs.count(*key) : 0;
-                    }}));
+                .hand_offs = [this, p](const Message& m) { return hand_offs(p, m); }}));
 }
 
 bool OrderedWork::peers_handling() const {
   const auto at = peer_handled_at_.load();
-  return at != 0 && HandledMessages::Clock::now() - HandledMessages::Clock::time_point(
-                                                        HandledMessages::Clock::duration(at)) <
-                        2 * spec_.ack_wait;
+  const auto now = HandledMessages::Clock::now().time_since_epoch().count();
+  return at != 0 && HandledMessages::Clock::duration(now - at) < 2 * spec_.ack_wait;
+}
+
+uint64_t OrderedWork::hand_offs(int partition, const Message& message) const {
+  const auto key = HandledMessages::key_of(message);
+  return key ? state_[static_cast<size_t>(partition)].hand_offs.count(*key) : 0;
 }
 
 void OrderedWork::handed_off(int partition, const Message& message) {

@@ -102,6 +102,8 @@ class OrderedWork final : public Supervised {
   bool peers_handling() const;
   // Fencing::handed_off: recorded, and told on hand_off_subject_.
   void handed_off(int partition, const Message& message);
+  // Fencing::hand_offs: by this replica and by the peers it heard.
+  uint64_t hand_offs(int partition, const Message& message) const;
   // The partition's consumer changed, or the stream's leader did: the next message handled in it
   // queues a check of the stream for messages passed over since shortly before (`why`, logged).
   void mark_for_check(int partition, std::string_view why);
