@@ -223,7 +223,14 @@ void OrderedWork::downstream_failing(int partition, bool failing) {
 void OrderedWork::mark_for_check(int partition, std::string_view why) {
   Partition& part = state_[static_cast<size_t>(partition)];
   const auto now = HandledMessages::Clock::now();
-  part.check_since = (now - kPassedOverLookback).time_since_epoch().count();
+  auto since = (now - kPassedOverLookback).time_since_epoch().count();
+  // A check asked for and not yet made keeps its start: checks that cannot read the stream
+  // would otherwise slide past what they were asked to look at (chaos seed 3501 on
+  // nats-server 2.9.10: the stream answered no read for 17 s while a consumer whose copy differs
+  // passed three messages over; each delivery's failed look asked for the check again from 10 s
+  // before it, and none was ever looked at: lost).
+  if (part.check_open.exchange(true)) since = std::min(since, part.check_since.load());
+  part.check_since = since;
   part.key_check_until = (now + kKeyCheckWindow).time_since_epoch().count();
   part.check = true;
   ctx_.log->debug(
@@ -1017,20 +1024,24 @@ void OrderedWork::find_passed_over(const PassedOverCheck& check) {
   Partition& part = state_[static_cast<size_t>(partition)];
   const uint64_t seq = check.seq;
   const uint64_t after = judged_after(part);
-  if (after == 0 || after + 1 >= seq) return;
+  if (after == 0 || after + 1 >= seq) {
+    part.check_open = false;
+    return;
+  }
   Look found = look(after, seq, check.stream, plan_.filter(partition), check.consumer,
                     Clock::time_point::max(), ctx_.options.request_timeout, kPassedOverLookups);
   const WalkEnd& end = found.end;
   std::vector<Message>& missed = found.unknown;
   if (end.how == WalkEnd::How::stopping) return;
   if (end.cut_short()) {
-    part.check = true;
+    part.check = true;  // from the same start (check_since stays while check_open)
     ctx_.log->warn(
         "work {}: partition {}: cannot check the stream for messages its consumer passed over "
         "({}); the next message handled here asks again",
         spec_.name, partition, end.error);
     return;
   }
+  part.check_open = false;
   std::vector<Message> moved_on = found.progress.take_moved_on(missed);
   drop_handled_by_peers(partition, missed);
   std::move(moved_on.begin(), moved_on.end(), std::back_inserter(missed));

@@ -71,6 +71,8 @@ class OrderedWork final : public Supervised {
     // Set when the partition's consumer changed (Fencing::consumer_changed): the next message
     // handled here queues a check of the stream for messages passed over since shortly before.
     std::atomic<bool> check{false};
+    // From mark_for_check() until a check of the partition is made (read the stream to its end).
+    std::atomic<bool> check_open{false};
     std::atomic<HandledMessages::Clock::rep> check_since{0};
     // Until then (steady clock ticks), a first delivery looks up the earlier messages of its
     // key itself before it is handled (owe_passed_over_of_key).
