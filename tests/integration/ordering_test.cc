@@ -1034,15 +1034,27 @@ class DownstreamReplica {
   Fleet fleet;
 };
 
+// A broker that maps orders.<key> to 16 partitions, its stream, and the ordered work over it.
+struct PartitionedOrders {
+  PartitionedOrders() { admin.create_stream("ORDERS", {plan.stored_subjects()}); }
+  fleet::PartitionPlan plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
+  NatsServer server{{.extra_config = mapping_config(plan)}};
+  BrokerClient admin{server.url()};
+  WorkSpec spec = [] {
+    WorkSpec s = testing::fast_work("orders", "orders.*");
+    s.ordering = Ordering::per_key;
+    s.key_token = 2;
+    s.retry_max = 500ms;
+    return s;
+  }();
+};
+
 TEST(OrderedWork, AReplicaWhoseDownstreamFailsLeavesTheOtherPartitionsToItsPeers) {
-  auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
-  NatsServer server({.extra_config = mapping_config(plan)});
-  BrokerClient admin(server.url());
-  admin.create_stream("ORDERS", {plan.stored_subjects()});
-  WorkSpec spec = testing::fast_work("orders", "orders.*");
-  spec.ordering = Ordering::per_key;
-  spec.key_token = 2;
-  spec.retry_max = 500ms;
+  PartitionedOrders orders;
+  const auto& plan = orders.plan;
+  NatsServer& server = orders.server;
+  BrokerClient& admin = orders.admin;
+  const WorkSpec& spec = orders.spec;
   auto waiting = [&](int p) {
     auto info = admin.api().consumer_info("ORDERS", fleet::partition_consumer("orders", p));
     return info ? static_cast<int64_t>(info->num_waiting) : -1;
@@ -1108,14 +1120,11 @@ TEST(OrderedWork, AReplicaWhoseDownstreamFailsLeavesTheOtherPartitionsToItsPeers
 // max_deliver 2, the well replica's one rejection of it (on the broker's delivery 2) leaves it a
 // delivery to be handled on.
 TEST(OrderedWork, AMessageHeldForAFailingDownstreamGoesToAPeerWithoutUsingADelivery) {
-  auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
-  NatsServer server({.extra_config = mapping_config(plan)});
-  BrokerClient admin(server.url());
-  admin.create_stream("ORDERS", {plan.stored_subjects()});
-  WorkSpec spec = testing::fast_work("orders", "orders.*");
-  spec.ordering = Ordering::per_key;
-  spec.key_token = 2;
-  spec.retry_max = 500ms;
+  PartitionedOrders orders;
+  const auto& plan = orders.plan;
+  NatsServer& server = orders.server;
+  BrokerClient& admin = orders.admin;
+  WorkSpec spec = orders.spec;
   spec.max_deliver = 2;
 
   DownstreamReplica sick(server.url(), "sick", true);
