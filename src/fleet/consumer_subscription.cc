@@ -573,13 +573,13 @@ void ConsumerSubscription::tend_held() {
 }
 
 void ConsumerSubscription::hand_off_held(Clock::time_point now) {
-  if (!fencing_.peers_handling || !reported_failing_.load(std::memory_order_acquire)) return;
+  if (!fencing_.peers_well || !reported_failing_.load(std::memory_order_acquire)) return;
   Clock::duration held_for;
   {
     std::lock_guard lock(report_mu_);
     held_for = now - failing_since_;
   }
-  if (held_for < spec_.ack_wait || !fencing_.peers_handling()) return;
+  if (held_for < spec_.ack_wait || !fencing_.peers_well()) return;
   const std::string error = gate_.last_error();
   auto held = gate_.hand_over();
   if (held.empty()) return;
@@ -601,8 +601,8 @@ void ConsumerSubscription::hand_off_held(Clock::time_point now) {
     status_.counters.handed_off++;
     status_.log().info(
         "work {}: stream sequence {} handed to the other replicas after {} ms held here for the "
-        "downstream ({}), as they handle messages; this delivery does not count against "
-        "max_deliver; taking nothing for {} ms",
+        "downstream ({}), as the downstream of another one works; this delivery does not count "
+        "against max_deliver; taking nothing for {} ms",
         spec_.name, id, std::chrono::duration_cast<milliseconds>(held_for).count(), error,
         rest.count());
     std::lock_guard lock(engine_mu_);
@@ -972,7 +972,9 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
     if (engine_) engine_->message_done();
     return;
   }
-  if (!admit(pulled_at, received, message, probe)) {
+  std::string why;
+  const Admission admission = admit(pulled_at, received, message, probe, why);
+  if (admission == Admission::gone) {
     // Taken over (or unknowable): its current holder answers it, or its redelivery decides.
     stale_skipped_++;
     ctx_.log->debug("work {}: left stream sequence {} unanswered: no longer this replica's",
@@ -983,10 +985,14 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
     return;
   }
   const auto tried = Clock::now();
-  Disposition outcome = run_handler(message, delivered);
-  release_slot();
+  Disposition outcome = Disposition::retry().because(why);
+  if (admission == Admission::go) {
+    outcome = run_handler(message, delivered);
+    release_slot();
+  }
   const auto now = Clock::now();
-  if (!gate_.down()) adapt_window(now - started, message.data().size());
+  if (!gate_.down() && admission == Admission::go)
+    adapt_window(now - started, message.data().size());
 
   if (outcome.kind() == Disposition::Kind::retry) {
     status_.counters.retried++;
@@ -1074,17 +1080,23 @@ bool needs_broker_fence(Clock::time_point pulled_at, bool probe, Clock::time_poi
   return now - pulled_at >= ack_wait / 4 || link_changed >= pulled_at;
 }
 
-bool ConsumerSubscription::admit(Clock::time_point pulled_at, Clock::time_point received,
-                                 const Message& message, bool probe) {
-  if (fencing_.before_admit) fencing_.before_admit(message);
+ConsumerSubscription::Admission ConsumerSubscription::admit(Clock::time_point pulled_at,
+                                                            Clock::time_point received,
+                                                            const Message& message, bool probe,
+                                                            std::string& why) {
+  if (fencing_.before_admit)
+    if (auto hold = fencing_.before_admit(message)) {
+      why = std::move(*hold);
+      return Admission::held;
+    }
   if (fencing_.slots) fencing_.slots->acquire();
-  if (!fencing_.latest_delivery) return true;
+  if (!fencing_.latest_delivery) return Admission::go;
   const Clock::time_point link_changed{Clock::duration(link_changed_.load())};
   if (!needs_broker_fence(pulled_at, probe, Clock::now(), link_changed, spec_.ack_wait) ||
       still_ours(message, received))
-    return true;
+    return Admission::go;
   release_slot();
-  return false;
+  return Admission::gone;
 }
 
 void ConsumerSubscription::release_slot() {

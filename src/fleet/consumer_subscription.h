@@ -92,7 +92,8 @@ struct ReplicaOptions {
 //
 // `before_admit`, called with each delivery before its slot and the check above: what may wait
 // (ordered work waits there for what the live replicas handled) waits before the check, so a
-// pause meanwhile is caught by it.
+// pause meanwhile is caught by it. A reason it returns holds the message instead, as for a
+// downstream that is down (no delivery used; tried again later, before_admit first).
 //
 // `terminated`, called with a message about to be terminated (the handler rejected its last
 // allowed delivery, or terminated it), once it is dead-lettered: it is settled for good, and the
@@ -102,9 +103,9 @@ struct ReplicaOptions {
 // (true) and when it holds nothing again (false): ordered work steps every partition back
 // meanwhile (ConsumerSubscription::step_back), as the handlers share one downstream.
 //
-// `peers_handling`, `handed_off` and `hand_offs`: a message held here for a failing downstream
-// for ack_wait goes to the other replicas when `peers_handling` says one of them handled a
-// message lately (its downstream works), as its partition waits behind it. It is given back
+// `peers_well`, `handed_off` and `hand_offs`: a message held here for a failing downstream
+// for ack_wait goes to the other replicas when `peers_well` says the downstream of one of them
+// works, as its partition waits behind it. It is given back
 // with a nak, which the broker counts as a delivery: `handed_off` records and tells that, and
 // `hand_offs` says how many of a message's deliveries were hand-offs, which natsfleet does not
 // count against max_deliver. See ConsumerSubscription::hand_off_held.
@@ -113,10 +114,10 @@ struct Fencing {
   std::counting_semaphore<>* slots = nullptr;
   std::function<uint64_t()> fleet_floor;
   std::function<void()> consumer_changed;
-  std::function<void(const Message&)> before_admit;
+  std::function<std::optional<std::string>(const Message&)> before_admit;
   std::function<void(const Message&)> terminated;
   std::function<void(bool)> downstream_failing;
-  std::function<bool()> peers_handling;
+  std::function<bool()> peers_well;
   std::function<void(const Message&)> handed_off;
   std::function<uint64_t(const Message&)> hand_offs;
 };
@@ -193,9 +194,11 @@ class ConsumerSubscription final : public Supervised {
   // Fencing::latest_delivery: the broker's last delivery of the consumer is this message's, and
   // it is unacked. False too when the broker cannot say (it is redelivered after ack_wait).
   bool still_ours(const Message& message, Clock::time_point received);
-  // Fencing: takes a slot, then checks; false (and no slot held) when the message is not ours.
-  bool admit(Clock::time_point pulled_at, Clock::time_point received, const Message& message,
-             bool probe);
+  // Fencing: before_admit, then takes a slot and checks. `held`: before_admit gave a reason to
+  // hold the message (in `why`); `gone`: the message is not ours. Neither holds a slot.
+  enum class Admission { go, held, gone };
+  Admission admit(Clock::time_point pulled_at, Clock::time_point received, const Message& message,
+                  bool probe, std::string& why);
   void release_slot();
   // The message was stored at least `age` ago, by the broker's stored time and this host's
   // clock (true when the delivery does not say).
@@ -213,8 +216,8 @@ class ConsumerSubscription final : public Supervised {
   // Supervisor-thread upkeep of held messages: in-progress acks, the next probe, a hand-off,
   // health.
   void tend_held();
-  // Ordered work (Fencing::peers_handling): what the gate has held for ack_wait since the
-  // downstream began failing goes to the other replicas, if one of them handles messages. Then
+  // Ordered work (Fencing::peers_well): what the gate has held for ack_wait since the
+  // downstream began failing goes to the other replicas, if the downstream of one works. Then
   // this replica rests (reports the downstream failing, so it takes no message) for ack_wait,
   // doubled at each hand-off up to retry_max, until one of its messages is handled: a
   // downstream that is still down then costs a message held ack_wait, not a partition stalled

@@ -25,6 +25,8 @@ constexpr milliseconds kProbeTimeout{2000};
 // How long fleet_floor() collects the replicas' answers: they come within a round trip, and a
 // consumer being recreated can wait.
 constexpr milliseconds kFloorWindow{500};
+// Asked on floor_subject_ by peers_well(): a replica that is well() answers with its id.
+constexpr std::string_view kWellQuestion = "well";
 // After a partition's consumer got a new leader, messages handled from this long before the
 // change was seen are checked again: a poll sees the change up to info_interval late, after the
 // new leader may have delivered (a consumer info request may wait its timeout meanwhile).
@@ -166,19 +168,50 @@ OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& conte
                           p, "its consumer changed (a new leader, made anew, or recovered)");
                       request_catch_up();
                     },
-                .before_admit = [this, p](const Message& m) { before_admit(p, m); },
+                .before_admit = [this, p](const Message& m) { return before_admit(p, m); },
                 .terminated = [this,
                                p](const Message& m) { settled_unhandled(home_partition(m, p), m); },
                 .downstream_failing = [this, p](bool failing) { downstream_failing(p, failing); },
-                .peers_handling = [this] { return peers_handling(); },
+                .peers_well = [this] { return peers_well(); },
                 .handed_off = [this, p](const Message& m) { handed_off(p, m); },
                 .hand_offs = [this, p](const Message& m) { return hand_offs(p, m); }}));
 }
 
-bool OrderedWork::peers_handling() const {
+bool OrderedWork::peers_well() {
   const auto at = peer_handled_at_.load();
   const auto now = HandledMessages::Clock::now().time_since_epoch().count();
-  return at != 0 && HandledMessages::Clock::duration(now - at) < 2 * spec_.ack_wait;
+  if (at != 0 && HandledMessages::Clock::duration(now - at) < 2 * spec_.ack_wait) return true;
+  std::unique_lock asking(well_mu_, std::try_to_lock);
+  if (!asking) return false;  // another partition is asking
+  const auto asked = Clock::now();
+  if (well_asked_ != Clock::time_point{} && asked - well_asked_ < spec_.ack_wait / 2)
+    return peers_were_well_;
+  well_asked_ = asked;
+  std::mutex mu;
+  std::condition_variable answered;
+  bool well = false;
+  const std::string inbox = ctx_.connection->new_inbox();
+  auto answers = ctx_.connection->subscribe(inbox, "", [&](nats::InboundMessage&& m) {
+    const auto from = base::parse_number<uint64_t>(m.data);
+    if (!from || *from == replica_) return;
+    std::lock_guard lock(mu);
+    well = true;
+    answered.notify_all();
+  });
+  if (answers && ctx_.connection->publish(floor_subject_, std::string(kWellQuestion), inbox)) {
+    std::unique_lock lock(mu);
+    answered.wait_for(lock, kFloorWindow, [&] { return well; });
+  }
+  if (answers) answers.value().reset();  // no callback runs past this
+  std::lock_guard lock(mu);
+  peers_were_well_ = well;
+  return well;
+}
+
+bool OrderedWork::well() const {
+  if (failed_since_answer_.load()) return false;
+  std::lock_guard lock(step_mu_);
+  return !stepped_back_;
 }
 
 uint64_t OrderedWork::hand_offs(int partition, const Message& message) const {
@@ -194,6 +227,7 @@ void OrderedWork::handed_off(int partition, const Message& message) {
 }
 
 void OrderedWork::downstream_failing(int partition, bool failing) {
+  if (failing) failed_since_answer_ = true;
   std::lock_guard lock(step_mu_);
   const auto at = static_cast<size_t>(partition);
   if (failing_[at] == failing) return;
@@ -208,7 +242,7 @@ void OrderedWork::downstream_failing(int partition, bool failing) {
     ctx_.log->warn(
         "work {}: partition {}: the downstream failed; this replica takes no new messages of any "
         "partition until it works again, so the others go on with them (what it holds waits "
-        "here, and goes to them after ack_wait if they handle messages)",
+        "here, and goes to them after ack_wait if the downstream of one works)",
         spec_.name, partition);
   } else {
     ctx_.log->info(
@@ -239,28 +273,51 @@ void OrderedWork::mark_for_check(int partition, std::string_view why) {
       spec_.name, partition, why);
 }
 
-void OrderedWork::before_admit(int partition, const Message& message) {
+std::optional<std::string> OrderedWork::before_admit(int partition, const Message& message) {
   wait_for_catch_up(message);
   // Before the fence, which must come last before the handler: a lookup made after it would
   // widen the time in which the delivery can be handed to another replica (chaos seed 3102: a
   // replica paused while it looked up a key's earlier messages wrote the message 2 s after
   // another replica had handled it and the next of its key).
-  // A redelivery comes after what its consumer delivered before it, except one of another
-  // partition: its count is another consumer's, which says nothing of its own partition (chaos
-  // seed 3501 on nats-server 2.9.10: partition 1's consumer delivered a message of partition 11
-  // a second time, and it was handled 18 s before six earlier messages of its key).
+  // A redelivery comes after what its consumer delivered before it, and the first delivery
+  // looked, except:
+  // - one of another partition: its count is another consumer's, which says nothing of its own
+  //   partition (chaos seed 3501 on nats-server 2.9.10: partition 1's consumer delivered a
+  //   message of partition 11 a second time, and it was handled 18 s before six earlier
+  //   messages of its key);
+  // - one handed off: the replica that held it may have held it for a look that failed.
+  // Not every redelivery: the fence after this look judges by time since receipt, and a look
+  // that asks the peers takes half a second (nats-server 2.10.27 then found a redelivery not
+  // ours again and again, each one a delivery used).
   const bool foreign = home_partition(message, partition) != partition;
-  if ((message.delivered() != 1 && !foreign) || !message.delivery() || handled_anywhere(message))
-    return;
-  const bool behind = owe_passed_over_before(partition, message);
+  if (!message.delivery() || handled_anywhere(message) ||
+      (message.delivered() != 1 && !foreign && hand_offs(partition, message) == 0))
+    return std::nullopt;
+  std::string unread;
+  const bool behind = owe_passed_over_before(partition, message, unread);
   if (foreign)
     state_[static_cast<size_t>(partition)].foreign_behind = behind ? message.stream_seq() : 0;
+  if (!unread.empty()) return hold_unread(partition, message, unread);
   const Partition& part = state_[static_cast<size_t>(home_partition(message, partition))];
   if (HandledMessages::Clock::now().time_since_epoch().count() < part.key_check_until.load())
-    owe_passed_over_of_key(partition, message);
+    owe_passed_over_of_key(partition, message, unread);
+  if (!unread.empty()) return hold_unread(partition, message, unread);
+  return std::nullopt;
 }
 
-bool OrderedWork::owe_passed_over_before(int partition, const Message& message) {
+std::string OrderedWork::hold_unread(int partition, const Message& message,
+                                     const std::string& error) {
+  ctx_.log->warn(
+      "work {}: partition {}: stream sequence {} waits: the stream cannot be read before it ({}), "
+      "and a message its consumer passed over there would come after it; held as for a "
+      "downstream that is down, and tried again",
+      spec_.name, partition, message.stream_seq(), error);
+  return "cannot read stream " + message.delivery()->stream + " before stream sequence " +
+         std::to_string(message.stream_seq()) + ": " + error;
+}
+
+bool OrderedWork::owe_passed_over_before(int partition, const Message& message,
+                                         std::string& unread) {
   const int home = home_partition(message, partition);
   const uint64_t seq = message.stream_seq();
   const uint64_t previous = state_[static_cast<size_t>(home)].handled.newest_below(seq);
@@ -282,8 +339,10 @@ bool OrderedWork::owe_passed_over_before(int partition, const Message& message) 
         spec_.name, home, previous, seq,
         end.how == WalkEnd::How::failed ? end.error : std::string("out of time"));
     mark_for_check(home, "a delivery could not look at the stream before it");
+    if (end.how == WalkEnd::How::failed) unread = end.error;
   }
   drop_the_delivery_itself(unknown, message);
+  drop_owed(partition, unknown);
   wait_for_notices(unknown);
   std::vector<Message> moved_on = found.progress.take_moved_on(unknown);
   if (unknown.empty() && moved_on.empty()) return false;
@@ -430,6 +489,10 @@ void OrderedWork::run() {
   // which of some messages (to tell a passed-over message from one whose notice was lost).
   auto answering = ctx_.connection->subscribe(floor_subject_, "", [this](nats::InboundMessage&& m) {
     if (m.reply.empty()) return;
+    if (m.data == kWellQuestion) {
+      if (well()) (void)ctx_.connection->publish(m.reply, std::to_string(replica_));
+      return;
+    }
     if (is_catch_up_question(m.data)) {
       const auto partition =
           base::parse_number<int>(std::string_view(m.data).substr(0, m.data.find(' ')));
@@ -706,6 +769,7 @@ Disposition OrderedWork::handle(int partition, const Message& message) {
   }
   if (auto retry = settle_owed(partition, message)) return *retry;
   Disposition outcome = handler_(message);
+  if (outcome.kind() != Disposition::Kind::retry) failed_since_answer_ = false;
   handled(home, message, outcome);
   return outcome;
 }
@@ -965,7 +1029,8 @@ uint64_t OrderedWork::judged_after(const Partition& part) const {
   return after;
 }
 
-void OrderedWork::owe_passed_over_of_key(int partition, const Message& message) {
+void OrderedWork::owe_passed_over_of_key(int partition, const Message& message,
+                                         std::string& unread) {
   const uint64_t seq = message.stream_seq();
   uint64_t after = judged_after(state_[static_cast<size_t>(partition)]);
   if (after == 0 || after + 1 >= seq) return;
@@ -977,12 +1042,9 @@ void OrderedWork::owe_passed_over_of_key(int partition, const Message& message) 
            Clock::now() + budget, std::min(ctx_.options.request_timeout, budget), kKeyLookups);
   const WalkEnd& end = found.end;
   std::vector<Message>& unknown = found.unknown;
-  if (end.how == WalkEnd::How::failed)
-    ctx_.log->warn(
-        "work {}: partition {}: cannot look up the messages of {} before stream sequence {} "
-        "({}); the check of the partition looks for any it passed over",
-        spec_.name, partition, message.subject(), seq, end.error);
+  if (end.how == WalkEnd::How::failed) unread = end.error;
   drop_the_delivery_itself(unknown, message);
+  drop_owed(partition, unknown);
   // A consumer that passes over skips one or two messages at a failover, seldom two of one key;
   // more say that this replica's records are what is missing (see find_passed_over). Judged
   // before the peers are asked: their answers take kFloorWindow, and the longer a delivery waits
@@ -1061,6 +1123,16 @@ void OrderedWork::find_passed_over(const PassedOverCheck& check) {
     return;
   }
   for (const Message& m : missed) owe(partition, m, seq, check.stream);
+}
+
+void OrderedWork::drop_owed(int partition, std::vector<Message>& unknown) const {
+  if (unknown.empty()) return;
+  std::lock_guard lock(mu_);
+  const auto& owed = owed_[static_cast<size_t>(partition)];
+  std::erase_if(unknown, [&](const Message& m) {
+    return std::any_of(owed.begin(), owed.end(),
+                       [&](const Message& o) { return o.stream_seq() == m.stream_seq(); });
+  });
 }
 
 void OrderedWork::owe(int partition, const Message& m, uint64_t seq, const std::string& stream) {

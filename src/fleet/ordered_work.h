@@ -98,10 +98,16 @@ class OrderedWork final : public Supervised {
   // seed 3302: one replica's 8.5 s sink outage held 12 of the 16 partitions, each taken by its
   // next delivery there.
   void downstream_failing(int partition, bool failing);
-  // Fencing::peers_handling: a peer's notice of a message it handled came within 2 x ack_wait.
-  // Peers whose downstream fails too handle nothing, so a message is not handed round among
-  // replicas that all wait for one downstream.
-  bool peers_handling() const;
+  // Fencing::peers_well: a peer's notice of a message it handled came within 2 x ack_wait, or
+  // a peer answers that it is well() (asked on floor_subject_ at most every ack_wait / 2, the
+  // answers awaited kFloorWindow at most: a peer idle because the held message's partition
+  // waits behind it hands nothing, and says nothing, otherwise). Peers whose downstream failed
+  // too are not well, so a message is not handed round among replicas that all wait for one
+  // downstream: at most once to each that had not tried it yet.
+  bool peers_well();
+  // Whether this replica takes messages and its downstream works: not stepped back, and it
+  // answered (any verdict but retry) since its downstream last failed.
+  bool well() const;
   // Fencing::handed_off: recorded, and told on hand_off_subject_.
   void handed_off(int partition, const Message& message);
   // Fencing::hand_offs: by this replica and by the peers it heard.
@@ -137,10 +143,15 @@ class OrderedWork final : public Supervised {
   // In before_admit(): a message not known as handled waits (2 x kFloorWindow at most) while
   // a catch-up runs, before its delivery is checked as still this replica's.
   void wait_for_catch_up(const Message& message);
-  // Fencing::before_admit, for a first delivery not known as handled: the catch-up wait, then
+  // Fencing::before_admit, for a delivery not known as handled: the catch-up wait, then
   // owe_passed_over_before(), then owe_passed_over_of_key() while the partition's key check
-  // window is open.
-  void before_admit(int partition, const Message& message);
+  // window is open. A look that failed (it could not read the stream: `error`) holds the
+  // delivery: a message passed over in what it could not read would otherwise come after it
+  // (chaos seed 3501 on nats-server 2.9.10: the stream answered no read for 17 s while consumers
+  // whose copies differed passed three messages over, and the deliveries after them went on).
+  // Redeliveries look too: the replica whose look failed may have handed the message on, or died.
+  std::optional<std::string> before_admit(int partition, const Message& message);
+  std::string hold_unread(int partition, const Message& message, const std::string& error);
   // Before a first delivery is checked as still this replica's and handled: the partition's
   // stored messages between the newest one known as handled before it and it that no replica is
   // known to have handled are owed, so they are handled before it. One stream lookup when
@@ -148,7 +159,8 @@ class OrderedWork final : public Supervised {
   // or stream leader to be seen (chaos seed 3102 under node partitions: consecutive consumer
   // sequences around each), so no check set off by a change finds them in time.
   // True when more earlier messages are unknown than a consumer passes over (none are owed).
-  bool owe_passed_over_before(int partition, const Message& message);
+  // `unread`: why the look could not read the stream (empty when it could).
+  bool owe_passed_over_before(int partition, const Message& message, std::string& unread);
   // Drops from `found` the delivery itself: a server whose copy of the stream is numbered
   // differently stores it under another sequence (the same stored time), and the stream leader's
   // copy shows it before the delivery's (chaos seed 3201 on nats-server 2.9.10: 1,104 messages
@@ -190,6 +202,9 @@ class OrderedWork final : public Supervised {
   // the newest handled before check_since, not below the oldest remembered nor below what was
   // heard since the link came back. 0: nothing can be judged.
   uint64_t judged_after(const Partition& part) const;
+  // Drops from `unknown` what the partition owes already: found by an earlier look, it is not put
+  // to the peers again (each question waits kFloorWindow for their answers).
+  void drop_owed(int partition, std::vector<Message>& unknown) const;
   // Owes `m`, which the partition's consumer passed over (`seq`: the delivery that found it):
   // settle_owed() handles it with the partition's next delivery. Reported instead when too many
   // are owed already.
@@ -200,7 +215,8 @@ class OrderedWork final : public Supervised {
   // it. The check of the whole partition runs beside the deliveries and can come after the key's
   // next message is handled (chaos seed 3102, nats-server 2.10.27: one was handled 6 s after the
   // message before it of its key was passed over, 12 s before the check found it).
-  void owe_passed_over_of_key(int partition, const Message& message);
+  // `unread`: why the look could not read the stream (empty when it could).
+  void owe_passed_over_of_key(int partition, const Message& message, std::string& unread);
   // Of `candidates`, the stored times that some live replica remembers as handled: each answers
   // on floor_subject_ from what it handled and heard (its notices may not have reached here).
   std::set<int64_t> handled_by_peers(int partition, const std::vector<Message>& candidates);
@@ -248,13 +264,18 @@ class OrderedWork final : public Supervised {
 
   // Questions to the live replicas: "<partition>" asks the highest stream sequence each handled
   // there (fleet_floor), "<partition> <stored ns> ..." which of those messages each knows as
-  // handled (handled_by_peers).
+  // handled (handled_by_peers), "well" which of them are well() (peers_well).
   const std::string floor_subject_;
   std::unique_ptr<nats::Subscription> floor_answers_;
   const std::string handled_subject_;  // "<partition> <seq> <stored ns>" notices
   std::unique_ptr<nats::Subscription> handled_notices_;
   // When a peer's notice last came (steady clock ticks; 0: never).
   std::atomic<HandledMessages::Clock::rep> peer_handled_at_{0};
+  // Since downstream_failing() was last told of a failure, no handler here answered.
+  std::atomic<bool> failed_since_answer_{false};
+  std::mutex well_mu_;  // one peers_well() question at a time; the last answer
+  Clock::time_point well_asked_{};
+  bool peers_were_well_ = false;
   const uint64_t replica_;              // tells this replica's hand-off notices from its peers'
   const std::string hand_off_subject_;  // "<replica> <partition> <seq> <stored ns>" notices
   std::unique_ptr<nats::Subscription> hand_off_notices_;

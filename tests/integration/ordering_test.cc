@@ -435,11 +435,16 @@ int64_t stored_ns(const std::string& time) {
 // orders.<key>, whose handler records what it is given and holds one payload until release().
 class OrderedFleetHoldingOne {
  public:
-  explicit OrderedFleetHoldingOne(std::string hold)
+  // `users`, when not empty, is the broker's authorization (users_config()): the replica
+  // connects as "replica".
+  explicit OrderedFleetHoldingOne(std::string hold, const std::string& users = "")
       : plan(fleet::PartitionPlan::make("orders.*", 2, 16).value()),
-        server({.extra_config = mapping_config(plan)}),
+        server({.extra_config = mapping_config(plan) + users}),
         admin(server.url()),
-        fleet(testing::fast_options({server.url()}, "here")),
+        fleet(testing::fast_options(
+            {users.empty() ? server.url()
+                           : "nats://replica:replica@127.0.0.1:" + std::to_string(server.port())},
+            "here")),
         spec(testing::fast_work("orders", "orders.*")),
         hold_(std::move(hold)) {
     admin.create_stream("ORDERS", {plan.stored_subjects()});
@@ -504,6 +509,15 @@ class OrderedFleetHoldingOne {
   std::vector<std::string> seen_;
   bool released_ = false;
 };
+
+// Two users: "admin", taken by connections that name none (the test's own), and "replica" with
+// `replica_permissions` (a permissions block; empty: everything allowed).
+std::string users_config(const std::string& replica_permissions = "") {
+  return "authorization { users = [ {user: admin, password: admin}, {user: replica, password: "
+         "replica" +
+         (replica_permissions.empty() ? "" : ", permissions: " + replica_permissions) +
+         "} ] }\nno_auth_user: admin\n";
+}
 
 // Speaks for another replica that handled stream sequence `seq` of k1's partition: its notice
 // (natsfleet.handled.<work>) has gone out when this returns.
@@ -730,6 +744,36 @@ TEST(OrderedWork, AMessagePassedOverUnseenIsHandledBeforeTheNextOfItsKey) {
   EXPECT_EQ(f.fleet.health().subscriptions.at(0).passed_over, 0u);
   EXPECT_TRUE(log->contains("handled stream sequence " + std::to_string(passed)));
   EXPECT_FALSE(log->contains("its consumer changed"));
+  f.fleet.shutdown(5s);
+  log->uninstall();
+}
+
+// The same pass-over, but the replica cannot read the stream when the next message of its key
+// comes (its permission to is taken away; chaos seed 3501 on nats-server 2.9.10 had the stream
+// answer no read for 17 s while consumers passed messages over): the delivery's look before it
+// fails, so it waits, as for a downstream that is down, instead of coming before what it could
+// not see. Once the stream can be read, the passed-over message is found and handled first.
+TEST(OrderedWork, ADeliveryThatCannotLookAtTheStreamBeforeItWaitsUntilItCan) {
+  auto log = LogLines::install();
+  OrderedFleetHoldingOne f("k1:1", users_config());
+  ASSERT_TRUE(f.start());
+  f.admin.publish("orders.k1", "k1:0");
+  f.admin.publish("orders.k1", "k1:1");
+  ASSERT_TRUE(f.wait_seen(2));
+  const uint64_t passed = f.admin.publish("orders.k1", "k1:2");
+  ASSERT_TRUE(take_next_past_the_replicas(f, "k1", [&] { f.release(); }));
+  f.server.reload(mapping_config(f.plan) +
+                  users_config(R"({publish: {deny: ["$JS.API.STREAM.MSG.GET.ORDERS"]}})"));
+  const uint64_t next = f.admin.publish("orders.k1", "k1:3");
+  const std::string waits =
+      "stream sequence " + std::to_string(next) + " waits: the stream cannot be read before it";
+  ASSERT_TRUE(wait_for([&] { return log->contains(waits); }, 20s));
+  EXPECT_FALSE(f.saw("k1:3"));
+  f.server.reload(mapping_config(f.plan) + users_config());
+  ASSERT_TRUE(wait_for([&] { return f.saw("k1:3"); }, 40s));
+  EXPECT_EQ(f.seen(), (std::vector<std::string>{"k1:0", "k1:1", "k1:2", "k1:3"}));
+  EXPECT_EQ(f.fleet.health().subscriptions.at(0).passed_over, 0u);
+  EXPECT_TRUE(log->contains("handled stream sequence " + std::to_string(passed)));
   f.fleet.shutdown(5s);
   log->uninstall();
 }
@@ -986,7 +1030,7 @@ class DownstreamReplica {
     auto added = fleet.add_work(spec, [&](const Message& m) {
       std::lock_guard lock(mu_);
       if (down_) {
-        refused_.insert(m.data());
+        ++refused_[m.data()];
         return Disposition::retry().because("the test's downstream is down");
       }
       if (reject_once_.erase(m.data()) > 0) {
@@ -1011,8 +1055,16 @@ class DownstreamReplica {
   }
   std::set<std::string> refused() {
     std::lock_guard lock(mu_);
-    return refused_;
+    std::set<std::string> refused;
+    for (const auto& [data, tries] : refused_) refused.insert(data);
+    return refused;
   }
+  int tries(const std::string& data) {  // refused so far
+    std::lock_guard lock(mu_);
+    const auto it = refused_.find(data);
+    return it == refused_.end() ? 0 : it->second;
+  }
+  uint64_t handed_off() { return fleet.health().subscriptions.at(0).counters.handed_off; }
   void reject_once(const std::string& data) {
     std::lock_guard lock(mu_);
     reject_once_.insert(data);
@@ -1026,7 +1078,8 @@ class DownstreamReplica {
  private:
   std::mutex mu_;
   bool down_;
-  std::set<std::string> handled_, refused_, reject_once_;
+  std::set<std::string> handled_, reject_once_;
+  std::map<std::string, int> refused_;
   std::vector<std::pair<std::string, uint64_t>> rejected_;
 
  public:
@@ -1158,6 +1211,49 @@ TEST(OrderedWork, AMessageHeldForAFailingDownstreamGoesToAPeerWithoutUsingADeliv
   EXPECT_EQ(well.fleet.health().subscriptions.at(0).counters.termed, 0u);
 }
 
+// The same hand-off to a peer that handles nothing (the held message's partition waits behind
+// it, and no other message comes): asked, the peer says its downstream works, and gets it.
+TEST(OrderedWork, AMessageHeldForAFailingDownstreamGoesToAnIdlePeerWhoseDownstreamWorks) {
+  PartitionedOrders orders;
+  DownstreamReplica sick(orders.server.url(), "sick", true);
+  ASSERT_TRUE(sick.start(orders.spec));
+  orders.admin.publish("orders.k0", "k0:0");
+  ASSERT_TRUE(wait_for([&] { return sick.refused().count("k0:0") == 1; }, 20s));
+  DownstreamReplica well(orders.server.url(), "well", false);
+  ASSERT_TRUE(well.start(orders.spec));
+  EXPECT_TRUE(wait_for([&] { return well.handled().count("k0:0") == 1; }, 30s))
+      << "handed off by the sick replica: " << sick.handed_off();
+  EXPECT_EQ(sick.handled().count("k0:0"), 0u);
+  EXPECT_EQ(sick.handed_off(), 1u);
+}
+
+// When every replica's downstream fails, a held message goes at most once to a peer that had
+// not tried it (it said it was well), and then stays where it is, tried again there: no replica
+// whose downstream failed since it last answered takes it back.
+TEST(OrderedWork, AMessageHeldWhileEveryDownstreamFailsIsNotHandedRound) {
+  PartitionedOrders orders;
+  DownstreamReplica first(orders.server.url(), "first", true);
+  ASSERT_TRUE(first.start(orders.spec));
+  orders.admin.publish("orders.k0", "k0:0");
+  ASSERT_TRUE(wait_for([&] { return first.tries("k0:0") >= 1; }, 20s));
+  DownstreamReplica second(orders.server.url(), "second", true);
+  ASSERT_TRUE(second.start(orders.spec));
+  ASSERT_TRUE(wait_for([&] { return second.tries("k0:0") >= 1; }, 30s))
+      << "handed off by the first replica: " << first.handed_off();
+  const int tried_first = first.tries("k0:0");
+  // Tried again at the second replica for longer than ack_wait plus the first one's rest: by
+  // then either could have handed it on.
+  ASSERT_TRUE(wait_for([&] { return second.tries("k0:0") >= 12; }, 60s));
+  EXPECT_EQ(first.handed_off(), 1u);
+  EXPECT_EQ(second.handed_off(), 0u);
+  EXPECT_EQ(first.tries("k0:0"), tried_first);
+  // The downstream back, the message is handled once.
+  first.set_down(false);
+  second.set_down(false);
+  ASSERT_TRUE(wait_for([&] { return second.handled().count("k0:0") == 1; }, 30s));
+  EXPECT_EQ(first.handled().count("k0:0"), 0u);
+}
+
 // A delivery that waits before admission (ordered work waits there for a catch-up with its peers)
 // is checked with the broker after the wait, not before: a replica paused in that wait while the
 // broker gave the message to another replica must not handle it once it runs again. The wait is
@@ -1194,12 +1290,13 @@ TEST(OrderedWork, ADeliveryTakenOverWhileItWaitedForAdmissionIsNotHandled) {
   std::condition_variable cv;
   bool waiting = false, released = false;
   std::vector<std::string> waiter_saw, taker_saw;
-  auto hold_first = [&](const Message&) {
+  auto hold_first = [&](const Message&) -> std::optional<std::string> {
     std::unique_lock lock(mu);
-    if (released) return;
+    if (released) return std::nullopt;
     waiting = true;
     cv.notify_all();
     cv.wait(lock, [&] { return released; });
+    return std::nullopt;
   };
   auto record = [&](std::vector<std::string>& saw) {
     return [&](const Message& m) {

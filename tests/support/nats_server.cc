@@ -284,6 +284,23 @@ void NatsServer::stop() {
 
 void NatsServer::kill() { kill_and_reap(); }
 
+void NatsServer::reload(std::string extra_config) {
+  if (!running()) throw std::logic_error("reload: nats-server " + name() + " is not running");
+  const auto reloads = [&] {
+    std::ifstream log(dir_ + "/nats.log");
+    size_t count = 0;
+    for (std::string line; std::getline(log, line);)
+      if (line.find("Reloaded server configuration") != std::string::npos) ++count;
+    return count;
+  };
+  const size_t before = reloads();
+  options_.extra_config = std::move(extra_config);
+  write_config();
+  if (!process_.signal(SIGHUP)) throw std::runtime_error(errno_text("kill SIGHUP"));
+  if (!wait_for([&] { return reloads() > before; }, kPauseTimeout))
+    throw std::runtime_error("reload: nats-server " + name() + " did not reload:\n" + log_tail());
+}
+
 void NatsServer::pause() {
   if (!running()) throw std::logic_error("pause: nats-server " + name() + " is not running");
   if (!process_.signal(SIGSTOP)) throw std::runtime_error(errno_text("kill SIGSTOP"));

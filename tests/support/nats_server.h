@@ -65,6 +65,10 @@ class NatsServer {
   void resume();   // SIGCONT
   void restart();  // start again on the same ports and store (stops first if running), wait ready
   void restart_wiped();  // stop if running, delete the store, start on the same ports, wait ready
+  // Rewrites the config with `extra_config` in place of the options' and has the running server
+  // reload it (SIGHUP); returns once its log says it did. Connected clients keep their
+  // connections and get the new permissions.
+  void reload(std::string extra_config);
 
   // Starts the process without waiting: a cluster node restarted while its peers are down cannot
   // become healthy alone (no quorum), so the caller restarts several and then waits on them.
