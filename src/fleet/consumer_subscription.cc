@@ -174,6 +174,12 @@ void ConsumerSubscription::begin_shutdown() {
   if (engine_) engine_->stop_pulling();
 }
 
+Message ConsumerSubscription::as_message(nats::InboundMessage& in) const {
+  auto delivery = consume::parse_ack_subject(in.reply);
+  return Message(std::move(in.subject), std::move(in.data), std::move(in.headers),
+                 std::move(delivery), in.reply, in_progress_);
+}
+
 void ConsumerSubscription::give_back(nats::InboundMessage&& m) {
   ctx_.log->debug("work {}: gave back {}", spec_.name, describe_delivery(m.reply));
   send_ack(m.reply, consume::nak_body(milliseconds(0)));
@@ -592,10 +598,8 @@ void ConsumerSubscription::hand_off_held(Clock::time_point now) {
     rest_until_ = now + rest;
   }
   for (auto& m : held) {
-    auto delivery = consume::parse_ack_subject(m.reply);
-    const uint64_t id = delivery ? delivery->stream_seq : 0;
-    Message message(std::move(m.subject), std::move(m.data), std::move(m.headers),
-                    std::move(delivery), m.reply, in_progress_);
+    const Message message = as_message(m);
+    const uint64_t id = message.stream_seq();
     fencing_.handed_off(message);  // told before the nak, so its redelivery finds it known
     give_back(std::move(m));
     status_.counters.handed_off++;
@@ -1226,13 +1230,9 @@ void ConsumerSubscription::apply(DownstreamGate::Outcome outcome) {
     if (submitted.refused) give_back(std::move(*submitted.refused));
   }
   for (auto& m : outcome.reject) {
-    auto delivery = consume::parse_ack_subject(m.reply);
-    const uint64_t delivered = delivery ? delivery->delivered : 1;
-    const std::string reply = m.reply;
-    Message message(std::move(m.subject), std::move(m.data), std::move(m.headers), delivery, reply,
-                    in_progress_);
-    settle(message, reply,
-           Disposition::nak(nak_delay(spec_, delivered))
+    const Message message = as_message(m);
+    settle(message, message.reply(),
+           Disposition::nak(nak_delay(spec_, message.delivered()))
                .because("failed while other messages went through: " + gate_.last_error()));
     std::lock_guard lock(engine_mu_);
     if (engine_) engine_->message_done();

@@ -237,6 +237,9 @@ class ConsumerSubscription final : public Supervised {
   void adapt_window(Clock::duration handler_time, size_t message_bytes);
   // Naks a message this replica will not handle, so another replica gets it at once.
   void give_back(nats::InboundMessage&& msg);
+  // `in` as handlers see it, its delivery read from the reply subject; takes all of `in` but
+  // its reply.
+  Message as_message(nats::InboundMessage& in) const;
 
   // Sleeps until `d` passes or something happens (a signal, a reconnect, shutdown), keeping
   // held messages alive meanwhile.
