@@ -642,6 +642,14 @@ std::string another_key_in(const fleet::PartitionPlan& plan, int p, const std::s
       return key;
 }
 
+// A key's order kept through a pass-over: k1:0 to k1:3 handled in order, k1:2 (stream sequence
+// `passed`, passed over by the consumer) handled as such, and nothing reported.
+void expect_handled_in_order(OrderedFleetHoldingOne& f, LogLines& log, uint64_t passed) {
+  EXPECT_EQ(f.seen(), (std::vector<std::string>{"k1:0", "k1:1", "k1:2", "k1:3"}));
+  EXPECT_EQ(f.fleet.health().subscriptions.at(0).passed_over, 0u);
+  EXPECT_TRUE(log.contains("handled stream sequence " + std::to_string(passed)));
+}
+
 // A partition's consumer made anew past a message (k1:2), as a consumer leader whose copy of the
 // stream differs passes one over, and the next message of its key is the first delivery after
 // the change: the check of the whole partition runs beside it and would find k1:2 only after
@@ -656,9 +664,7 @@ TEST(OrderedWork, APassedOverMessageIsHandledBeforeTheNextOfItsKeyDeliveredFirst
   f.release();
   f.admin.publish("orders.k1", "k1:3");
   ASSERT_TRUE(wait_for([&] { return f.saw("k1:3"); }, 20s));
-  EXPECT_EQ(f.seen(), (std::vector<std::string>{"k1:0", "k1:1", "k1:2", "k1:3"}));
-  EXPECT_EQ(f.fleet.health().subscriptions.at(0).passed_over, 0u);
-  EXPECT_TRUE(log->contains("handled stream sequence " + std::to_string(passed)));
+  expect_handled_in_order(f, *log, passed);
   f.fleet.shutdown(5s);
   log->uninstall();
 }
@@ -754,9 +760,7 @@ TEST(OrderedWork, AMessagePassedOverUnseenIsHandledBeforeTheNextOfItsKey) {
   ASSERT_TRUE(take_next_past_the_replicas(f, "k1", [&] { f.release(); }));
   f.admin.publish("orders.k1", "k1:3");
   ASSERT_TRUE(wait_for([&] { return f.saw("k1:3"); }, 20s));
-  EXPECT_EQ(f.seen(), (std::vector<std::string>{"k1:0", "k1:1", "k1:2", "k1:3"}));
-  EXPECT_EQ(f.fleet.health().subscriptions.at(0).passed_over, 0u);
-  EXPECT_TRUE(log->contains("handled stream sequence " + std::to_string(passed)));
+  expect_handled_in_order(f, *log, passed);
   EXPECT_FALSE(log->contains("its consumer changed"));
   f.fleet.shutdown(5s);
   log->uninstall();
@@ -785,9 +789,7 @@ TEST(OrderedWork, ADeliveryThatCannotLookAtTheStreamBeforeItWaitsUntilItCan) {
   EXPECT_FALSE(f.saw("k1:3"));
   f.server.reload(mapping_config(f.plan) + users_config());
   ASSERT_TRUE(wait_for([&] { return f.saw("k1:3"); }, 40s));
-  EXPECT_EQ(f.seen(), (std::vector<std::string>{"k1:0", "k1:1", "k1:2", "k1:3"}));
-  EXPECT_EQ(f.fleet.health().subscriptions.at(0).passed_over, 0u);
-  EXPECT_TRUE(log->contains("handled stream sequence " + std::to_string(passed)));
+  expect_handled_in_order(f, *log, passed);
   f.fleet.shutdown(5s);
   log->uninstall();
 }
@@ -808,9 +810,7 @@ TEST(OrderedWork, ARedeliveryLooksAtTheStreamBeforeItToo) {
   ASSERT_TRUE(take_next_past_the_replicas(
       f, "k1", [&] { f.release(); }, "k1:3"));
   ASSERT_TRUE(wait_for([&] { return f.saw("k1:3"); }, 20s));
-  EXPECT_EQ(f.seen(), (std::vector<std::string>{"k1:0", "k1:1", "k1:2", "k1:3"}));
-  EXPECT_EQ(f.fleet.health().subscriptions.at(0).passed_over, 0u);
-  EXPECT_TRUE(log->contains("handled stream sequence " + std::to_string(passed)));
+  expect_handled_in_order(f, *log, passed);
   f.fleet.shutdown(5s);
   log->uninstall();
 }
