@@ -360,6 +360,11 @@ SinkResult HttpSink::deliver(const Message& message, const std::string& subscrip
       request.set("Nats-Stream", d->stream);
       request.set("Nats-Sequence", std::to_string(d->stream_seq));
     }
+    // Ordered work's fencing token, with Nats-Sequence: the endpoint refuses a late write.
+    if (const auto& fence = message.fence()) {
+      request.set("Natsfleet-Partition", std::to_string(fence->partition));
+      request.set("Natsfleet-Epoch", std::to_string(fence->epoch));
+    }
     request.set("Nats-Delivered", std::to_string(message.delivered()));
     // A publisher's trace continues into the service: its W3C trace context passes on.
     if (const auto* parent = header_value(message.headers(), "traceparent");

@@ -44,7 +44,8 @@ class HttpSink : public Sink {
   HttpSink& operator=(const HttpSink&) = delete;
 
   // Headers sent: Content-Type: application/json, Nats-Subject, Nats-Delivered, and for
-  // JetStream messages Nats-Stream and Nats-Sequence (the stream sequence).
+  // JetStream messages Nats-Stream and Nats-Sequence (the stream sequence); for ordered work's
+  // deliveries also Natsfleet-Partition and Natsfleet-Epoch (the rest of the fencing token).
   SinkResult deliver(const Message& message, const std::string& subscription) override;
   std::string describe() const override { return "http " + redact_url(options_.url); }
   void stop() override;

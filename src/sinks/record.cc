@@ -30,6 +30,12 @@ void append_record(std::string& out, const Message& m, const std::string& subscr
     out += ",\"stream\":null,\"stream_seq\":null,\"consumer_seq\":null,\"delivered\":1";
     time_ns = base::unix_now_ns();
   }
+  if (const auto& fence = m.fence()) {
+    out += ",\"partition\":" + std::to_string(fence->partition);
+    out += ",\"epoch\":" + std::to_string(fence->epoch);
+  } else {
+    out += ",\"partition\":null,\"epoch\":null";
+  }
   out += ",\"time\":\"" + base::format_utc_millis(time_ns) + "\"";
   out += ",\"headers\":{";
   bool first = true;

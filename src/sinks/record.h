@@ -1,7 +1,8 @@
 // The sink record: one JSON object a line, the contract shared by the file, stdout and worker
 // sinks. Keys and their order are fixed:
 //   {"subscription":..,"subject":..,"stream":..,"stream_seq":..,"consumer_seq":..,"delivered":..,
-//    "time":"2026-11-29T21:49:45.123Z","headers":{"K":["v"]},"data":..,"encoding":"utf8"|"base64"}
+//    "partition":..,"epoch":..,"time":"2026-11-29T21:49:45.123Z","headers":{"K":["v"]},"data":..,
+//    "encoding":"utf8"|"base64"}
 #pragma once
 
 #include <cstdint>
@@ -16,8 +17,10 @@ namespace natsfleet::sinks {
 
 // One line, no trailing newline. stream, stream_seq and consumer_seq are null for core NATS
 // messages, whose time is the moment of this call; a JetStream message's time is its stream
-// timestamp. A payload that is not valid UTF-8 is carried as base64 (encoding "base64"). Header
-// keys and values that are not valid UTF-8 have the bad bytes replaced by U+FFFD.
+// timestamp. partition and epoch are ordered work's fencing token (with stream_seq), null for
+// every other message. A payload that is not valid UTF-8 is carried as base64 (encoding
+// "base64"). Header keys and values that are not valid UTF-8 have the bad bytes replaced by
+// U+FFFD.
 std::string record_json(const Message& message, const std::string& subscription);
 
 // The same record with "id" as its first key: what the worker sink writes to its worker.

@@ -17,6 +17,7 @@ using testing::CannedReply;
 using testing::core_message;
 using testing::elapsed_since;
 using testing::js_message;
+using testing::ordered_message;
 using testing::SeenRequest;
 using testing::TestHttpServer;
 using Kind = Disposition::Kind;
@@ -64,6 +65,23 @@ TEST(HttpSink, OkAcksAndPostsTheRecordWithNatsHeaders) {
   EXPECT_EQ(body["subscription"], "mail-relay");
   EXPECT_EQ(body["data"], "hello");
   EXPECT_EQ(body["stream_seq"], 42);
+  EXPECT_TRUE(body["partition"].is_null());
+  EXPECT_EQ(req.headers.count("natsfleet-partition"), 0u);
+  EXPECT_EQ(req.headers.count("natsfleet-epoch"), 0u);
+}
+
+TEST(HttpSink, OrderedWorkSendsTheFencingToken) {
+  TestHttpServer server(always(200));
+  HttpSink sink(options_for(server.url()));
+  auto r = sink.deliver(ordered_message("paid", 57, 7, 12), "orders");
+  EXPECT_EQ(r.disposition.kind(), Kind::ack) << r.error;
+  auto req = server.requests().at(0);
+  EXPECT_EQ(req.headers.at("natsfleet-partition"), "7");
+  EXPECT_EQ(req.headers.at("natsfleet-epoch"), "12");
+  EXPECT_EQ(req.headers.at("nats-sequence"), "57");
+  auto body = nlohmann::json::parse(req.body);
+  EXPECT_EQ(body["partition"], 7);
+  EXPECT_EQ(body["epoch"], 12);
 }
 
 TEST(HttpSink, CoreMessagesHaveNoStreamHeaders) {
@@ -73,6 +91,8 @@ TEST(HttpSink, CoreMessagesHaveNoStreamHeaders) {
   auto req = server.requests().at(0);
   EXPECT_EQ(req.headers.count("nats-stream"), 0u);
   EXPECT_EQ(req.headers.count("nats-sequence"), 0u);
+  EXPECT_EQ(req.headers.count("natsfleet-partition"), 0u);
+  EXPECT_EQ(req.headers.count("natsfleet-epoch"), 0u);
   EXPECT_EQ(req.headers.at("nats-delivered"), "1");
   EXPECT_EQ(req.headers.at("nats-subject"), "member.7.status");
 }

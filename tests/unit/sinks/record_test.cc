@@ -23,8 +23,26 @@ TEST(RecordJson, JetStreamRecordHasTheContractKeysInOrder) {
   auto line = record_json(jetstream_message("hello", {{"K", {"v"}}}), "mail-relay");
   EXPECT_EQ(line,
             R"({"subscription":"mail-relay","subject":"mail.outgoing","stream":"MAIL",)"
-            R"("stream_seq":42,"consumer_seq":40,"delivered":1,"time":"2026-11-29T21:49:45.123Z",)"
-            R"("headers":{"K":["v"]},"data":"hello","encoding":"utf8"})");
+            R"("stream_seq":42,"consumer_seq":40,"delivered":1,"partition":null,"epoch":null,)"
+            R"("time":"2026-11-29T21:49:45.123Z","headers":{"K":["v"]},"data":"hello",)"
+            R"("encoding":"utf8"})");
+}
+
+TEST(RecordJson, OrderedWorkRecordCarriesTheFencingToken) {
+  const Message plain = jetstream_message("hello", {{"K", {"v"}}});
+  const Message ordered(plain.subject(), plain.data(), plain.headers(), plain.delivery(), {},
+                        nullptr, FencingToken{7, 3});
+  EXPECT_EQ(record_json(ordered, "mail-relay"),
+            R"({"subscription":"mail-relay","subject":"mail.outgoing","stream":"MAIL",)"
+            R"("stream_seq":42,"consumer_seq":40,"delivered":1,"partition":7,"epoch":3,)"
+            R"("time":"2026-11-29T21:49:45.123Z","headers":{"K":["v"]},"data":"hello",)"
+            R"("encoding":"utf8"})");
+  // A worker reads the same token after its id.
+  auto j = nlohmann::json::parse(record_json_with_id(9, ordered, "mail-relay"));
+  EXPECT_EQ(j["id"], 9);
+  EXPECT_EQ(j["partition"], 7);
+  EXPECT_EQ(j["epoch"], 3);
+  EXPECT_EQ(j["stream_seq"], 42);
 }
 
 TEST(RecordJson, CoreMessageHasNullSequencesAndTheReceiveTime) {
@@ -36,6 +54,8 @@ TEST(RecordJson, CoreMessageHasNullSequencesAndTheReceiveTime) {
   EXPECT_TRUE(j["stream_seq"].is_null());
   EXPECT_TRUE(j["consumer_seq"].is_null());
   EXPECT_EQ(j["delivered"], 1);
+  EXPECT_TRUE(j["partition"].is_null());
+  EXPECT_TRUE(j["epoch"].is_null());
   EXPECT_EQ(j["headers"], nlohmann::json::object());
   auto ns = [](auto t) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();

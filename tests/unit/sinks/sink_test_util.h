@@ -30,6 +30,14 @@ inline Message js_message(std::string data, uint64_t stream_seq = 42, uint64_t d
   return Message(std::move(subject), std::move(data), {}, d);
 }
 
+// A delivery of ordered work: a JetStream message with its fencing token.
+inline Message ordered_message(std::string data, uint64_t stream_seq, int partition, uint64_t epoch,
+                               std::string subject = "orders.42.7") {
+  const Message m = js_message(std::move(data), stream_seq, 1, std::move(subject));
+  return Message(m.subject(), m.data(), {}, m.delivery(), {}, nullptr,
+                 FencingToken{partition, epoch});
+}
+
 inline Message core_message(std::string data, std::string subject = "member.7.status") {
   return Message(std::move(subject), std::move(data), {});
 }

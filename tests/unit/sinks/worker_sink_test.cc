@@ -21,6 +21,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::elapsed_since;
 using testing::js_message;
+using testing::ordered_message;
 using testing::wait_for;
 using Kind = Disposition::Kind;
 using Clock = std::chrono::steady_clock;
@@ -79,8 +80,16 @@ TEST(WorkerSink, WorkerReadsTheRecordWithTheIdFirst) {
   auto r = sink.deliver(js_message("keys"), "mail-relay");
   EXPECT_EQ(r.disposition.kind(), Kind::term);
   EXPECT_EQ(r.error,
-            "worker: id,subscription,subject,stream,stream_seq,consumer_seq,delivered,time,"
-            "headers,data,encoding");
+            "worker: id,subscription,subject,stream,stream_seq,consumer_seq,delivered,partition,"
+            "epoch,time,headers,data,encoding");
+}
+
+TEST(WorkerSink, WorkerReadsTheFencingToken) {
+  WorkerSink sink(fast(script("scripted_worker.py")));
+  auto plain = sink.deliver(js_message("fence", 57), "orders");
+  EXPECT_EQ(plain.error, "worker: fence None None 57");
+  auto ordered = sink.deliver(ordered_message("fence", 57, 7, 12), "orders");
+  EXPECT_EQ(ordered.error, "worker: fence 7 12 57");
 }
 
 TEST(WorkerSink, NakWithDelayCarriesPublishesWithStableMsgIds) {
