@@ -28,9 +28,6 @@ struct SubscriptionCounters {
   // In-progress acks natsfleet sent for messages that waited on this replica, or were handled,
   // for a third of ack_wait (see WorkSpec::ack_wait).
   uint64_t kept_alive = 0;
-  // Ordered work: messages held for a failing downstream, then handed to the other replicas
-  // because they handle messages (not counted against max_deliver).
-  uint64_t handed_off = 0;
 
   // Adds another subscription's counts (a work made of several, such as ordered work's
   // partitions).
@@ -46,11 +43,10 @@ struct SubscriptionCounters {
     dead_lettered += o.dead_lettered;
     dropped += o.dropped;
     kept_alive += o.kept_alive;
-    handed_off += o.handed_off;
     return *this;
   }
 };
-static_assert(sizeof(SubscriptionCounters) == 12 * sizeof(uint64_t),
+static_assert(sizeof(SubscriptionCounters) == 11 * sizeof(uint64_t),
               "a new counter is added in SubscriptionCounters::operator+= too");
 
 struct SubscriptionHealth {
@@ -69,28 +65,13 @@ struct SubscriptionHealth {
   bool downstream_down = false;
   std::string downstream_error;  // the last retryable failure, while down
   uint64_t held = 0;             // messages held for a retry
-  // Per-key ordered work (WorkSpec::ordering): one subscription per partition under one name.
-  // A partition is this replica's while it handles that partition's message: the broker hands
-  // each partition's next message to whichever replica pulls, once the previous one is settled.
+  // Per-key ordered work (WorkSpec::ordering): its partitions, each owned by one replica at a
+  // time under a lease (README: "Ordered work").
   int partitions = 0;
-  std::vector<int> partitions_held;  // handled here right now
-  // Messages this replica took over: redelivered to it after the replica holding their
-  // partition did not answer within ack_wait (a handover).
-  uint64_t partition_takeovers = 0;
-  // Summed over those takeovers: how long each message had waited since it was published (the
-  // broker's timestamp) when this replica took it: the holder's time plus the handover, for a
-  // message that had no backlog before it.
-  uint64_t takeover_wait_ms = 0;
-  // Redelivered messages of a partition this replica had already handled past (an ack the
-  // broker lost): acked again without calling the handler, so a key never goes back in time.
-  uint64_t repeats_skipped = 0;
-  // Stored messages of a partition no replica is known to have handled, found after a change of
-  // its consumer and reported (see README: "Ordered work").
-  uint64_t passed_over = 0;
-  // A partition holds a message here for a failing downstream: this replica takes no new message
-  // of any partition, so its peers handle them (README: "Ordered work"). How many times so far.
-  bool stepped_back = false;
-  uint64_t step_backs = 0;
+  std::vector<int> partitions_owned;  // by this replica now
+  uint64_t leases_taken = 0;          // partitions this replica began to own
+  uint64_t leases_lost = 0;  // taken by another replica while this one held them: it stopped
+  uint64_t rewinds = 0;      // a partition's reader read again from its checkpoint (a hole)
 };
 
 struct FleetHealth {

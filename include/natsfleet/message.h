@@ -36,18 +36,30 @@ struct Delivery {
   int64_t timestamp_ns = 0;
 };
 
+// Ordered work's fencing token (WorkSpec::ordering = per_key): the partition the message was
+// read from, and the epoch of the lease its owner held when it handed the message out. A
+// downstream that applies a key's writes only in rising stream sequence (and may refuse an epoch
+// below the newest it saw for the partition) ignores a late write from an owner that was paused
+// past its lease: no client can prevent that write, only the receiver can refuse it.
+struct FencingToken {
+  int partition = 0;
+  uint64_t epoch = 0;
+};
+
 class NATSFLEET_API Message {
  public:
   Message() = default;
   Message(std::string subject, std::string data, Headers headers,
           std::optional<Delivery> delivery = std::nullopt, std::string reply = {},
-          std::shared_ptr<DeliveryControl> control = nullptr)
+          std::shared_ptr<DeliveryControl> control = nullptr,
+          std::optional<FencingToken> fence = std::nullopt)
       : subject_(std::move(subject)),
         data_(std::move(data)),
         headers_(std::move(headers)),
         delivery_(std::move(delivery)),
         reply_(std::move(reply)),
-        control_(std::move(control)) {}
+        control_(std::move(control)),
+        fence_(fence) {}
 
   const std::string& subject() const { return subject_; }
   const std::string& data() const { return data_; }
@@ -65,6 +77,8 @@ class NATSFLEET_API Message {
   // Where the broker takes this delivery's answer (JetStream's `$JS.ACK...` subject); empty for
   // a core NATS message without a reply subject.
   const std::string& reply() const { return reply_; }
+  // Set for ordered work's deliveries only: with stream_seq(), the fencing token.
+  const std::optional<FencingToken>& fence() const { return fence_; }
 
   // Tells the broker the handler is still working, restarting the ack_wait clock. Call it from
   // long handlers more often than ack_wait. Does nothing for core NATS messages.
@@ -77,6 +91,7 @@ class NATSFLEET_API Message {
   std::optional<Delivery> delivery_;
   std::string reply_;
   std::shared_ptr<DeliveryControl> control_;
+  std::optional<FencingToken> fence_;
 };
 
 // What a work handler decided. Two kinds of failure, and they are treated differently:

@@ -78,12 +78,16 @@ struct WorkSpec {
   std::string description;
   // per_key: `subject` is what publishers use; key_token (1-based) names the `*` token that
   // holds the key. The broker maps each subject to a partition (a subject mapping with
-  // partition(), which fleet::PartitionPlan prints); each partition is a durable pull consumer
-  // holding at most one unacked message, so the broker itself keeps each partition in order.
-  // Up to `concurrency` partitions are handled at once on this replica.
+  // partition(), which fleet::PartitionPlan prints); each partition is owned by one replica at a
+  // time, under a lease, and read in stream order; up to `concurrency` keys are handled at once
+  // on this replica, each key's messages one after another.
   Ordering ordering = Ordering::none;
   int key_token = 0;
   int partitions = 16;
+  // per_key: how long a partition's lease lasts unrenewed. An owner renews it every quarter and
+  // starts nothing once less than a fifth is left; a replica that dies is replaced after it
+  // (plus a round). Shorter: faster handover, more writes to the lease bucket.
+  std::chrono::milliseconds lease = std::chrono::seconds(5);
 };
 
 enum class BroadcastSource {

@@ -27,7 +27,11 @@ struct NATSFLEET_API Limits {
   static constexpr int kMaxBatch = 10'000;
   static constexpr int kMaxQueued = 1'000'000;
   static constexpr int kMaxKeyToken = 256;     // a subject has fewer tokens than that
-  static constexpr int kMaxPartitions = 1024;  // a durable consumer and two threads each
+  static constexpr int kMaxPartitions = 1024;  // a lease key and, owned, a consumer each
+  // Ordered work's lease: long enough for a lease round trip to the broker, short enough for a
+  // handover an operator would wait for.
+  static constexpr std::chrono::milliseconds kMinLease{1000};
+  static constexpr std::chrono::milliseconds kMaxLease{10 * 60 * 1000};
   static constexpr std::chrono::milliseconds kMinAckWait{100};
   static constexpr std::chrono::milliseconds kMaxAckWait = std::chrono::hours(24);
   static constexpr std::chrono::milliseconds kMinHeartbeat{50};

@@ -1,6 +1,7 @@
 #include "audit/findings.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <optional>
@@ -8,7 +9,8 @@
 #include "audit/subject_match.h"
 #include "base/duration.h"
 #include "fleet/consumer_shape.h"
-#include "fleet/partition_plan.h"
+#include "fleet/ordered/lease_store.h"
+#include "fleet/ordered/partition_plan.h"
 
 namespace natsfleet::audit {
 namespace {
@@ -126,12 +128,6 @@ std::optional<Finding> stalled(const Sampled& c, const std::string& over) {
   const std::string what =
       fmt::format("{} unacked, max_ack_pending {}; ack floor {} unchanged {}", now.num_ack_pending,
                   max_ack_pending(now), now.ack_floor_stream_seq, over);
-  // A partition of per-key ordered work holds one message by design: the key order rests on it.
-  if (fleet::is_partition_description(now.config.description))
-    return finding(now, "stalled", what,
-                   "a partition of per-key ordered work waits for its one message: find the "
-                   "replica holding it (its downstream may be down; it returns after ack_wait "
-                   "if the replica died); keep max_ack_pending 1, which keeps the key order");
   return finding(
       now, "stalled", what,
       "nothing more is delivered until acks arrive: find the replica holding these messages "
@@ -161,13 +157,15 @@ const nats::StreamInfo* stream_holding(const std::string& subject, const BrokerS
 void judge_work(const config::WorkConfig& work, const std::string& where,
                 const BrokerSnapshot& snapshot, std::vector<Finding>& out);
 
-// Per-key ordered work is one work per partition, on the partitioned subjects.
+// Per-key ordered work: a stream holds the partitioned subjects, the lease bucket exists, and
+// each partition has its owner's reader consumer (fleet/ordered/partition_reader.h).
 void judge_ordered_work(const config::WorkConfig& work, const std::string& where,
                         const BrokerSnapshot& snapshot, std::vector<Finding>& out) {
   const WorkSpec& spec = work.spec;
   auto plan = fleet::PartitionPlan::make(spec.subject, spec.key_token, spec.partitions);
   if (!plan) return;  // the config was checked when it was read
-  if (!stream_holding(plan->stored_subjects(), snapshot)) {
+  const nats::StreamInfo* stream = stream_holding(plan->stored_subjects(), snapshot);
+  if (!stream) {
     out.push_back({"", spec.name, "work-no-stream",
                    fmt::format("{}: per-key order stores subject '{}' as '{}', and no stream "
                                "holds that",
@@ -177,26 +175,34 @@ void judge_ordered_work(const config::WorkConfig& work, const std::string& where
                                plan->stored_subjects(), plan->mapping_line())});
     return;
   }
-  std::vector<Finding> partitions;
+  const std::string bucket = fleet::lease_bucket(spec.name);
+  const bool has_bucket =
+      std::any_of(snapshot.streams.begin(), snapshot.streams.end(),
+                  [&](const nats::StreamInfo& s) { return s.name == "KV_" + bucket; });
+  std::vector<int> unread;
   for (int p = 0; p < plan->partitions(); ++p) {
-    config::WorkConfig one = work;
-    one.spec = fleet::partition_spec(spec, *plan, p);
-    judge_work(one, where + " partition " + std::to_string(p), snapshot, partitions);
+    const std::string prefix = fleet::partition_consumer(spec.name, p);
+    const auto consumers = snapshot.consumers_of(stream->name);
+    if (std::none_of(consumers.begin(), consumers.end(), [&](const nats::ConsumerInfo* c) {
+          return c->name == prefix || c->name.starts_with(prefix + "-e");
+        }))
+      unread.push_back(p);
   }
-  // None created yet reads as one finding, not one per partition.
-  const bool none = static_cast<int>(partitions.size()) == plan->partitions() &&
-                    std::all_of(partitions.begin(), partitions.end(),
-                                [](const Finding& f) { return f.finding == "work-missing"; });
-  if (!none) {
-    out.insert(out.end(), partitions.begin(), partitions.end());
+  if (!has_bucket || static_cast<int>(unread.size()) == plan->partitions()) {
+    out.push_back({stream->name, spec.name, "work-missing",
+                   fmt::format("{}: {}none of its {} partitions has a reader ({}-p<n>-e<epoch>...) "
+                               "on stream '{}'",
+                               where, has_bucket ? "" : "no lease bucket " + bucket + ", and ",
+                               plan->partitions(), spec.name, stream->name),
+                   "natsfleet run makes them when it starts"});
     return;
   }
-  out.push_back({partitions[0].stream, spec.name, "work-missing",
-                 fmt::format("{}: none of its {} partition consumers ({} .. {}) is on stream '{}'",
-                             where, plan->partitions(), fleet::partition_consumer(spec.name, 0),
-                             fleet::partition_consumer(spec.name, plan->partitions() - 1),
-                             partitions[0].stream),
-                 "natsfleet run creates them when it starts"});
+  if (!unread.empty())
+    out.push_back({stream->name, spec.name, "work-missing",
+                   fmt::format("{}: partitions {} have no reader consumer on stream '{}'", where,
+                               fmt::join(unread, ", "), stream->name),
+                   "a partition's owner makes its reader when it takes the lease: if this "
+                   "lasts longer than the lease, no replica runs the work"});
 }
 
 void judge_work(const config::WorkConfig& work, const std::string& where,

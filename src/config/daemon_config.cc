@@ -38,7 +38,7 @@ constexpr std::string_view kWorkKeys[] = {
     "name",      "subject",     "subjects",        "stream",    "shape",
     "ack_wait",  "max_deliver", "max_ack_pending", "start",     "on_missing",
     "heartbeat", "concurrency", "dead_letter",     "retry_min", "retry_max",
-    "sink",      "ordering",    "key_token",       "partitions"};
+    "sink",      "ordering",    "key_token",       "partitions", "lease"};
 constexpr std::string_view kBroadcastKeys[] = {"name",       "subject",   "concurrency",
                                                "source",     "stream",    "heartbeat",
                                                "max_queued", "key_token", "sink"};
@@ -527,14 +527,16 @@ class ConfigParser {
       spec.ordering = *ordering == "per-key" ? Ordering::per_key : Ordering::none;
     const auto key_token = work.integer("key_token", 1, Limits::kMaxKeyToken);
     const auto partitions = work.integer("partitions", 1, Limits::kMaxPartitions);
+    const auto lease = work.duration("lease", Limits::kMinLease, Limits::kMaxLease);
     if (spec.ordering == Ordering::per_key && spec.subjects.size() > 1)
       work.fail("ordering", "per-key takes one subject, not several: the key is a token of it");
     if (spec.ordering != Ordering::per_key) {
-      for (const char* key : {"key_token", "partitions"})
+      for (const char* key : {"key_token", "partitions", "lease"})
         if (work.find(key)) work.fail(key, "applies to ordering = \"per-key\" only");
       return;
     }
     if (partitions) spec.partitions = static_cast<int>(*partitions);
+    if (lease) spec.lease = *lease;
     if (!key_token) {
       if (!work.find("key_token"))
         work.fail("ordering", "per-key needs key_token: the 1-based token of subject \"" +
@@ -552,13 +554,6 @@ class ConfigParser {
       work.fail(bad.find("partitions") != std::string::npos ? "partitions" : "key_token", bad);
       return;
     }
-    if (auto bad = work_field_problem([&](WorkSpec& s) {
-          with_order(s);
-          s.heartbeat = spec.heartbeat;
-          s.ack_wait = spec.ack_wait;
-        });
-        !bad.empty())
-      work.fail(work.find("heartbeat") ? "heartbeat" : "ack_wait", bad);
   }
 
   BroadcastConfig read_broadcast(const toml::table& table, size_t index) const {

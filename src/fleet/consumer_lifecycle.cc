@@ -88,10 +88,9 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::reconcile(const std::string& strea
         return Result<nats::ConsumerInfo>(Errc::shutting_down, "stopping");
       return reconcile(stream, stream_last_seq, {});
     }
-    // What was handled already, as far as this replica knows it or its peers tell: a consumer
-    // made from spec.start would deliver it again, after later messages of the same keys.
-    uint64_t floor = bound_before_ ? ack_floor_ : 0;
-    if (options_.fleet_floor) floor = std::max(floor, options_.fleet_floor());
+    // What was handled already, as far as this replica knows it: a consumer made from
+    // spec.start would deliver it again.
+    const uint64_t floor = bound_before_ ? ack_floor_ : 0;
     bool created = false;
     auto info = create_or_read(stream,
                                floor > 0 ? config_starting_at(spec_, floor + 1, spec_.name)

@@ -52,10 +52,6 @@ class ConsumerLifecycle {
     // after the ack floor they saw; created first from the start, it would replay the whole
     // stream to the fleet. 0: no wait.
     std::chrono::milliseconds first_create_wait{0};
-    // shared: the highest stream sequence the live replicas handled in this consumer (per-key
-    // ordered work asks them: see Fencing::fleet_floor), asked before a bind creates the
-    // consumer, which then starts after it. Unset: a first bind creates it from spec.start.
-    std::function<uint64_t()> fleet_floor;
   };
   // Sleeps for the time given; false when the subscription is stopping.
   using Wait = std::function<bool(std::chrono::milliseconds)>;

@@ -199,4 +199,25 @@ ShapeCheck check_shape(const WorkSpec& spec, const nats::ConsumerConfig& existin
   return out;
 }
 
+nats::ConsumerConfig reader_consumer_config(const ReaderConsumer& reader) {
+  nats::ConsumerConfig c;
+  c.durable_name = reader.name;
+  c.description = reader.description;
+  c.deliver_policy = nats::DeliverPolicy::by_start_sequence;
+  c.opt_start_seq = std::max<uint64_t>(reader.start, 1);
+  c.ack_policy = nats::AckPolicy::all;
+  // Nobody else reads it, so a redelivery only follows a message held this long (a downstream
+  // outage): the reader skips it as known, or reads again after the hole it leaves.
+  c.ack_wait = std::chrono::minutes(10);
+  c.max_deliver = -1;
+  c.filter_subject = reader.filter;
+  c.max_ack_pending = -1;
+  c.max_waiting = 16;
+  c.metadata = {{"natsfleet-work", reader.work},
+                {"natsfleet-partition", std::to_string(reader.partition)},
+                {"natsfleet-epoch", std::to_string(reader.epoch)}};
+  c.other_fields["num_replicas"] = "1";
+  return c;
+}
+
 }  // namespace natsfleet::fleet

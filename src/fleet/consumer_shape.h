@@ -29,6 +29,21 @@ nats::ConsumerConfig config_starting_at(const WorkSpec& spec, uint64_t seq,
 // A replica's own ephemeral pull consumer (a JetStream broadcast), named `name`: from stream
 // sequence `start_seq`, or when it is 0 new messages (with `last_per_subject`: first the last
 // message of each subject). The broker removes it once nobody has pulled for `inactive`.
+// The consumer through which the owner of an ordered work's partition reads it, for one epoch
+// (fleet/ordered/partition_reader.h): a pull consumer no one else reads, from `start`, AckAll
+// (the checkpoint acks everything below it), never redelivering on its own in practice, on one
+// server (a lost one is made anew).
+struct ReaderConsumer {
+  std::string name;
+  std::string description;
+  std::string filter;
+  uint64_t start = 1;
+  std::string work;
+  int partition = 0;
+  uint64_t epoch = 0;
+};
+nats::ConsumerConfig reader_consumer_config(const ReaderConsumer& reader);
+
 nats::ConsumerConfig replica_consumer_config(const WorkSpec& spec, const std::string& name,
                                              uint64_t start_seq, std::chrono::milliseconds inactive,
                                              bool last_per_subject = false);

@@ -80,10 +80,9 @@ int initial_window(const WorkSpec& spec) {
 }
 
 ConsumerLifecycle::Options lifecycle_options(const WorkSpec& spec, ConsumerLifecycle::Scope scope,
-                                             const ReplicaOptions& replica, const Fencing& fencing,
+                                             const ReplicaOptions& replica,
                                              const FleetOptions& fleet) {
   ConsumerLifecycle::Options options;
-  options.fleet_floor = fencing.fleet_floor;
   options.scope = scope;
   // A replica's own consumer: a name no other replica (nor a restart of this one) picks.
   if (scope == ConsumerLifecycle::Scope::per_replica)
@@ -103,17 +102,16 @@ ConsumerLifecycle::Options lifecycle_options(const WorkSpec& spec, ConsumerLifec
 
 ConsumerSubscription::ConsumerSubscription(WorkSpec spec, WorkHandler handler,
                                            FleetContext& context, Scope scope,
-                                           ReplicaOptions replica, Fencing fencing)
+                                           ReplicaOptions replica)
     : spec_(std::move(spec)),
       handler_(std::move(handler)),
       scope_(scope),
       replica_(std::move(replica)),
-      fencing_(fencing),
       ctx_(context),
       status_(spec_.name, scope == Scope::shared ? "work" : "broadcast",
               describe_subjects(filter_subjects(spec_)), context.log),
       api_(*context.connection, context.options.request_timeout),
-      lifecycle_(spec_, lifecycle_options(spec_, scope, replica_, fencing_, context.options), api_,
+      lifecycle_(spec_, lifecycle_options(spec_, scope, replica_, context.options), api_,
                  context.log),
       // Often enough to see a missed heartbeat, and to keep held messages' in-progress acks
       // (every ack_wait / 3) well inside ack_wait.
@@ -431,31 +429,10 @@ void ConsumerSubscription::install_intake(const nats::ConsumerConfig& config) {
     return;
   }
   if (gate_.down()) engine_->hold_back(true);
-  if (stepped_back_) engine_->step_back(true);
-}
-
-void ConsumerSubscription::step_back(bool on) {
-  std::lock_guard lock(engine_mu_);
-  stepped_back_ = on;
-  if (engine_) engine_->step_back(on);
 }
 
 void ConsumerSubscription::forget_probe(uint64_t id) {
   apply(gate_.dropped(id, Clock::now()));
-  report_downstream();
-}
-
-void ConsumerSubscription::report_downstream() {
-  if (!fencing_.downstream_failing) return;
-  // The common case, quiet and told so, takes no lock; a race it loses is put right by the
-  // next tend_held().
-  if (gate_.quiet() && !reported_failing_.load(std::memory_order_acquire)) return;
-  std::lock_guard lock(report_mu_);
-  // Resting after a hand-off counts as failing: this replica takes nothing meanwhile.
-  const bool failing = !gate_.quiet() || Clock::now() < rest_until_;
-  if (reported_failing_.exchange(failing) == failing) return;
-  if (failing) failing_since_ = Clock::now();
-  fencing_.downstream_failing(failing);
 }
 
 void ConsumerSubscription::on_pull_signal(const consume::PullStatus& status) {
@@ -557,12 +534,8 @@ void ConsumerSubscription::run_bound() {
 }
 
 void ConsumerSubscription::tend_held() {
-  if (gate_.quiet()) {
-    if (reported_failing_.load(std::memory_order_acquire)) report_downstream();  // a rest ends
-    return;
-  }
+  if (gate_.quiet()) return;
   const auto now = Clock::now();
-  hand_off_held(now);
   // Messages waiting in the dispatcher meanwhile are kept alive by keep_alive().
   for (const auto& reply : gate_.in_progress_due(now)) {
     ctx_.log->debug("work {}: in progress (held): {}", spec_.name, describe_delivery(reply));
@@ -575,54 +548,6 @@ void ConsumerSubscription::tend_held() {
     if (submitted.refused) give_back(std::move(*submitted.refused));
   }
   status_.set_downstream(gate_.down(), gate_.last_error(), gate_.held());
-  report_downstream();
-}
-
-void ConsumerSubscription::hand_off_held(Clock::time_point now) {
-  if (!fencing_.peers_well || !reported_failing_.load(std::memory_order_acquire)) return;
-  Clock::duration held_for;
-  {
-    std::lock_guard lock(report_mu_);
-    held_for = now - failing_since_;
-  }
-  if (held_for < spec_.ack_wait || !fencing_.peers_well()) return;
-  const std::string error = gate_.last_error();
-  auto held = gate_.hand_over();
-  if (held.empty()) return;
-  const auto rest =
-      milliseconds(std::min<int64_t>(rest_ms_ ? 2 * rest_ms_ : spec_.ack_wait.count(),
-                                     std::max(spec_.ack_wait, spec_.retry_max).count()));
-  rest_ms_ = rest.count();
-  {
-    std::lock_guard lock(report_mu_);
-    rest_until_ = now + rest;
-  }
-  for (auto& m : held) {
-    const Message message = as_message(m);
-    const uint64_t id = message.stream_seq();
-    fencing_.handed_off(message);  // told before the nak, so its redelivery finds it known
-    give_back(std::move(m));
-    status_.counters.handed_off++;
-    status_.log().info(
-        "work {}: stream sequence {} handed to the other replicas after {} ms held here for the "
-        "downstream ({}), as the downstream of another one works; this delivery does not count "
-        "against max_deliver; taking nothing for {} ms",
-        spec_.name, id, std::chrono::duration_cast<milliseconds>(held_for).count(), error,
-        rest.count());
-    std::lock_guard lock(engine_mu_);
-    if (engine_) engine_->message_done();
-  }
-  {
-    std::lock_guard lock(engine_mu_);
-    if (engine_) engine_->hold_back(false);  // the gate is up; the rest holds the intake
-  }
-  status_.set_downstream(gate_.down(), gate_.last_error(), gate_.held());
-}
-
-uint64_t ConsumerSubscription::deliveries_used(const Message& message) const {
-  const uint64_t delivered = message.delivered();
-  if (!fencing_.hand_offs || delivered <= 1) return delivered;
-  return delivered - std::min(fencing_.hand_offs(message), delivered - 1);
 }
 
 void ConsumerSubscription::poll_info() {
@@ -644,7 +569,7 @@ void ConsumerSubscription::poll_info() {
     changed = changed || (!leader_seen_.empty() && info->leader != leader_seen_);
     leader_seen_ = info->leader;
   }
-  if (changed && fencing_.consumer_changed) fencing_.consumer_changed();
+  (void)changed;
   status_.set_consumer_counts(info->num_pending, info->num_ack_pending, lifecycle_.ack_floor());
   const uint64_t acked = status_.counters.acked.load() + status_.counters.termed.load();
   const auto now = Clock::now();
@@ -817,7 +742,6 @@ void ConsumerSubscription::run_recovering() {
           return;
         }
         {
-          if (fencing_.fleet_floor) lifecycle_.saw_ack_floor(fencing_.fleet_floor());
           unserved_since_ = {};  // whatever is found from now on is a new consumer
           auto made = lifecycle_.recreate(last_handled_seq_.load());
           if (!made) {
@@ -842,7 +766,6 @@ void ConsumerSubscription::run_recovering() {
       std::lock_guard lock(signal_mu_);
       signal_.reset();  // settled by this recovery
     }
-    if (fencing_.consumer_changed) fencing_.consumer_changed();
     last_info_ = last_progress_ = Clock::now();
     status_.set_state(SubscriptionState::bound, "recovered after: " + recovering_reason_);
     return;
@@ -948,8 +871,6 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
     in = std::move(*back);
   }
   const uint64_t delivered = delivery ? delivery->delivered : 1;
-  const Clock::time_point pulled_at = in.pulled_at;
-  const Clock::time_point received = in.received;
   if (!probe) {
     status_.counters.received++;
     if (delivered > 1) status_.counters.redelivered++;
@@ -965,7 +886,7 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
   // server just died) as a delivery. Plain chaos seed 3203 on 2.9.10: a message 6 ms old came
   // to its first replica as delivery 16 and was set aside unhandled.
   if (spec_.max_deliver > 0 &&
-      deliveries_used(message) > 2 * static_cast<uint64_t>(spec_.max_deliver) &&
+      delivered > 2 * static_cast<uint64_t>(spec_.max_deliver) &&
       stored_before(message, spec_.max_deliver * spec_.ack_wait)) {
     settle(message, reply,
            Disposition::term().because(fmt::format(
@@ -976,27 +897,10 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
     if (engine_) engine_->message_done();
     return;
   }
-  std::string why;
-  const Admission admission = admit(pulled_at, received, message, probe, why);
-  if (admission == Admission::gone) {
-    // Taken over (or unknowable): its current holder answers it, or its redelivery decides.
-    stale_skipped_++;
-    ctx_.log->debug("work {}: left stream sequence {} unanswered: no longer this replica's",
-                    spec_.name, id);
-    if (probe) forget_probe(id);
-    std::lock_guard lock(engine_mu_);
-    if (engine_) engine_->message_done();
-    return;
-  }
   const auto tried = Clock::now();
-  Disposition outcome = Disposition::retry().because(why);
-  if (admission == Admission::go) {
-    outcome = run_handler(message, delivered);
-    release_slot();
-  }
+  Disposition outcome = run_handler(message, delivered);
   const auto now = Clock::now();
-  if (!gate_.down() && admission == Admission::go)
-    adapt_window(now - started, message.data().size());
+  if (!gate_.down()) adapt_window(now - started, message.data().size());
 
   if (outcome.kind() == Disposition::Kind::retry) {
     status_.counters.retried++;
@@ -1005,7 +909,6 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
     // Still in hand: no ack, no nak, no delivery used. The gate decides what comes next.
     nats::InboundMessage again{message.subject(), reply, message.data(), message.headers()};
     apply(gate_.failed(std::move(again), id, probe, outcome.reason(), outcome.delay(), now));
-    report_downstream();
     return;
   }
   if (id > 0) {
@@ -1016,95 +919,12 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
   // Any answer but "retry" shows the downstream works.
   DownstreamGate::Outcome gate;
   if (!gate_.quiet()) gate = gate_.succeeded(probe, tried, now);
-  if (rest_ms_.load(std::memory_order_relaxed) != 0) {  // the downstream works: no more rest
-    rest_ms_.store(0, std::memory_order_relaxed);
-    std::lock_guard lock(report_mu_);
-    rest_until_ = {};
-  }
   settle(message, reply, std::move(outcome));
   {
     std::lock_guard lock(engine_mu_);
     if (engine_) engine_->message_done();
   }
   apply(std::move(gate));
-  report_downstream();
-}
-
-bool latest_delivery_is(const nats::ConsumerInfo& info, uint64_t consumer_seq,
-                        std::optional<std::chrono::nanoseconds> since_received,
-                        std::chrono::nanoseconds slack) {
-  if (info.num_ack_pending == 0 || info.delivered_consumer_seq > consumer_seq) return false;
-  const auto since_last = info.since_last_delivery();
-  if (since_received && since_last) return *since_last + slack >= *since_received;
-  return info.delivered_consumer_seq == consumer_seq;
-}
-
-bool ConsumerSubscription::still_ours(const Message& message, Clock::time_point received) {
-  if (message.consumer_seq() == 0) return true;  // no delivery facts: nothing to check
-  const SubscriptionHealth where = status_.snapshot();
-  const auto asked = Clock::now();
-  auto info = api_.consumer_info(where.stream, where.consumer);
-  // An answer that took long may be old news: this process may have been paused with it in
-  // its socket while the broker moved on.
-  const auto answered = Clock::now();
-  const auto took = answered - asked;
-  // The timing rule of latest_delivery_is holds while a receipt comes less than ack_wait - slack
-  // after the broker sent it: the pull engine calls a silence of stale_after_ a gap.
-  const auto slack = std::chrono::nanoseconds(spec_.ack_wait) / 8;
-  std::optional<std::chrono::nanoseconds> since_received;
-  if (received != Clock::time_point{} && stale_after_ + slack < spec_.ack_wait)
-    since_received = answered - received;
-  const bool ours = took <= spec_.ack_wait / 4 && info &&
-                    latest_delivery_is(*info, message.consumer_seq(), since_received, slack);
-  if (!ours && ctx_.log->should_log(spdlog::level::debug)) {
-    const auto ms = [](auto d) { return std::chrono::duration_cast<milliseconds>(d).count(); };
-    std::string last;
-    if (info && info->since_last_delivery() && since_received)
-      last = fmt::format(
-          ", its last delivery {} ms before it answered, {} ms after this replica "
-          "received the message",
-          ms(*info->since_last_delivery()), ms(*since_received));
-    ctx_.log->debug(
-        "work {}: stream sequence {} (consumer sequence {}) is not known to be ours: {}",
-        spec_.name, message.stream_seq(), message.consumer_seq(),
-        !info ? "consumer info failed: " + info.error().describe()
-        : took > spec_.ack_wait / 4
-            ? fmt::format("consumer info took {} ms", ms(took))
-            : fmt::format("the consumer's last delivery is consumer sequence {}, {} awaiting ack{}",
-                          info->delivered_consumer_seq, info->num_ack_pending, last));
-  }
-  return ours;
-}
-
-bool needs_broker_fence(Clock::time_point pulled_at, bool probe, Clock::time_point now,
-                        Clock::time_point link_changed, milliseconds ack_wait) {
-  if (probe || pulled_at == Clock::time_point{}) return true;
-  // The broker sent it after the pull, so its ack_wait began no earlier: three quarters of it are
-  // left. A disconnect since may have been a broker restart that forgot the delivery.
-  return now - pulled_at >= ack_wait / 4 || link_changed >= pulled_at;
-}
-
-ConsumerSubscription::Admission ConsumerSubscription::admit(Clock::time_point pulled_at,
-                                                            Clock::time_point received,
-                                                            const Message& message, bool probe,
-                                                            std::string& why) {
-  if (fencing_.before_admit)
-    if (auto hold = fencing_.before_admit(message)) {
-      why = std::move(*hold);
-      return Admission::held;
-    }
-  if (fencing_.slots) fencing_.slots->acquire();
-  if (!fencing_.latest_delivery) return Admission::go;
-  const Clock::time_point link_changed{Clock::duration(link_changed_.load())};
-  if (!needs_broker_fence(pulled_at, probe, Clock::now(), link_changed, spec_.ack_wait) ||
-      still_ours(message, received))
-    return Admission::go;
-  release_slot();
-  return Admission::gone;
-}
-
-void ConsumerSubscription::release_slot() {
-  if (fencing_.slots) fencing_.slots->release();
 }
 
 Disposition ConsumerSubscription::run_handler(const Message& message, uint64_t delivered) {
@@ -1136,7 +956,7 @@ bool ConsumerSubscription::stored_before(const Message& message, std::chrono::mi
 
 void ConsumerSubscription::settle(const Message& message, const std::string& reply,
                                   Disposition outcome) {
-  const uint64_t delivered = deliveries_used(message);
+  const uint64_t delivered = message.delivered();
   // A rejection on the last allowed delivery ends the message here: natsfleet, not the broker,
   // enforces max_deliver, so a last delivery lost to a crash is redelivered, never dropped.
   if (outcome.kind() == Disposition::Kind::nak && spec_.max_deliver > 0 &&
@@ -1188,7 +1008,6 @@ void ConsumerSubscription::settle(const Message& message, const std::string& rep
     }
     status_.counters.dead_lettered++;
   }
-  if (fencing_.terminated) fencing_.terminated(message);
   send_ack(reply, consume::kTermBody);
   status_.counters.termed++;
   status_.log().warn("work {}: {} (subject {}) terminated after {} deliveries ({}){}", spec_.name,

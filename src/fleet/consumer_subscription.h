@@ -39,7 +39,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <semaphore>
 #include <set>
 #include <string>
 #include <thread>
@@ -67,93 +66,12 @@ struct ReplicaOptions {
   bool last_per_subject = false;
 };
 
-// Per-key ordered work's extras (fleet/ordered_work.h).
-//
-// `latest_delivery`: a delivery is handled (and a held one tried again) only while it is the
-// consumer's last delivery and unacked, so a replica that held a message through a pause, a
-// partition or a sink outage, while the broker gave it to another replica, neither handles nor
-// answers it (a late handling would come after the key's next message). A fresh delivery is
-// known to be ours without asking: it answers a pull sent less than a quarter of ack_wait ago,
-// with no disconnect since, so the broker's ack_wait for it has most of its time to run. Any
-// other (one that waited, was held, or came on an old pull) costs a consumer info request.
-//
-// `slots`, shared by the subscriptions of one ordered work: a handler takes one before the
-// check above and keeps it until it returns, so a message that waits for a slot is checked
-// after the wait.
-//
-// `fleet_floor`, asked before a missing consumer is recreated: the highest stream sequence any
-// live replica handled in it. A replica's own knowledge of the ack floor is as old as its last
-// consumer info, or older after a partition; recreated from there, the consumer would deliver
-// again what others handled since, after later messages of the same keys.
-//
-// `consumer_changed`, called when a consumer info poll finds the consumer led by another server
-// than the last poll did, or made anew, and after each recovery: the consumer may have passed
-// over messages meanwhile (fleet/handled_messages.h).
-//
-// `before_admit`, called with each delivery before its slot and the check above: what may wait
-// (ordered work waits there for what the live replicas handled) waits before the check, so a
-// pause meanwhile is caught by it. A reason it returns holds the message instead, as for a
-// downstream that is down (no delivery used; tried again later, before_admit first).
-//
-// `terminated`, called with a message about to be terminated (the handler rejected its last
-// allowed delivery, or terminated it), once it is dead-lettered: it is settled for good, and the
-// broker will not deliver it again.
-//
-// `downstream_failing`, called when the downstream gate starts holding a message for a failure
-// (true) and when it holds nothing again (false): ordered work steps every partition back
-// meanwhile (ConsumerSubscription::step_back), as the handlers share one downstream.
-//
-// `peers_well`, `handed_off` and `hand_offs`: a message held here for a failing downstream
-// for ack_wait goes to the other replicas when `peers_well` says the downstream of one of them
-// works, as its partition waits behind it. It is given back
-// with a nak, which the broker counts as a delivery: `handed_off` records and tells that, and
-// `hand_offs` says how many of a message's deliveries were hand-offs, which natsfleet does not
-// count against max_deliver. See ConsumerSubscription::hand_off_held.
-struct Fencing {
-  bool latest_delivery = false;
-  std::counting_semaphore<>* slots = nullptr;
-  std::function<uint64_t()> fleet_floor;
-  std::function<void()> consumer_changed;
-  std::function<std::optional<std::string>(const Message&)> before_admit;
-  std::function<void(const Message&)> terminated;
-  std::function<void(bool)> downstream_failing;
-  std::function<bool()> peers_well;
-  std::function<void(const Message&)> handed_off;
-  std::function<uint64_t(const Message&)> hand_offs;
-};
-
-// Whether a delivery needs the broker's word that it is still this replica's (see Fencing):
-// false only for a first try of a message pulled less than ack_wait / 4 before `now`, with no
-// disconnect or reconnect since the pull (`link_changed`).
-bool needs_broker_fence(std::chrono::steady_clock::time_point pulled_at, bool probe,
-                        std::chrono::steady_clock::time_point now,
-                        std::chrono::steady_clock::time_point link_changed,
-                        std::chrono::milliseconds ack_wait);
-
-// Whether a consumer info answer shows a delivery (consumer sequence `consumer_seq`) as the
-// consumer's latest, still unacked. Nothing awaiting ack, or a later delivery on record: no.
-// nats-server 2.10 reports a replicated consumer's deliveries from its store, which learns of
-// them through the consumer's raft log and so lags the leader (chaos seed 2902: the message just
-// received was one sequence ahead of the answer), so the record alone says too little. It also says
-// when the leader last delivered and when it answered (`ts`): with the time from this replica's
-// receipt to the answer (`since_received`), no later delivery can have been made if the last one is
-// at least as old as that, less `slack`. A later one (a redelivery after ack_wait, or the next
-// message after another replica acked this one) comes at least ack_wait after this one was sent,
-// and this one was received less than ack_wait - slack after it was sent (a longer silence is a
-// gap: the pull engine drops what comes after it). Without those times (nats-server 2.9, whose
-// answer is the leader's own count; a held message tried again), the delivery is the latest only if
-// the record says exactly so.
-bool latest_delivery_is(const nats::ConsumerInfo& info, uint64_t consumer_seq,
-                        std::optional<std::chrono::nanoseconds> since_received,
-                        std::chrono::nanoseconds slack);
-
 class ConsumerSubscription final : public Supervised {
  public:
   using Scope = ConsumerLifecycle::Scope;
 
   ConsumerSubscription(WorkSpec spec, WorkHandler handler, FleetContext& context,
-                       Scope scope = Scope::shared, ReplicaOptions replica = {},
-                       Fencing fencing = {});
+                       Scope scope = Scope::shared, ReplicaOptions replica = {});
   ~ConsumerSubscription() override;
 
   void start() override;
@@ -163,9 +81,6 @@ class ConsumerSubscription final : public Supervised {
   void join() override;
   void wait_handlers() override;
   SubscriptionHealth health() const override;
-  // Takes no new messages (see consume::Intake::step_back) until called with false; held and
-  // in-hand messages go on. Kept across rebinds.
-  void step_back(bool on);
 
  private:
   void run();
@@ -191,15 +106,6 @@ class ConsumerSubscription final : public Supervised {
   // One delivery (or a held message tried again: `probe`) through the handler and to the broker.
   void process(nats::InboundMessage&& msg, bool probe);
   Disposition run_handler(const Message& message, uint64_t delivered);
-  // Fencing::latest_delivery: the broker's last delivery of the consumer is this message's, and
-  // it is unacked. False too when the broker cannot say (it is redelivered after ack_wait).
-  bool still_ours(const Message& message, Clock::time_point received);
-  // Fencing: before_admit, then takes a slot and checks. `held`: before_admit gave a reason to
-  // hold the message (in `why`); `gone`: the message is not ours. Neither holds a slot.
-  enum class Admission { go, held, gone };
-  Admission admit(Clock::time_point pulled_at, Clock::time_point received, const Message& message,
-                  bool probe, std::string& why);
-  void release_slot();
   // The message was stored at least `age` ago, by the broker's stored time and this host's
   // clock (true when the delivery does not say).
   static bool stored_before(const Message& message, std::chrono::milliseconds age);
@@ -208,23 +114,11 @@ class ConsumerSubscription final : public Supervised {
   // Carries out what the downstream gate decided: pause or resume intake, hand held messages
   // back, reject the ones that failed alone.
   void apply(DownstreamGate::Outcome outcome);
-  // Fencing::downstream_failing, when the gate's quiet() changed since last told.
-  void report_downstream();
   // A held message out as a probe was settled without the handler (no longer this replica's, or
   // set aside): the gate probes with the next, or comes up with none left.
   void forget_probe(uint64_t id);
-  // Supervisor-thread upkeep of held messages: in-progress acks, the next probe, a hand-off,
-  // health.
+  // Supervisor-thread upkeep of held messages: in-progress acks, the next probe, health.
   void tend_held();
-  // Ordered work (Fencing::peers_well): what the gate has held for ack_wait since the
-  // downstream began failing goes to the other replicas, if the downstream of one works. Then
-  // this replica rests (reports the downstream failing, so it takes no message) for ack_wait,
-  // doubled at each hand-off up to retry_max, until one of its messages is handled: a
-  // downstream that is still down then costs a message held ack_wait, not a partition stalled
-  // for the whole outage.
-  void hand_off_held(Clock::time_point now);
-  // The deliveries of `message` that count against max_deliver: hand-offs do not.
-  uint64_t deliveries_used(const Message& message) const;
   // In-progress acks for messages waiting for a handler or handled long, before ack_wait runs
   // out; gives back what waited past keep_alive_limit (see WorkSpec::keep_alive_limit).
   void keep_alive();
@@ -250,7 +144,6 @@ class ConsumerSubscription final : public Supervised {
   const WorkHandler handler_;
   const Scope scope_;
   const ReplicaOptions replica_;
-  const Fencing fencing_;
   FleetContext& ctx_;
   SubscriptionStatus status_;
   nats::JetStreamApi api_;
@@ -282,13 +175,7 @@ class ConsumerSubscription final : public Supervised {
 
   std::mutex engine_mu_;
   std::unique_ptr<consume::Intake> engine_;
-  bool stepped_back_ = false;  // under engine_mu_
-  std::mutex report_mu_;       // orders report_downstream()'s calls
-  std::atomic<bool> reported_failing_{false};
-  Clock::time_point failing_since_{};  // under report_mu_: when reported_failing_ last went true
-  Clock::time_point rest_until_{};     // under report_mu_: after a hand-off (hand_off_held)
-  std::atomic<int64_t> rest_ms_{0};    // the last rest; 0 once a message is handled
-  std::string deliver_subject_;        // of the intake; empty when pulling
+  std::string deliver_subject_;  // of the intake; empty when pulling
   std::unique_ptr<consume::Dispatcher> dispatcher_;
   DownstreamGate gate_;
   // A message that waited this long since it was received (or last kept alive) is stale: see

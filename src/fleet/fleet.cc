@@ -12,7 +12,7 @@
 #include "fleet/broadcast_subscription.h"
 #include "fleet/consumer_subscription.h"
 #include "fleet/jetstream_broadcast.h"
-#include "fleet/ordered_work.h"
+#include "fleet/ordered/ordered_work.h"
 #include "fleet/subject_stream_cache.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"

@@ -109,7 +109,6 @@ SubscriptionHealth SubscriptionStatus::snapshot() const {
   h.counters.dead_lettered = counters.dead_lettered.load();
   h.counters.dropped = counters.dropped.load();
   h.counters.kept_alive = counters.kept_alive.load();
-  h.counters.handed_off = counters.handed_off.load();
   return h;
 }
 

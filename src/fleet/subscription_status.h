@@ -27,7 +27,6 @@ struct AtomicCounters {
   std::atomic<uint64_t> dead_lettered{0};
   std::atomic<uint64_t> dropped{0};
   std::atomic<uint64_t> kept_alive{0};
-  std::atomic<uint64_t> handed_off{0};
 };
 
 class SubscriptionStatus {

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fleet/partition_plan.h"
+#include "fleet/ordered/partition_plan.h"
 
 namespace natsfleet {
 namespace {
@@ -171,10 +171,8 @@ std::string work_problem(const WorkSpec& spec) {
     if (auto plan = fleet::PartitionPlan::make(subject, spec.key_token, spec.partitions); !plan)
       return plan.error().message;
     if (spec.shape != WorkShape::pull) return "ordering = per-key needs the pull shape";
-    // A message that waited on a paused replica longer than this is dropped there unhandled,
-    // well before the broker's ack_wait hands it (and its key) to another replica.
-    if (spec.heartbeat * 4 > spec.ack_wait)
-      return "ordering = per-key needs heartbeat at most a quarter of ack_wait";
+    if (auto bad = out_of_range("lease", spec.lease, L::kMinLease, L::kMaxLease); !bad.empty())
+      return bad;
   } else if (spec.key_token != 0) {
     return "key_token applies to ordering = per-key only";
   }

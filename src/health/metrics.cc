@@ -120,9 +120,6 @@ void render_subscriptions(Writer& w, const FleetHealth& health, const std::strin
       {"natsfleet_kept_alive_total",
        "In-progress acks sent for messages held (waiting or handled) for a third of ack_wait.",
        &SubscriptionCounters::kept_alive},
-      {"natsfleet_handed_off_total",
-       "Ordered work: messages held for a failing downstream, then handed to the other replicas.",
-       &SubscriptionCounters::handed_off},
   };
   for (const auto& family : counters) {
     w.family(family.name, "counter", family.help);
@@ -161,36 +158,20 @@ void render_subscriptions(Writer& w, const FleetHealth& health, const std::strin
     const OrderedFamily families[] = {
         {"natsfleet_partitions", "gauge", "Partitions of a per-key ordered work.",
          [](const SubscriptionHealth& s) { return static_cast<double>(s.partitions); }},
-        {"natsfleet_partitions_held", "gauge",
-         "Partitions whose message this replica is handling now.",
-         [](const SubscriptionHealth& s) { return static_cast<double>(s.partitions_held.size()); }},
-        {"natsfleet_partition_takeovers_total", "counter",
-         "Messages of a partition redelivered to this replica after the replica holding it did "
-         "not answer within ack_wait (handovers).",
-         [](const SubscriptionHealth& s) { return static_cast<double>(s.partition_takeovers); }},
-        {"natsfleet_partition_takeover_wait_seconds_total", "counter",
-         "Summed over takeovers: how long each message had waited since it was published when "
-         "this replica took it (divided by the takeovers: the mean handover stall of a key).",
-         [](const SubscriptionHealth& s) {
-           return static_cast<double>(s.takeover_wait_ms) / 1000;
-         }},
-        {"natsfleet_ordered_repeats_skipped_total", "counter",
-         "Redeliveries older than a message this replica already handled in the partition (an "
-         "ack the broker lost), acked again without the handler.",
-         [](const SubscriptionHealth& s) { return static_cast<double>(s.repeats_skipped); }},
-        {"natsfleet_ordered_passed_over_total", "counter",
-         "Stored messages of a partition that no replica is known to have handled, found after a "
-         "change of its consumer (passed over by the consumer, or handled while notices were "
-         "lost): each is logged with its stream sequence for an operator to check and replay.",
-         [](const SubscriptionHealth& s) { return static_cast<double>(s.passed_over); }},
-        {"natsfleet_ordered_stepped_back", "gauge",
-         "1 while this replica takes no new messages of an ordered work's partitions because one "
-         "of them holds a message for a failing downstream (its peers handle them meanwhile).",
-         [](const SubscriptionHealth& s) { return s.stepped_back ? 1.0 : 0.0; }},
-        {"natsfleet_ordered_step_backs_total", "counter",
-         "Times this replica stepped back from an ordered work's partitions for a failing "
-         "downstream.",
-         [](const SubscriptionHealth& s) { return static_cast<double>(s.step_backs); }},
+        {"natsfleet_partitions_owned", "gauge",
+         "Partitions this replica owns now (holds their lease and reads them).",
+         [](const SubscriptionHealth& s) { return static_cast<double>(s.partitions_owned.size()); }},
+        {"natsfleet_partition_leases_taken_total", "counter",
+         "Partitions this replica began to own (at start, after a member left, on a handover).",
+         [](const SubscriptionHealth& s) { return static_cast<double>(s.leases_taken); }},
+        {"natsfleet_partition_leases_lost_total", "counter",
+         "Partitions another replica took while this one held them (it had stopped renewing: a "
+         "pause or a cut link); this replica stopped them at once.",
+         [](const SubscriptionHealth& s) { return static_cast<double>(s.leases_lost); }},
+        {"natsfleet_partition_rewinds_total", "counter",
+         "Times a partition's reader read again from its checkpoint after a hole in its log (a "
+         "lost delivery, a lost consumer, missed heartbeats).",
+         [](const SubscriptionHealth& s) { return static_cast<double>(s.rewinds); }},
     };
     for (const auto& family : families) {
       w.family(family.name, family.type, family.help);

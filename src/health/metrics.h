@@ -20,7 +20,8 @@ inline constexpr std::string_view kMetricsContentType = "text/plain; version=0.0
 
 // Families (all prefixed natsfleet_): up, ready, connected, reconnects_total, messages_total
 // {outcome}, redeliveries_total, handler_errors_total, recoveries_total, kept_alive_total,
-// handed_off_total,
+// partitions, partitions_owned, partition_leases_taken_total, partition_leases_lost_total,
+// partition_rewinds_total (ordered work only),
 // subscription_state {state} (all six states, 1 for the current one), consumer_pending,
 // consumer_ack_pending, consumer_ack_floor (work subscriptions, and broadcasts bound to a
 // JetStream consumer),

@@ -30,7 +30,6 @@ std::string render_status(const FleetHealth& health, const std::string& service)
              {"dead_lettered", s.counters.dead_lettered},
              {"dropped", s.counters.dropped},
              {"kept_alive", s.counters.kept_alive},
-             {"handed_off", s.counters.handed_off},
          }},
         {"downstream",
          {{"down", s.downstream_down}, {"error", s.downstream_error}, {"held", s.held}}},
@@ -40,13 +39,10 @@ std::string render_status(const FleetHealth& health, const std::string& service)
     };
     if (s.partitions > 0)
       entry["partitions"] = {{"count", s.partitions},
-                             {"held", s.partitions_held},
-                             {"takeovers", s.partition_takeovers},
-                             {"takeover_wait_ms", s.takeover_wait_ms},
-                             {"repeats_skipped", s.repeats_skipped},
-                             {"passed_over", s.passed_over},
-                             {"stepped_back", s.stepped_back},
-                             {"step_backs", s.step_backs}};
+                             {"owned", s.partitions_owned},
+                             {"leases_taken", s.leases_taken},
+                             {"leases_lost", s.leases_lost},
+                             {"rewinds", s.rewinds}};
     subscriptions.push_back(std::move(entry));
   }
   Json doc = {

@@ -235,6 +235,7 @@ nlohmann::json to_json(const StreamConfig& c) {
   if (c.max_age.count() != 0) j["max_age"] = c.max_age.count();
   if (c.duplicate_window.count() != 0) j["duplicate_window"] = c.duplicate_window.count();
   if (c.num_replicas != 0) j["num_replicas"] = c.num_replicas;
+  if (c.max_msgs_per_subject != 0) j["max_msgs_per_subject"] = c.max_msgs_per_subject;
   return j;
 }
 
@@ -244,6 +245,10 @@ StreamInfo parse_stream_info(const nlohmann::json& j) {
   info.name = get_or<std::string>(config, "name", "");
   info.subjects = get_or<std::vector<std::string>>(config, "subjects", {});
   info.num_replicas = std::max(get_or<int>(config, "num_replicas", 1), 1);
+  const std::string retention = get_or<std::string>(config, "retention", "limits");
+  info.retention = retention == "interest"    ? RetentionPolicy::interest
+                   : retention == "workqueue" ? RetentionPolicy::work_queue
+                                              : RetentionPolicy::limits;
   const auto& state = j.value("state", nlohmann::json::object());
   info.messages = get_or<uint64_t>(state, "messages", 0);
   info.first_seq = get_or<uint64_t>(state, "first_seq", 0);
@@ -440,6 +445,17 @@ Result<uint64_t> JetStreamApi::subject_messages(const std::string& stream,
   if (auto it = state.find("subjects"); it != state.end() && it->is_object())
     for (const auto& [name, count] : it->items()) total += count.get<uint64_t>();
   return total;
+}
+
+Result<std::vector<std::string>> JetStreamApi::subjects(const std::string& stream,
+                                                      const std::string& filter) {
+  auto answer = call("STREAM.INFO." + stream, {{"subjects_filter", filter}});
+  if (!answer) return answer.error();
+  const auto& state = answer->value("state", nlohmann::json::object());
+  std::vector<std::string> names;
+  if (auto it = state.find("subjects"); it != state.end() && it->is_object())
+    for (const auto& [name, count] : it->items()) names.push_back(name);
+  return names;
 }
 
 Result<PublishAck> JetStreamApi::publish(const std::string& subject, const std::string& data,

@@ -80,6 +80,8 @@ class JetStreamApi final : public ConsumerApi {
   Result<uint64_t> purge_subject(const std::string& stream, const std::string& subject);
   // How many messages on `subject` (it may hold wildcards) the stream holds now.
   Result<uint64_t> subject_messages(const std::string& stream, const std::string& subject);
+  // The subjects matching `filter` (it may hold wildcards) that the stream holds messages on.
+  Result<std::vector<std::string>> subjects(const std::string& stream, const std::string& filter);
   // A stored publish: returns once the stream holding `subject` has the message. No stream holds
   // the subject: Errc::no_stream_for_subject.
   Result<PublishAck> publish(const std::string& subject, const std::string& data,

@@ -21,6 +21,7 @@ struct StreamConfig {
   std::chrono::nanoseconds max_age{0};           // 0: kept for ever
   std::chrono::nanoseconds duplicate_window{0};  // 0: the broker's two minutes
   int num_replicas = 0;                          // 0: one
+  int64_t max_msgs_per_subject = 0;              // 0: no limit
 
   bool operator==(const StreamConfig&) const = default;
 };
@@ -34,6 +35,7 @@ struct StreamInfo {
   std::string leader;   // cluster leader's server name; empty on a single server
   std::string created;  // when the stream was made, as the broker wrote it: a remade stream differs
   int num_replicas = 1;
+  RetentionPolicy retention = RetentionPolicy::limits;
 };
 
 }  // namespace natsfleet::nats

@@ -22,7 +22,7 @@
 #include "chaos/schedule.h"
 #include "chaos/tcp_proxy.h"
 #include "chaos/timeline.h"
-#include "fleet/partition_plan.h"
+#include "fleet/ordered/partition_plan.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
 #include "support/broker_client.h"

@@ -12,7 +12,7 @@
 #include <set>
 #include <thread>
 
-#include "fleet/partition_plan.h"
+#include "fleet/ordered/partition_plan.h"
 #include "support/broker_client.h"
 #include "support/daemon_process.h"
 #include "support/nats_server.h"

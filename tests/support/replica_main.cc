@@ -3,17 +3,21 @@
 //
 //   fleet_replica --server URL --work NAME --subject SUBJ --out FILE [--ack-wait-ms N] [--hold]
 //                 [--push-queue] [--key-token N [--partitions P]] [--handle-ms N]
-//                 [--concurrency N] [--down-while FILE]
+//                 [--concurrency N] [--down-while FILE] [--lease-ms N] [--pause-on DATA]
 //
 // With --hold it records messages and never answers them: they are in flight when it dies.
-// With --key-token the work is ordered per key, and each line starts with the monotonic clock
-// (nanoseconds, comparable across processes on one machine) at which it was handled.
+// With --key-token the work is ordered per key: each line starts with the monotonic clock
+// (nanoseconds, comparable across processes on one machine) at which it was handled, and ends
+// with the fencing token's partition and epoch. --pause-on makes the process stop itself
+// (SIGSTOP) when it has taken the message whose data is DATA, before it writes it: a pause
+// between taking a message and writing it downstream.
 // --handle-ms makes each handler take that long, after its line is written. With --down-while
 // the downstream is down (Disposition::retry, nothing written) while FILE exists, and each such
 // refusal appends the message's data as a line to FILE.refused. With
 // NATSFLEET_REPLICA_DEBUG set in the environment it logs at debug level.
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -33,7 +37,9 @@ int main(int argc, char** argv) {
   bool push_queue = false;
   int ack_wait_ms = 2000;
   int key_token = 0, partitions = 16, handle_ms = 0, concurrency = 0;
-  std::string down_while;
+  std::string down_while, pause_on;
+  int lease_ms = 0;
+  std::atomic<bool> paused{false};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -61,6 +67,10 @@ int main(int argc, char** argv) {
       concurrency = std::stoi(next());
     else if (a == "--down-while")
       down_while = next();
+    else if (a == "--lease-ms")
+      lease_ms = std::stoi(next());
+    else if (a == "--pause-on")
+      pause_on = next();
   }
   if (std::getenv("NATSFLEET_REPLICA_DEBUG"))
     spdlog::default_logger()->set_level(spdlog::level::debug);
@@ -76,6 +86,7 @@ int main(int argc, char** argv) {
     spec.ordering = natsfleet::Ordering::per_key;
     spec.key_token = key_token;
     spec.partitions = partitions;
+    if (lease_ms > 0) spec.lease = std::chrono::milliseconds(lease_ms);
   }
   if (concurrency > 0) spec.concurrency = concurrency;
   if (!down_while.empty()) spec.retry_max = std::chrono::milliseconds(500);  // back soon after
@@ -84,6 +95,7 @@ int main(int argc, char** argv) {
       std::ofstream(down_while + ".refused", std::ios::app) << m.data() << std::endl;
       return natsfleet::Disposition::retry().because("down while " + down_while + " exists");
     }
+    if (!pause_on.empty() && m.data() == pause_on && !paused.exchange(true)) std::raise(SIGSTOP);
     {
       std::lock_guard lock(mu);
       if (key_token > 0) {
@@ -91,7 +103,9 @@ int main(int argc, char** argv) {
         clock_gettime(CLOCK_MONOTONIC, &now);
         file << now.tv_sec * 1'000'000'000LL + now.tv_nsec << ' ';
       }
-      file << m.stream_seq() << ' ' << m.data() << '\n';
+      file << m.stream_seq() << ' ' << m.data();
+      if (m.fence()) file << ' ' << m.fence()->partition << ' ' << m.fence()->epoch;
+      file << '\n';
       file.flush();
     }
     if (handle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(handle_ms));

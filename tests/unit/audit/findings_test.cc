@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "fleet/consumer_shape.h"
-#include "fleet/partition_plan.h"
+#include "fleet/ordered/partition_plan.h"
 
 namespace natsfleet::audit {
 namespace {
@@ -173,19 +173,6 @@ TEST(ConsumerFindings, StalledAtMaxAckPendingWithAStillAckFloor) {
   ASSERT_EQ(rules(findings), Rules{"stalled"});
   EXPECT_NE(findings[0].evidence.find("2 unacked, max_ack_pending 2"), std::string::npos);
   EXPECT_NE(findings[0].evidence.find("ack floor 0 unchanged over 3s"), std::string::npos);
-}
-
-TEST(ConsumerFindings, AStalledPartitionOfOrderedWorkIsNotToldToRaiseItsLimit) {
-  Consumer c = Consumer("ORDERS", "orders-p3")
-                   .config("max_ack_pending", 1)
-                   .config("description", fleet::partition_description("orders", 3))
-                   .set("num_ack_pending", 1);
-  c.set("num_pending", 3).set("num_waiting", 0).delivered(1, 1);
-  auto findings = judge(c, c);
-  ASSERT_EQ(rules(findings), Rules{"stalled"});
-  EXPECT_NE(findings[0].action.find("keep max_ack_pending 1"), std::string::npos)
-      << findings[0].action;
-  EXPECT_EQ(findings[0].action.find("raise max_ack_pending"), std::string::npos);
 }
 
 TEST(ConsumerFindings, NotStalledWhenTheFloorMovesOrBelowTheLimitOrUnlimited) {

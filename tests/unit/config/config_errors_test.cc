@@ -161,17 +161,16 @@ partitions = 0
 sink = { type = "stdout" }
 )",
      7, "work[0].partitions", "between 1 and 1024"},
-    {"OrderingHeartbeatTooLongForAckWait", R"(name = "svc"
+    {"OrderingLeaseTooShort", R"(name = "svc"
 [[work]]
 name = "w"
 subject = "orders.*"
 ordering = "per-key"
 key_token = 2
-ack_wait = "10s"
-heartbeat = "5s"
+lease = "100ms"
 sink = { type = "stdout" }
 )",
-     8, "work[0].heartbeat", "a quarter of ack_wait"},
+     7, "work[0].lease", "between"},
     {"OrderingIsUnknown", R"(name = "svc"
 [[work]]
 name = "w"

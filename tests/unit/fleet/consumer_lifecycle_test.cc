@@ -165,10 +165,8 @@ class Lifecycle : public ::testing::Test {
     broker.add_stream("DAEMON_SYNC", 500);
   }
 
-  ConsumerLifecycle make(Scope scope = Scope::shared, bool last_per_subject = false,
-                         std::function<uint64_t()> fleet_floor = {}) {
+  ConsumerLifecycle make(Scope scope = Scope::shared, bool last_per_subject = false) {
     ConsumerLifecycle::Options options;
-    options.fleet_floor = std::move(fleet_floor);
     options.scope = scope;
     options.last_per_subject = last_per_subject;
     options.replica_consumer = "status-0a1b2c3d";
@@ -258,21 +256,6 @@ TEST_F(Lifecycle, WhenNoPeerRecreatesItTheFirstBindCreatesItAfterTheWait) {
   ASSERT_TRUE(info) << info.error().describe();
   EXPECT_EQ(waited, 1);
   EXPECT_EQ(info->config, desired_consumer_config(spec));
-}
-
-// Chaos seed 2604 (per-key, 1,000 keys): partition 0's consumer was deleted while the bound
-// replicas could not reach the stream to recreate it, and a replica restarted meanwhile created
-// it from the stream's start: 2,506 order violations as the partition was handled again.
-TEST_F(Lifecycle, AConsumerCreatedByABindStartsAfterWhatTheLivePeersHandled) {
-  int asked = 0;
-  auto lifecycle = make(Scope::shared, false, [&] {
-    ++asked;
-    return uint64_t{420};
-  });
-  auto info = lifecycle.bind("DAEMON_SYNC", 0, [](std::chrono::milliseconds) { return true; });
-  ASSERT_TRUE(info) << info.error().describe();
-  EXPECT_EQ(asked, 1);
-  EXPECT_EQ(info->config, config_starting_at(spec, 421, spec.name));
 }
 
 TEST_F(Lifecycle, ABindRemakingAConsumerItWasBoundToStartsAfterItsAckFloor) {

@@ -248,12 +248,13 @@ TEST(ShapeRatchet, EveryWorkConsumerNatsfleetCreatesIsPullOrHasADeliverGroup) {
     }
   }
   EXPECT_TRUE(replica_consumer_config(spec(), "r", 0, std::chrono::seconds(1)).is_pull());
+  EXPECT_TRUE(reader_consumer_config({.name = "w-p0-e1g0", .filter = "w.*.0"}).is_pull());
   EXPECT_EQ(checked, 16);
 }
 
 TEST(ShapeRatchet, OnlyTheFleetCreatesConsumersAndOnlyFromConsumerShape) {
   // Every consumer config that reaches the broker is built in fleet/consumer_shape.cc (checked
-  // above); the only caller of the create call is the consumer lifecycle (`natsfleet audit`,
+  // above); the callers of the create call are the consumer lifecycle and ordered work's reader (`natsfleet audit`,
   // for one, only reads).
   namespace fs = std::filesystem;
   const fs::path src = fs::path(NATSFLEET_SOURCE_DIR) / "src";
@@ -266,7 +267,8 @@ TEST(ShapeRatchet, OnlyTheFleetCreatesConsumersAndOnlyFromConsumerShape) {
       callers.push_back(fs::relative(entry.path(), src).generic_string());
   }
   std::sort(callers.begin(), callers.end());
-  EXPECT_EQ(callers, std::vector<std::string>{"fleet/consumer_lifecycle.cc"});
+  EXPECT_EQ(callers, (std::vector<std::string>{"fleet/consumer_lifecycle.cc",
+                                               "fleet/ordered/partition_reader.cc"}));
 }
 
 }  // namespace

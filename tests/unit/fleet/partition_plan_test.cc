@@ -1,6 +1,6 @@
 // How per-key ordered work maps subjects to partitions. That the broker computes the same
 // mapping is tested against a real nats-server in tests/integration/ordering_test.cc.
-#include "fleet/partition_plan.h"
+#include "fleet/ordered/partition_plan.h"
 
 #include <gtest/gtest.h>
 

@@ -77,6 +77,14 @@ const SpecRange kSpecRanges[] = {
      60'000, false},
     {"pull_expires", [](WorkSpec& s, long long v) { s.pull_expires = milliseconds(v); }, nullptr,
      100, 600'000, false},
+    {"lease",
+     [](WorkSpec& s, long long v) {
+       s.subject = "orders.*";
+       s.ordering = Ordering::per_key;
+       s.key_token = 2;
+       s.lease = milliseconds(v);
+     },
+     nullptr, 1'000, 600'000, false},
     {"nak_backoff_max", [](WorkSpec& s, long long v) { s.nak_backoff_max = milliseconds(v); },
      nullptr, 1'000, 24 * kHour, false, false},
     {"retry_max", [](WorkSpec& s, long long v) { s.retry_max = milliseconds(v); }, nullptr, 500,

@@ -1,4 +1,4 @@
-#include "fleet/partition_plan.h"
+#include "fleet/ordered/partition_plan.h"
 
 #include <vector>
 
@@ -91,19 +91,6 @@ int PartitionPlan::partition_in(std::string_view stored) const {
   return value && *value >= 0 && *value < partitions_ ? *value : -1;
 }
 
-WorkSpec partition_spec(const WorkSpec& work, const PartitionPlan& plan, int partition) {
-  WorkSpec spec = work;
-  spec.name = partition_consumer(work.name, partition);
-  spec.subject = plan.filter(partition);
-  spec.max_ack_pending = 1;
-  spec.concurrency = 1;
-  spec.batch = 1;
-  spec.ordering = Ordering::none;
-  spec.key_token = 0;
-  spec.description = partition_description(work.name, partition);
-  return spec;
-}
-
 std::string partition_consumer(std::string_view name, int partition) {
   return std::string(name) + "-p" + std::to_string(partition);
 }
@@ -117,8 +104,5 @@ std::string partition_description(std::string_view name, int partition) {
          std::string(kPartitionMark);
 }
 
-bool is_partition_description(std::string_view description) {
-  return description.rfind("partition ", 0) == 0 && description.ends_with(kPartitionMark);
-}
 
 }  // namespace natsfleet::fleet

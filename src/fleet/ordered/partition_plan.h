@@ -7,10 +7,8 @@
 //   mappings { "orders.*": "orders.{{wildcard(1)}}.{{partition(16,1)}}" }
 //   orders.42  is stored as  orders.42.7      (7 = fnv1a_32("42") % 16)
 //
-// Partition p is the durable pull consumer `<name>-p<p>` filtering `orders.*.<p>`, with
-// max_ack_pending 1: the broker hands out a partition's next message only once the previous one
-// was acked or terminated, and redelivers before it delivers anything new, so each partition,
-// hence each key, is handled in stream order by one replica at a time, whichever replica pulls.
+// Partition p is read, by its owner only, through a consumer filtering `orders.*.<p>`
+// (fleet/ordered/ordered_work.h).
 #pragma once
 
 #include <cstdint>
@@ -59,14 +57,10 @@ class PartitionPlan {
   int partition_token_ = 0;  // 1-based, in a stored subject
 };
 
-// The work of partition p of an ordered work: its own shared durable (partition_consumer), the
-// partition's filter, and one message in flight across the fleet, so the broker orders it.
-WorkSpec partition_spec(const WorkSpec& work, const PartitionPlan& plan, int partition);
-
-// The durable consumer of partition p of the work `name`.
+// The prefix of every consumer that reads partition p of the work `name` (an owner's reader is
+// "<prefix>-e<epoch>g<n>").
 std::string partition_consumer(std::string_view name, int partition);
-// The description natsfleet gives that consumer, and whether a description is one.
+// The description natsfleet gives those consumers.
 std::string partition_description(std::string_view name, int partition);
-bool is_partition_description(std::string_view description);
 
 }  // namespace natsfleet::fleet

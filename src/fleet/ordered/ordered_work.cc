@@ -1,0 +1,510 @@
+#include "fleet/ordered/ordered_work.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <random>
+
+#include "base/backoff.h"
+#include "fleet/dead_letter_copy.h"
+#include "fleet/ordered/lease_store.h"
+#include "fleet/ordered/partition_leases.h"
+#include "fleet/ordered/partition_probe.h"
+#include "fleet/ordered/partition_reader.h"
+#include "nats/connection.h"
+
+namespace natsfleet::fleet {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr int kProbeAttempts = 3;
+constexpr milliseconds kProbeTimeout{2000};
+constexpr milliseconds kApiTimeout{5000};
+constexpr milliseconds kTick{100};
+// A handler not started because the lease may have lapsed looks again this soon.
+constexpr milliseconds kLeaseRecheck{100};
+
+// This process among the members: host, pid and a random part (a restarted process is new).
+std::string member_id() {
+  char host[64] = {};
+  (void)gethostname(host, sizeof(host) - 1);
+  std::string id;
+  for (const char* c = host; *c; ++c)
+    id += (std::isalnum(static_cast<unsigned char>(*c)) || *c == '-') ? *c : '_';
+  std::mt19937_64 random{std::random_device{}()};
+  return (id.empty() ? "replica" : id) + "-" + std::to_string(getpid()) + "-" +
+         std::to_string(random() % 1'000'000);
+}
+
+milliseconds doubling(milliseconds min, milliseconds max, int attempt) {
+  milliseconds d = min;
+  for (int i = 1; i < attempt && d < max; ++i) d *= 2;
+  return std::min(d, max);
+}
+
+}  // namespace
+
+OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& context)
+    : spec_(std::move(spec)),
+      handler_(std::move(handler)),
+      ctx_(context),
+      plan_(PartitionPlan::make(spec_.subject, spec_.key_token, spec_.partitions).value()),
+      me_(member_id()),
+      status_(spec_.name, "work", spec_.subject, context.log),
+      api_(*context.connection, kApiTimeout) {}
+
+OrderedWork::~OrderedWork() {
+  begin_shutdown();
+  finish_handlers(Clock::now());
+  join();
+  wait_handlers();
+}
+
+void OrderedWork::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+void OrderedWork::wait_for(milliseconds d) {
+  std::unique_lock lock(mu_);
+  wake_.wait_for(lock, d, [this] { return stopping_; });
+}
+
+void OrderedWork::run() {
+  for (int attempt = 1;; ++attempt) {
+    {
+      std::unique_lock lock(mu_);
+      while (!stopping_ && !connected_ && !ctx_.connection->connected())
+        wake_.wait_for(lock, milliseconds(100));
+      if (stopping_) return;
+    }
+    const std::string problem = probe_partition_mapping(*ctx_.connection, plan_, kProbeTimeout);
+    if (problem.empty()) break;
+    const bool unanswered = problem.find("reached no subscriber") != std::string::npos;
+    if (unanswered && attempt < kProbeAttempts) continue;  // a reconnect in between, say
+    const std::string reason =
+        problem +
+        ". Per-key order needs the broker to map the subject to partitions: add to "
+        "nats-server's configuration (the account's mappings block, or the top level "
+        "for the default account) and reload it: mappings { " +
+        plan_.mapping_line() + " }; a stream must hold " + plan_.stored_subjects();
+    {
+      std::lock_guard lock(mu_);
+      fatal_ = reason;
+    }
+    status_.set_state(SubscriptionState::fatal, reason);
+    if (ctx_.fatal) ctx_.fatal(spec_.name, reason);
+    return;
+  }
+  base::Backoff backoff(milliseconds(250), milliseconds(10'000));
+  while (!set_up()) {
+    wait_for(backoff.next());
+    if (std::lock_guard lock(mu_); stopping_) return;
+  }
+  ctx_.log->info(
+      "work {}: per-key order by subject token {}, {} partitions of {} on stream {}; member {}, "
+      "leases in bucket {}",
+      spec_.name, plan_.key_token(), plan_.partitions(), plan_.stored_subjects(), stream_, me_,
+      store_->bucket());
+  for (int i = 0; i < std::max(1, spec_.concurrency); ++i)
+    workers_.emplace_back([this] { work_loop(); });
+  const milliseconds every = std::max(milliseconds(50), spec_.lease / 4);
+  Clock::time_point next_round{};
+  while (true) {
+    if (std::lock_guard lock(mu_); stopping_) return;
+    if (Clock::now() >= next_round) {
+      next_round = Clock::now() + every;
+      round();
+    }
+    std::vector<int> partitions;
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& [p, _] : owned_) partitions.push_back(p);
+    }
+    for (int p : partitions) tend(p);
+    wait_for(kTick);
+  }
+}
+
+bool OrderedWork::set_up() {
+  std::string stream = spec_.stream;
+  if (stream.empty()) {
+    auto found = api_.find_stream(plan_.stored_subjects());
+    if (!found) {
+      status_.warn("no stream holds " + plan_.stored_subjects() + ": " + found.error().describe());
+      return false;
+    }
+    stream = *found;
+  }
+  auto info = api_.stream_info(stream);
+  if (!info) {
+    status_.warn("cannot read stream " + stream + ": " + info.error().describe());
+    return false;
+  }
+  auto store = std::make_unique<StreamLeaseStore>(api_, lease_bucket(spec_.name),
+                                                  std::min(info->num_replicas, 3));
+  if (auto made = store->ensure(); !made) {
+    status_.warn("cannot make the lease bucket " + store->bucket() + ": " + made.error().describe());
+    return false;
+  }
+  stream_ = stream;
+  retention_ = info->retention;
+  leases_ = std::make_unique<PartitionLeases>(
+      *store, PartitionLeases::Options{.me = me_,
+                                       .partitions = plan_.partitions(),
+                                       .lease = spec_.lease,
+                                       .margin = spec_.lease / 5});
+  store_ = std::move(store);
+  status_.set_location(stream_, partition_consumer(spec_.name, 0) + ".." +
+                                    std::to_string(plan_.partitions() - 1));
+  last_round_ok_ = Clock::now();
+  {
+    std::lock_guard lock(mu_);
+    started_ = true;
+  }
+  status_.set_state(SubscriptionState::bound);
+  return true;
+}
+
+uint64_t OrderedWork::checkpoint(int partition) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = owned_.find(partition);
+    if (it != owned_.end() && it->second.opened) return it->second.reader->lanes().checkpoint();
+  }
+  auto lease = leases_->owned(partition);
+  return lease ? lease->checkpoint : 0;
+}
+
+void OrderedWork::round() {
+  auto changes = leases_->round([this](int p) { return checkpoint(p); });
+  const Clock::time_point now = Clock::now();
+  if (changes.error) {
+    round_error_ = changes.error->describe();
+    if (now - last_round_ok_ > spec_.lease)
+      status_.set_state(SubscriptionState::recovering,
+                        "the lease bucket does not answer: " + round_error_);
+  } else {
+    last_round_ok_ = now;
+    if (status_.state() == SubscriptionState::recovering)
+      status_.set_state(SubscriptionState::bound);
+  }
+  for (int p : changes.lost) {
+    ++leases_lost_;
+    ctx_.log->warn(
+        "work {}: partition {}: another replica took its lease (this one could not renew it in "
+        "time); stopped at once",
+        spec_.name, p);
+    drop(p, true);
+  }
+  for (int p : changes.taken) take(p);
+  for (int p : changes.to_release) {
+    std::shared_ptr<PartitionReader> reader;
+    {
+      std::lock_guard lock(mu_);
+      auto it = owned_.find(p);
+      if (it == owned_.end() || it->second.draining) continue;
+      it->second.draining = true;
+      it->second.drain_deadline = now + spec_.lease;
+      reader = it->second.reader;
+    }
+    ctx_.log->info("work {}: partition {} goes to another member: finishing what was read",
+                   spec_.name, p);
+    reader->stop();
+  }
+}
+
+void OrderedWork::take(int partition) {
+  auto lease = leases_->owned(partition);
+  if (!lease) return;
+  ++leases_taken_;
+  PartitionReader::Setup setup{.mu = &mu_,
+                               .connection = ctx_.connection,
+                               .api = &api_,
+                               .plan = &plan_,
+                               .spec = &spec_,
+                               .stream = stream_,
+                               .retention = retention_,
+                               .partition = partition,
+                               .epoch = lease->epoch,
+                               .checkpoint = lease->checkpoint,
+                               .first_term = lease->first,
+                               .window = std::max(64, spec_.batch)};
+  auto reader = std::make_shared<PartitionReader>(
+      setup, [this](PartitionReader& r, std::vector<nats::InboundMessage>& batch) {
+        std::vector<std::string> keys;
+        std::lock_guard lock(mu_);
+        auto it = owned_.find(r.partition());
+        if (it == owned_.end() || it->second.reader.get() != &r) return;
+        r.accept(batch, keys);
+        for (auto& k : keys) ready_.push_back(Ready{r.partition(), std::move(k), &r});
+        if (!keys.empty()) wake_.notify_all();
+      });
+  ctx_.log->info("work {}: partition {} is this replica's, epoch {}, after stream sequence {}",
+                 spec_.name, partition, lease->epoch, lease->checkpoint);
+  std::lock_guard lock(mu_);
+  owned_[partition] = Owned{.reader = std::move(reader)};
+}
+
+void OrderedWork::drop(int partition, bool lost) {
+  std::shared_ptr<PartitionReader> reader;
+  {
+    std::lock_guard lock(mu_);
+    auto it = owned_.find(partition);
+    if (it == owned_.end()) return;
+    reader = std::move(it->second.reader);
+    reader->lanes().clear();
+    owned_.erase(it);
+  }
+  rewinds_ += reader->rewinds();
+  if (lost) reader->stop();
+}
+
+void OrderedWork::tend(int partition) {
+  std::shared_ptr<PartitionReader> reader;
+  bool opened = false;
+  bool draining = false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = owned_.find(partition);
+    if (it == owned_.end()) return;
+    reader = it->second.reader;
+    opened = it->second.opened;
+    draining = it->second.draining;
+    if (draining) {
+      Owned& o = it->second;
+      if (Clock::now() >= o.drain_deadline) o.reader->lanes().clear();  // the next owner reads them
+      if (!o.reader->lanes().empty() || o.running > 0) return;
+    }
+  }
+  if (draining) {
+    const uint64_t done = checkpoint(partition);
+    drop(partition, false);
+    if (auto released = leases_->release(partition, done); !released)
+      ctx_.log->warn("work {}: partition {}: cannot release its lease ({}); it lapses instead",
+                     spec_.name, partition, released.error().describe());
+    return;
+  }
+  if (!opened) {
+    if (auto open = reader->open(); !open) {
+      status_.warn("partition " + std::to_string(partition) + ": " + open.error().describe());
+      return;
+    }
+    std::lock_guard lock(mu_);
+    if (auto it = owned_.find(partition); it != owned_.end() && it->second.reader == reader)
+      it->second.opened = true;
+    return;
+  }
+  const uint64_t before = reader->rewinds();
+  reader->tick();
+  if (reader->rewinds() != before)
+    ctx_.log->warn("work {}: partition {}: read again from its checkpoint: {}", spec_.name,
+                   partition, reader->last_rewind_why());
+}
+
+bool OrderedWork::next_ready(std::unique_lock<std::mutex>& lock, Ready& out) {
+  (void)lock;
+  const Clock::time_point now = Clock::now();
+  while (!later_.empty() && later_.begin()->first <= now) {
+    ready_.push_back(std::move(later_.begin()->second));
+    later_.erase(later_.begin());
+  }
+  while (!ready_.empty()) {
+    Ready r = std::move(ready_.front());
+    ready_.pop_front();
+    auto it = owned_.find(r.partition);
+    if (it == owned_.end() || it->second.reader.get() != r.reader) continue;  // given up
+    if (!it->second.reader->lanes().has(r.key)) continue;
+    if (busy_.count({r.partition, r.key})) continue;  // its handler re-queues it when done
+    out = std::move(r);
+    return true;
+  }
+  return false;
+}
+
+void OrderedWork::wake_later(Ready lane, milliseconds delay) {
+  later_.emplace(Clock::now() + delay, std::move(lane));
+  wake_.notify_all();
+}
+
+void OrderedWork::work_loop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    Ready lane;
+    if (next_ready(lock, lane)) {
+      run_one(lock, std::move(lane));
+      continue;
+    }
+    if (later_.empty())
+      wake_.wait(lock);
+    else
+      wake_.wait_until(lock, later_.begin()->first);
+  }
+}
+
+void OrderedWork::run_one(std::unique_lock<std::mutex>& lock, Ready lane) {
+  auto it = owned_.find(lane.partition);
+  if (!leases_->may_act(lane.partition)) {
+    wake_later(std::move(lane), kLeaseRecheck);
+    return;
+  }
+  KeyLanes::Item& item = it->second.reader->lanes().front(lane.key);
+  const Message message = item.message;
+  const int rejections = item.rejections;
+  ++it->second.running;
+  busy_.insert({lane.partition, lane.key});
+  lock.unlock();
+
+  ++status_.counters.received;
+  if (rejections > 0) ++status_.counters.redelivered;
+  std::optional<Disposition> outcome;
+  try {
+    outcome = handler_(message);
+  } catch (const DownstreamUnavailable& e) {
+    outcome = Disposition::retry(e.after()).because(e.what());
+  } catch (const std::exception& e) {
+    ++status_.counters.handler_errors;
+    outcome = Disposition::nak().because(std::string("the handler threw: ") + e.what());
+  } catch (...) {
+    ++status_.counters.handler_errors;
+    outcome = Disposition::nak().because("the handler threw");
+  }
+  using Kind = Disposition::Kind;
+  const bool rejected = outcome->kind() == Kind::nak;
+  bool finished = outcome->kind() == Kind::ack;
+  bool hold = outcome->kind() == Kind::retry;
+  if (outcome->kind() == Kind::term || (rejected && rejections + 1 >= spec_.max_deliver)) {
+    const std::string reason = outcome->reason().empty()
+                                   ? (rejected ? "rejected " + std::to_string(rejections + 1) +
+                                                     " times (max_deliver)"
+                                               : std::string("terminated by the handler"))
+                                   : outcome->reason();
+    finished = true;
+    if (!spec_.dead_letter.empty()) {
+      auto stored = publish_dead_letter(
+          *ctx_.connection,
+          dead_letter_copy(message, spec_.dead_letter, spec_.name, reason,
+                           std::chrono::system_clock::now()),
+          kApiTimeout);
+      if (!stored) {  // kept in its lane until the dead letter is stored
+        finished = false;
+        hold = true;
+        outcome = Disposition::retry().because("cannot store the dead letter: " +
+                                               stored.error().describe());
+      } else {
+        ++status_.counters.dead_lettered;
+      }
+    }
+    if (finished) {
+      ++status_.counters.termed;
+      ctx_.log->error("work {}: stream sequence {} (subject {}) set aside: {}", spec_.name,
+                      message.stream_seq(), message.subject(), reason);
+    }
+  }
+
+  lock.lock();
+  busy_.erase({lane.partition, lane.key});
+  it = owned_.find(lane.partition);
+  if (it == owned_.end() || it->second.reader.get() != lane.reader) return;  // given up meanwhile
+  --it->second.running;
+  PartitionReader& reader = *it->second.reader;
+  if (finished) {
+    if (outcome->kind() == Kind::ack) ++status_.counters.acked;
+    if (retry_streak_ > 0) {
+      retry_streak_ = 0;
+      status_.set_downstream(false, {}, 0);
+    }
+    if (reader.done(lane.key)) ready_.push_back(std::move(lane));
+    wake_.notify_all();
+    return;
+  }
+  if (hold) {
+    ++status_.counters.retried;
+    ++retry_streak_;
+    status_.set_downstream(true, outcome->reason(), later_.size() + 1);
+    wake_later(std::move(lane),
+               std::max(outcome->delay(), doubling(spec_.retry_min, spec_.retry_max, retry_streak_)));
+    return;
+  }
+  ++status_.counters.naked;
+  if (!reader.lanes().has(lane.key)) return;
+  reader.lanes().front(lane.key).rejections = rejections + 1;
+  wake_later(std::move(lane), std::max(outcome->delay(), doubling(spec_.nak_backoff_min,
+                                                                  spec_.nak_backoff_max,
+                                                                  rejections + 1)));
+}
+
+void OrderedWork::connection_changed(bool connected) {
+  std::lock_guard lock(mu_);
+  connected_ = connected;
+  if (connected)
+    for (auto& [p, o] : owned_) o.reader->reconnected();
+  wake_.notify_all();
+}
+
+void OrderedWork::begin_shutdown() {
+  std::lock_guard lock(mu_);
+  stopping_ = true;
+  wake_.notify_all();
+}
+
+bool OrderedWork::finish_handlers(Clock::time_point deadline) {
+  if (thread_.joinable()) thread_.join();
+  std::vector<std::shared_ptr<PartitionReader>> readers;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [p, o] : owned_) readers.push_back(o.reader);
+  }
+  for (auto& r : readers) r->stop();
+  bool done = true;
+  {
+    std::unique_lock lock(mu_);
+    auto idle = [this] {
+      return std::all_of(owned_.begin(), owned_.end(),
+                         [](const auto& o) { return o.second.running == 0; });
+    };
+    done = wake_.wait_until(lock, deadline, idle) || idle();
+  }
+  if (leases_) {
+    std::map<int, uint64_t> done_to;
+    for (int p : leases_->owned_partitions()) done_to[p] = checkpoint(p);
+    leases_->leave([&](int p) { return done_to[p]; });
+  }
+  return done;
+}
+
+void OrderedWork::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void OrderedWork::wait_handlers() {
+  for (auto& w : workers_)
+    if (w.joinable()) w.join();
+  std::map<int, Owned> owned;
+  {
+    std::lock_guard lock(mu_);
+    owned.swap(owned_);
+  }  // the readers go without the lock: stopping one waits for its callbacks, which take it
+}
+
+SubscriptionHealth OrderedWork::health() const {
+  SubscriptionHealth h = status_.snapshot();
+  h.partitions = plan_.partitions();
+  h.leases_taken = leases_taken_.load();
+  h.leases_lost = leases_lost_.load();
+  std::lock_guard lock(mu_);
+  h.rewinds = rewinds_.load();
+  for (const auto& [p, o] : owned_) {
+    h.partitions_owned.push_back(p);
+    h.rewinds += o.reader->rewinds();
+  }
+  h.held = later_.size();
+  if (!fatal_.empty()) {
+    h.state = SubscriptionState::fatal;
+    h.last_error = fatal_;
+  }
+  return h;
+}
+
+}  // namespace natsfleet::fleet

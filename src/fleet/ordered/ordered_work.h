@@ -1,0 +1,118 @@
+// Per-key ordered work (WorkSpec::ordering = per_key) at run time. The broker maps each key to a
+// partition (PartitionPlan, checked by a probe before anything starts); each partition has one
+// owner at a time, by lease (PartitionLeases: the epoch is the lease's revision); the owner reads
+// its partition as a log (PartitionReader) into per-key lanes (KeyLanes) that `concurrency`
+// handler threads run: a key's messages one at a time in stream order, different keys at once.
+// Every delivery carries the fencing token (partition, epoch, stream sequence), so a downstream
+// can refuse the late write of an owner that was paused past its lease.
+//
+// A handler's verdict, per message: ack (done); retry (the downstream is down: held in its lane
+// and tried again with backoff, no delivery used); nak or a throw (tried again in place after a
+// delay, up to max_deliver tries, then dead-lettered); term (dead-lettered). Nothing is ever
+// nak'd to the broker: a message leaves its lane only done, so its key never goes back in time.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fleet/ordered/partition_plan.h"
+#include "fleet/subscription_status.h"
+#include "fleet/supervised.h"
+#include "nats/jetstream_api.h"
+
+namespace natsfleet::fleet {
+
+class PartitionLeases;
+class PartitionReader;
+class StreamLeaseStore;
+
+class OrderedWork final : public Supervised {
+ public:
+  OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& context);
+  ~OrderedWork() override;
+
+  void start() override;
+  void connection_changed(bool connected) override;
+  void begin_shutdown() override;
+  bool finish_handlers(Clock::time_point deadline) override;
+  void join() override;
+  void wait_handlers() override;
+  SubscriptionHealth health() const override;
+
+ private:
+  // A lane ready to run: a key of a partition's current reader.
+  struct Ready {
+    int partition = 0;
+    std::string key;
+    const PartitionReader* reader = nullptr;  // stale once the partition's reader changed
+  };
+  // An owned partition: its reader, and whether it is being handed over.
+  struct Owned {
+    std::shared_ptr<PartitionReader> reader;
+    bool opened = false;
+    bool draining = false;  // assigned elsewhere: reads nothing more, finishes its lanes
+    Clock::time_point drain_deadline{};
+    int running = 0;  // handlers under way
+  };
+
+  void run();  // the supervisor: probe, bucket, then a lease round every lease / 4
+  bool set_up();
+  void round();
+  void take(int partition);
+  // The partition stops here at once (lost) or once drained (released).
+  void drop(int partition, bool lost);
+  void tend(int partition);
+  void work_loop();
+  // Under mu_: the next lane that may run now (due retries first become ready).
+  bool next_ready(std::unique_lock<std::mutex>& lock, Ready& out);
+  // The lane's front message through the handler (mu_ released meanwhile), then its verdict.
+  void run_one(std::unique_lock<std::mutex>& lock, Ready lane);
+  // Under mu_: the lane runs again after `delay`.
+  void wake_later(Ready lane, std::chrono::milliseconds delay);
+  // Every message of the partition at or below it is done (the lease's while nothing is read).
+  uint64_t checkpoint(int partition);
+  void wait_for(std::chrono::milliseconds d);
+
+  const WorkSpec spec_;
+  const WorkHandler handler_;
+  FleetContext& ctx_;
+  const PartitionPlan plan_;
+  const std::string me_;
+  SubscriptionStatus status_;
+  nats::JetStreamApi api_;
+  std::string stream_;
+  nats::RetentionPolicy retention_ = nats::RetentionPolicy::limits;
+  std::unique_ptr<StreamLeaseStore> store_;
+  std::unique_ptr<PartitionLeases> leases_;
+
+  std::thread thread_;
+  std::vector<std::thread> workers_;
+
+  mutable std::mutex mu_;  // the readers' lanes and everything below
+  std::condition_variable wake_;  // a lane is ready, a delay ran out, or stopping
+  std::map<int, Owned> owned_;
+  std::deque<Ready> ready_;
+  std::set<std::pair<int, std::string>> busy_;  // lanes whose handler runs now
+  std::multimap<Clock::time_point, Ready> later_;  // lanes waiting for a retry
+  bool stopping_ = false;
+  bool connected_ = false;
+  bool started_ = false;
+  std::string fatal_;
+  Clock::time_point last_round_ok_{};
+  std::string round_error_;
+  int retry_streak_ = 0;  // retryable failures since the last success (the downstream's backoff)
+
+  std::atomic<uint64_t> leases_taken_{0};
+  std::atomic<uint64_t> leases_lost_{0};
+  std::atomic<uint64_t> rewinds_{0};
+};
+
+}  // namespace natsfleet::fleet

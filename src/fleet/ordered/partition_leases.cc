@@ -1,0 +1,217 @@
+#include "fleet/ordered/partition_leases.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "base/fnv_hash.h"
+
+namespace natsfleet::fleet {
+namespace {
+
+constexpr std::string_view kMembers = "members.";
+
+bool refused_for_revision(const Error& e) { return e.is_jetstream(kJsWrongLastSequence); }
+
+}  // namespace
+
+std::string lease_key(int partition) { return "leases." + std::to_string(partition); }
+std::string member_key(const std::string& member) { return std::string(kMembers) + member; }
+
+std::string LeaseValue::encode() const {
+  return owner + ' ' + std::to_string(epoch) + ' ' + std::to_string(checkpoint) + ' ' +
+         (released ? "released" : "held");
+}
+
+std::optional<LeaseValue> LeaseValue::decode(const std::string& text) {
+  std::istringstream in(text);
+  LeaseValue v;
+  std::string state;
+  if (!(in >> v.owner >> v.epoch >> v.checkpoint >> state)) return std::nullopt;
+  if (state != "held" && state != "released") return std::nullopt;
+  v.released = state == "released";
+  return v;
+}
+
+PartitionLeases::PartitionLeases(LeaseStore& store, Options options,
+                                 std::function<Clock::time_point()> now)
+    : store_(store), options_(std::move(options)), now_(std::move(now)) {}
+
+std::string PartitionLeases::assignee(const std::vector<std::string>& members, int partition) {
+  std::string best;
+  uint64_t best_score = 0;
+  for (const auto& m : members) {
+    const uint64_t score = base::fnv1a_64(m + '/' + std::to_string(partition));
+    if (best.empty() || score > best_score || (score == best_score && m > best)) {
+      best = m;
+      best_score = score;
+    }
+  }
+  return best;
+}
+
+void PartitionLeases::note(std::map<std::string, Seen>& seen, const std::string& key,
+                           uint64_t revision, Clock::time_point now) {
+  auto [it, fresh] = seen.try_emplace(key, Seen{revision, now});
+  if (!fresh && it->second.revision != revision) it->second = Seen{revision, now};
+}
+
+Result<std::vector<std::string>> PartitionLeases::refresh_members(Clock::time_point now) {
+  if (auto mine = store_.put(member_key(options_.me), options_.me); !mine) return mine.error();
+  auto keys = store_.keys(std::string(kMembers));
+  if (!keys) return keys.error();
+  std::vector<std::string> live{options_.me};
+  for (const auto& key : *keys) {
+    const std::string member = key.substr(kMembers.size());
+    if (member == options_.me) continue;
+    auto value = store_.get(key);
+    if (!value) return value.error();
+    if (!*value) continue;
+    note(seen_, key, (*value)->revision, now);
+    const Seen& s = seen_[key];
+    if (now - s.since < options_.lease) {
+      live.push_back(member);
+    } else if (now - s.since >= options_.forget_member_after) {
+      (void)store_.remove(key);  // it comes back with its next round if it lives after all
+      seen_.erase(key);
+    }
+  }
+  std::sort(live.begin(), live.end());
+  return live;
+}
+
+PartitionLeases::Changes PartitionLeases::round(const std::function<uint64_t(int)>& checkpoint) {
+  Changes changes;
+  const Clock::time_point now = now_();
+  auto live = refresh_members(now);
+  if (!live) {
+    changes.error = live.error();
+    // Leases owned here are still renewed: an unreadable membership must not cost them.
+    for (int p : owned_partitions()) renew(p, checkpoint(p), changes);
+    return changes;
+  }
+  {
+    std::lock_guard lock(mu_);
+    members_ = *live;
+  }
+  for (int p = 0; p < options_.partitions; ++p) judge(p, *live, now, checkpoint, changes);
+  return changes;
+}
+
+void PartitionLeases::judge(int partition, const std::vector<std::string>& live,
+                            Clock::time_point now, const std::function<uint64_t(int)>& checkpoint,
+                            Changes& changes) {
+  const bool mine = owned(partition).has_value();
+  const bool assigned_here = assignee(live, partition) == options_.me;
+  if (mine) {
+    renew(partition, checkpoint(partition), changes);
+    if (!assigned_here && owned(partition)) changes.to_release.push_back(partition);
+    return;
+  }
+  if (!assigned_here) return;
+  auto current = store_.get(lease_key(partition));
+  if (!current) {
+    changes.error = current.error();
+    return;
+  }
+  if (!*current) return take(partition, *current, std::nullopt, changes);
+  note(seen_, lease_key(partition), (*current)->revision, now);
+  const auto lease = LeaseValue::decode((*current)->value);
+  // An unreadable lease is treated as held: it lapses like any other.
+  const bool lapsed = now - seen_[lease_key(partition)].since >= options_.lease + options_.margin;
+  if ((lease && lease->released) || lapsed) take(partition, *current, lease, changes);
+}
+
+void PartitionLeases::take(int partition, const std::optional<StoredValue>& current,
+                           const std::optional<LeaseValue>& lease, Changes& changes) {
+  LeaseValue mine{.owner = options_.me,
+                  .epoch = 0,
+                  .checkpoint = lease ? lease->checkpoint : 0,
+                  .released = false};
+  const Clock::time_point sent = now_();
+  auto revision = store_.put_if(lease_key(partition), mine.encode(),
+                                current ? current->revision : uint64_t{0});
+  if (!revision) {
+    if (!refused_for_revision(revision.error())) changes.error = revision.error();
+    return;  // another replica took it first, or the store did not answer
+  }
+  std::lock_guard lock(mu_);
+  owned_[partition] = Owned{.epoch = *revision,
+                            .revision = *revision,
+                            .checkpoint = mine.checkpoint,
+                            .valid_until = sent + options_.lease - options_.margin,
+                            .first = !current};
+  changes.taken.push_back(partition);
+}
+
+void PartitionLeases::renew(int partition, uint64_t checkpoint, Changes& changes) {
+  auto held = owned(partition);
+  if (!held) return;
+  const LeaseValue value{.owner = options_.me,
+                         .epoch = held->epoch,
+                         .checkpoint = std::max(checkpoint, held->checkpoint),
+                         .released = false};
+  const Clock::time_point sent = now_();
+  auto revision = store_.put_if(lease_key(partition), value.encode(), held->revision);
+  std::lock_guard lock(mu_);
+  auto it = owned_.find(partition);
+  if (it == owned_.end()) return;
+  if (revision) {
+    it->second.revision = *revision;
+    it->second.checkpoint = value.checkpoint;
+    it->second.valid_until = sent + options_.lease - options_.margin;
+  } else if (refused_for_revision(revision.error())) {
+    owned_.erase(it);
+    changes.lost.push_back(partition);
+  } else {
+    changes.error = revision.error();  // may_act() turns false when the lease may lapse
+  }
+}
+
+Result<void> PartitionLeases::release(int partition, uint64_t checkpoint) {
+  auto held = owned(partition);
+  if (!held) return {};
+  {
+    std::lock_guard lock(mu_);
+    owned_.erase(partition);  // from now on nothing of it starts here, whatever the store says
+  }
+  const LeaseValue value{.owner = options_.me,
+                         .epoch = held->epoch,
+                         .checkpoint = std::max(checkpoint, held->checkpoint),
+                         .released = true};
+  auto revision = store_.put_if(lease_key(partition), value.encode(), held->revision);
+  if (!revision) return revision.error();  // it lapses; the next owner takes it after a lease
+  return {};
+}
+
+void PartitionLeases::leave(const std::function<uint64_t(int)>& checkpoint) {
+  for (int p : owned_partitions()) (void)release(p, checkpoint(p));
+  (void)store_.remove(member_key(options_.me));
+}
+
+bool PartitionLeases::may_act(int partition) const {
+  const Clock::time_point now = now_();
+  std::lock_guard lock(mu_);
+  auto it = owned_.find(partition);
+  return it != owned_.end() && now < it->second.valid_until;
+}
+
+std::optional<PartitionLeases::Owned> PartitionLeases::owned(int partition) const {
+  std::lock_guard lock(mu_);
+  auto it = owned_.find(partition);
+  if (it == owned_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<int> PartitionLeases::owned_partitions() const {
+  std::lock_guard lock(mu_);
+  std::vector<int> out;
+  for (const auto& [p, _] : owned_) out.push_back(p);
+  return out;
+}
+
+std::vector<std::string> PartitionLeases::members() const {
+  std::lock_guard lock(mu_);
+  return members_;
+}
+
+}  // namespace natsfleet::fleet

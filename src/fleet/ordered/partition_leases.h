@@ -1,0 +1,126 @@
+// Who owns each partition of an ordered work. One lease per partition in a LeaseStore, written
+// only by compare-and-set on its last revision; the revision that took a lease is the owner's
+// epoch (it rises with every take, across the store). The rules, all on this replica's own
+// monotonic clock (nothing depends on clocks agreeing between hosts):
+//   - members: each replica writes `members.<id>` every round; a member is live while its
+//     revision was seen to change (or first seen) less than a lease time ago;
+//   - assignment: each partition goes to the live member with the highest rendezvous hash of
+//     (member, partition), so a member that comes or goes moves only its share;
+//   - take: a partition assigned here is taken when its lease is absent, released, or held by a
+//     revision this replica has seen unchanged for a whole lease time (its owner stopped renewing);
+//   - renew: the owner rewrites its lease every round with its checkpoint (every message of the
+//     partition at or below it is done); a renewal refused for its revision means another replica
+//     took the lease: the partition is lost at once;
+//   - act: an owner starts a handler only while may_act(): less than lease - margin since the
+//     last renewal that succeeded was sent, so it stops before any taker can begin;
+//   - hand over: an owner whose partition is assigned elsewhere is told to release it; it stops
+//     reading, lets its handlers finish, then release() commits the checkpoint and marks the
+//     lease released, which the new owner takes at once.
+//
+//   PartitionLeases leases(store, {.me = id, .partitions = 16});
+//   auto changes = leases.round([&](int p) { return checkpoint(p); });  // every lease / 4
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fleet/ordered/lease_store.h"
+
+namespace natsfleet::fleet {
+
+// A lease as written in the store: "<owner> <epoch> <checkpoint> held|released".
+struct LeaseValue {
+  std::string owner;
+  uint64_t epoch = 0;  // 0 in the write that takes it: the epoch is that write's revision
+  uint64_t checkpoint = 0;
+  bool released = false;
+
+  std::string encode() const;
+  static std::optional<LeaseValue> decode(const std::string& text);
+};
+
+class PartitionLeases {
+ public:
+  using Clock = std::chrono::steady_clock;
+  struct Options {
+    std::string me;  // this replica's member id: unique per process
+    int partitions = 16;
+    std::chrono::milliseconds lease{5000};
+    // Left of a lease when its owner stops starting handlers: covers the time a renewal takes
+    // and clock rates that differ a little.
+    std::chrono::milliseconds margin{1000};
+    // A member key unchanged this long is removed (a replica that died without leaving).
+    std::chrono::milliseconds forget_member_after{60000};
+  };
+  // A partition owned here.
+  struct Owned {
+    uint64_t epoch = 0;
+    uint64_t revision = 0;  // of the lease's last write here
+    uint64_t checkpoint = 0;
+    Clock::time_point valid_until{};  // starts no handler from then on
+    bool first = false;               // no lease had been written: the partition's first owner
+  };
+  // What a round changed.
+  struct Changes {
+    std::vector<int> taken;       // owned from now on (see owned())
+    std::vector<int> lost;        // another replica holds the lease: stop at once
+    std::vector<int> to_release;  // assigned elsewhere: drain, then release()
+    std::optional<Error> error;   // the store did not answer (the round did what it could)
+  };
+
+  PartitionLeases(LeaseStore& store, Options options,
+                  std::function<Clock::time_point()> now = &Clock::now);
+
+  // One round: membership, then each partition's lease. `checkpoint(p)` is committed with the
+  // renewal of a partition owned here. Called from one thread.
+  Changes round(const std::function<uint64_t(int)>& checkpoint);
+  // Commits `checkpoint` and marks the lease released; the partition is no longer owned here.
+  Result<void> release(int partition, uint64_t checkpoint);
+  // Gives up every partition's lease as released (with its checkpoint) and the membership.
+  void leave(const std::function<uint64_t(int)>& checkpoint);
+
+  // Whether a handler of `partition` may start now. Any thread.
+  bool may_act(int partition) const;
+  std::optional<Owned> owned(int partition) const;
+  std::vector<int> owned_partitions() const;
+  // The live members as last seen (this replica included).
+  std::vector<std::string> members() const;
+  // The member the partition is assigned to among `members` (rendezvous hashing).
+  static std::string assignee(const std::vector<std::string>& members, int partition);
+
+ private:
+  // The revision of a key as this replica saw it, and since when (its own clock).
+  struct Seen {
+    uint64_t revision = 0;
+    Clock::time_point since{};
+  };
+  Result<std::vector<std::string>> refresh_members(Clock::time_point now);
+  void judge(int partition, const std::vector<std::string>& live, Clock::time_point now,
+             const std::function<uint64_t(int)>& checkpoint, Changes& changes);
+  void take(int partition, const std::optional<StoredValue>& current,
+            const std::optional<LeaseValue>& lease, Changes& changes);
+  void renew(int partition, uint64_t checkpoint, Changes& changes);
+  void note(std::map<std::string, Seen>& seen, const std::string& key, uint64_t revision,
+            Clock::time_point now);
+
+  LeaseStore& store_;
+  const Options options_;
+  const std::function<Clock::time_point()> now_;
+  std::map<std::string, Seen> seen_;  // round() only
+
+  mutable std::mutex mu_;
+  std::map<int, Owned> owned_;
+  std::vector<std::string> members_;
+};
+
+// The key of partition p's lease, and of a member's presence.
+std::string lease_key(int partition);
+std::string member_key(const std::string& member);
+
+}  // namespace natsfleet::fleet

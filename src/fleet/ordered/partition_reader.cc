@@ -1,0 +1,261 @@
+#include "fleet/ordered/partition_reader.h"
+
+#include <algorithm>
+
+#include "base/subject_tokens.h"
+#include "consume/ack_metadata.h"
+#include "fleet/consumer_shape.h"
+#include "fleet/ordered/partition_plan.h"
+
+namespace natsfleet::fleet {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Acks of the checkpoint go out at most this often (and on stop and before a rewind).
+constexpr milliseconds kAckEvery{100};
+
+}  // namespace
+
+PartitionReader::PartitionReader(Setup setup, Deliver deliver)
+    : setup_(std::move(setup)),
+      deliver_(std::move(deliver)),
+      prefix_(partition_consumer(setup_.spec->name, setup_.partition)),
+      lanes_(setup_.checkpoint) {}
+
+PartitionReader::~PartitionReader() { stop_engine(); }
+
+std::string PartitionReader::consumer_name(uint64_t generation) const {
+  return prefix_ + "-e" + std::to_string(setup_.epoch) + "g" + std::to_string(generation);
+}
+
+std::string PartitionReader::key_of(const std::string& subject) const {
+  const auto tokens = base::subject_tokens(subject);
+  const auto at = static_cast<size_t>(setup_.plan->key_token() - 1);
+  return at < tokens.size() ? std::string(tokens[at]) : subject;
+}
+
+Result<void> PartitionReader::open() {
+  nats::JetStreamApi& api = *setup_.api;
+  auto names = api.consumer_names(setup_.stream);
+  if (!names) return names.error();
+  // Everything at or below an older consumer's ack floor was done by an owner before.
+  uint64_t done = setup_.checkpoint;
+  uint64_t oldest_floor = UINT64_MAX;
+  for (const auto& name : *names) {
+    if (name != prefix_ && !name.starts_with(prefix_ + "-e")) continue;
+    to_delete_.push_back(name);
+    auto info = api.consumer_info(setup_.stream, name);
+    if (!info) continue;
+    done = std::max(done, info->ack_floor_stream_seq);
+    oldest_floor = std::min(oldest_floor, info->ack_floor_stream_seq);
+  }
+  uint64_t start = done + 1;
+  if (setup_.first_term && to_delete_.empty() && setup_.spec->start == StartAt::new_messages) {
+    auto info = api.stream_info(setup_.stream);
+    if (!info) return info.error();
+    done = info->last_seq;
+    start = done + 1;
+  } else if (oldest_floor != UINT64_MAX && oldest_floor < done) {
+    // What an older owner did but acked nowhere is read again as known, and acked here, so a
+    // work-queue or interest stream lets go of it.
+    start = oldest_floor + 1;
+  }
+  lanes_ = KeyLanes(done);
+  if (auto made = make_consumer(start); !made) return made;
+  return start_engine();
+}
+
+Result<void> PartitionReader::make_consumer(uint64_t start) {
+  nats::JetStreamApi& api = *setup_.api;
+  const std::string name = consumer_name(generation_);
+  const nats::ConsumerConfig c = reader_consumer_config(
+      {.name = name,
+       .description = partition_description(setup_.spec->name, setup_.partition),
+       .filter = setup_.plan->filter(setup_.partition),
+       .start = start,
+       .work = setup_.spec->name,
+       .partition = setup_.partition,
+       .epoch = setup_.epoch});
+  // A work-queue stream admits one consumer per subject: the old ones go first. Otherwise the
+  // new one comes first, so an interest stream never lacks a consumer of the partition.
+  const bool work_queue = setup_.retention == nats::RetentionPolicy::work_queue;
+  if (work_queue) {
+    delete_old_consumers();
+    if (!to_delete_.empty())
+      return Result<void>(Errc::timeout, "cannot delete consumer " + to_delete_.front());
+  }
+  auto made = api.create_consumer(setup_.stream, c);
+  if (!made) return made.error();
+  {
+    std::lock_guard lock(*setup_.mu);
+    consumer_ = name;
+  }
+  if (!work_queue) delete_old_consumers();
+  return {};
+}
+
+void PartitionReader::delete_old_consumers() {
+  std::vector<std::string> left;
+  for (const auto& old : to_delete_) {
+    if (old == consumer_name(generation_)) continue;
+    auto gone = setup_.api->delete_consumer(setup_.stream, old);
+    if (!gone && !gone.error().is_consumer_not_found()) left.push_back(old);
+  }
+  to_delete_ = std::move(left);
+}
+
+Result<void> PartitionReader::start_engine() {
+  consume::PullEngine::Options o;
+  o.stream = setup_.stream;
+  o.consumer = consumer_name(generation_);
+  o.batch = setup_.window;
+  o.expires = setup_.spec->pull_expires;
+  o.heartbeat = setup_.spec->heartbeat;
+  o.ack_wait = milliseconds(0);  // the log rule finds what a gap lost
+  auto engine = std::make_unique<consume::PullEngine>(
+      *setup_.connection, o,
+      [this](std::vector<nats::InboundMessage>& batch) { deliver_(*this, batch); },
+      [this](const consume::PullStatus& s) {
+        if (s.signal == consume::PullSignal::consumer_deleted ||
+            s.signal == consume::PullSignal::no_responders) {
+          std::lock_guard lock(signal_mu_);
+          lost_consumer_ = true;
+        }
+      });
+  consume::PullEngine* started = engine.get();
+  {
+    std::lock_guard lock(*setup_.mu);
+    engine_ = std::move(engine);
+    engine_->set_window(static_cast<int>(
+        std::max<int64_t>(1, setup_.window - static_cast<int64_t>(inherited_))));
+  }
+  return started->start();
+}
+
+void PartitionReader::stop_engine() {
+  std::unique_ptr<consume::PullEngine> engine;
+  {
+    std::lock_guard lock(*setup_.mu);
+    engine = std::move(engine_);
+  }
+  if (engine) engine->stop();  // waits for a callback under way, which takes the lock
+}
+
+void PartitionReader::accept(std::vector<nats::InboundMessage>& batch,
+                             std::vector<std::string>& ready) {
+  for (auto& in : batch) {
+    auto d = consume::parse_ack_subject(in.reply);
+    const bool ours = d && d->consumer == consumer_ && engine_ && !hole_;
+    if (!ours) continue;
+    const bool next = d->consumer_seq == last_consumer_seq_ + 1;
+    const bool skipped = last_consumer_seq_ != 0 && d->pending + 1 < last_pending_ &&
+                         d->stream_seq > lanes_.read_to();
+    if (!next || skipped) {
+      hole_ = true;
+      hole_why_ = !next ? "delivery " + std::to_string(d->consumer_seq) + " came after " +
+                              std::to_string(last_consumer_seq_)
+                        : "pending fell from " + std::to_string(last_pending_) + " to " +
+                              std::to_string(d->pending);
+      continue;
+    }
+    last_consumer_seq_ = d->consumer_seq;
+    last_pending_ = d->pending;
+    if (d->stream_seq > acked_) replies_[d->stream_seq] = in.reply;
+    if (d->stream_seq <= lanes_.read_to()) {  // known: done, or waiting in its lane
+      engine_->message_done();
+      continue;
+    }
+    std::string key = key_of(in.subject);
+    d->delivered = 1;
+    d->consumer = prefix_;
+    Message m(std::move(in.subject), std::move(in.data), std::move(in.headers), std::move(*d), {},
+              nullptr, FencingToken{.partition = setup_.partition, .epoch = setup_.epoch});
+    if (lanes_.push(key, KeyLanes::Item{.message = std::move(m), .generation = generation_}))
+      ready.push_back(std::move(key));
+  }
+}
+
+bool PartitionReader::done(const std::string& key) {
+  if (!lanes_.has(key)) return false;  // cleared meanwhile: the next owner reads it again
+  if (lanes_.front(key).generation == generation_) {
+    if (engine_) engine_->message_done();
+  } else if (inherited_ > 0) {
+    --inherited_;
+    if (engine_)
+      engine_->set_window(static_cast<int>(
+          std::max<int64_t>(1, setup_.window - static_cast<int64_t>(inherited_))));
+  }
+  return lanes_.pop(key);
+}
+
+void PartitionReader::tick() {
+  bool lost = false;
+  {
+    std::lock_guard lock(signal_mu_);
+    lost = std::exchange(lost_consumer_, false);
+  }
+  std::string why;
+  bool missed = false;
+  consume::PullEngine* engine = nullptr;
+  {
+    std::lock_guard lock(*setup_.mu);
+    if (hole_) why = hole_why_;
+    engine = engine_.get();
+    if (engine) missed = engine->heartbeat_missed();
+    if (why.empty() && engine &&
+        std::chrono::steady_clock::now() - acked_at_ >= kAckEvery)
+      ack_checkpoint_locked();
+  }
+  if (why.empty() && !engine) why = "its consumer could not be made";
+  if (why.empty() && lost) why = "its consumer is gone";
+  if (why.empty() && missed) why = "the broker's heartbeats stopped";
+  if (!why.empty()) return rewind(why);
+  if (reconnected_.exchange(false)) engine->restart_pulls();
+  engine->tick();  // only this thread replaces the engine
+  if (!to_delete_.empty()) delete_old_consumers();
+}
+
+void PartitionReader::ack_checkpoint_locked() {
+  acked_at_ = std::chrono::steady_clock::now();
+  const uint64_t checkpoint = lanes_.checkpoint();
+  auto it = replies_.upper_bound(checkpoint);
+  if (it == replies_.begin()) return;
+  --it;
+  (void)setup_.connection->publish(it->second, std::string(consume::kAckBody));
+  acked_ = it->first;
+  replies_.erase(replies_.begin(), std::next(it));
+}
+
+void PartitionReader::rewind(const std::string& why) {
+  last_rewind_why_ = why;
+  stop_engine();
+  uint64_t start = 0;
+  {
+    std::lock_guard lock(*setup_.mu);
+    ack_checkpoint_locked();
+    // Everything after the checkpoint is read again: what is known is skipped, the rest taken.
+    start = lanes_.checkpoint() + 1;
+    if (!consumer_.empty()) to_delete_.push_back(consumer_);
+    consumer_.clear();
+    ++generation_;
+    inherited_ = lanes_.waiting();
+    hole_ = false;
+    last_consumer_seq_ = 0;
+    last_pending_ = 0;
+    replies_.clear();
+  }
+  ++rewinds_;
+  if (auto made = make_consumer(start); !made) return;  // tried again next tick
+  (void)start_engine();
+}
+
+void PartitionReader::stop() {
+  {
+    std::lock_guard lock(*setup_.mu);
+    ack_checkpoint_locked();
+  }
+  stop_engine();
+}
+
+}  // namespace natsfleet::fleet

@@ -1,0 +1,126 @@
+// An owner reading its partition as a log, for one epoch of its lease. The partition is read
+// through a consumer of this reader's own (`<work>-p<p>-e<epoch>g<n>`, acked with AckAll), so
+// nobody else's deliveries, redeliveries or leader changes interleave with it; deliveries come
+// pipelined (consume::PullEngine), many in flight. The log rule, in accept():
+//   - a message at or below what was read already is known: skipped (its delivery is kept only
+//     to ack the checkpoint through the current consumer);
+//   - the next message must come with the next consumer sequence, and its pending count may not
+//     fall by more than one: otherwise a delivery went missing (a pause, a reconnect, a broker
+//     that skipped one). Nothing after the hole is taken; the reader rewinds: a new consumer
+//     from the checkpoint + 1, the old one deleted.
+// A missed heartbeat or a deleted consumer rewinds too. Acks: AckAll at the checkpoint, so
+// interest and work-queue streams let go of what is done.
+//
+// Threads: accept(), done() and lanes() under `Setup::mu`, held by the caller; open(), tick()
+// and stop() on the caller's supervisor thread without it (they take it when they need it, and
+// wait for nats.c's callbacks without it).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "consume/pull_engine.h"
+#include "fleet/ordered/key_lanes.h"
+#include "nats/jetstream_api.h"
+#include "nats/stream_config.h"
+#include "natsfleet/spec.h"
+
+namespace natsfleet::fleet {
+
+class PartitionPlan;
+
+class PartitionReader {
+ public:
+  struct Setup {
+    std::mutex* mu = nullptr;  // guards the lanes; the caller's
+    nats::Connection* connection = nullptr;
+    nats::JetStreamApi* api = nullptr;
+    const PartitionPlan* plan = nullptr;
+    const WorkSpec* spec = nullptr;
+    std::string stream;
+    nats::RetentionPolicy retention = nats::RetentionPolicy::limits;
+    int partition = 0;
+    uint64_t epoch = 0;
+    uint64_t checkpoint = 0;  // the lease's: every message at or below it is done
+    // No lease was ever written for the partition: where to begin (WorkSpec::start).
+    bool first_term = false;
+    int window = 256;  // messages read and not done, at most
+  };
+  // Called from nats.c's thread with this reader's deliveries; it takes the caller's lock and
+  // calls accept().
+  using Deliver = std::function<void(PartitionReader&, std::vector<nats::InboundMessage>&)>;
+
+  PartitionReader(Setup setup, Deliver deliver);
+  ~PartitionReader();
+  PartitionReader(const PartitionReader&) = delete;
+  PartitionReader& operator=(const PartitionReader&) = delete;
+
+  // Finds where to resume (the lease's checkpoint, the ack floors of the partition's older
+  // consumers), makes this reader's consumer, deletes the older ones, starts reading.
+  Result<void> open();
+  // Under the caller's lock: the log rule above; the keys whose lanes became ready go to `ready`.
+  void accept(std::vector<nats::InboundMessage>& batch, std::vector<std::string>& ready);
+  // Under the lock: the key's front message is done (popped). True when its lane has more.
+  bool done(const std::string& key);
+  // Supervisor upkeep: pulls, a rewind when one is due, the checkpoint's ack.
+  void tick();
+  // The connection came back: the next tick pulls afresh (waiting requests may be gone).
+  void reconnected() { reconnected_ = true; }
+  // Stops reading (no deliveries once it returns) and acks the checkpoint.
+  void stop();
+
+  int partition() const { return setup_.partition; }
+  uint64_t epoch() const { return setup_.epoch; }
+  // Under the caller's lock.
+  KeyLanes& lanes() { return lanes_; }
+  uint64_t rewinds() const { return rewinds_.load(); }
+  // Why the reader last rewound (supervisor thread).
+  const std::string& last_rewind_why() const { return last_rewind_why_; }
+  // The key of a message read from the partition (its key token).
+  std::string key_of(const std::string& subject) const;
+
+ private:
+  std::string consumer_name(uint64_t generation) const;
+  // Makes consumer `generation` reading from `start`, and deletes the others of the partition.
+  Result<void> make_consumer(uint64_t start);
+  Result<void> start_engine();
+  void stop_engine();
+  void rewind(const std::string& why);
+  void ack_checkpoint_locked();
+  void delete_old_consumers();
+
+  const Setup setup_;
+  const Deliver deliver_;
+  std::string prefix_;  // of every consumer of the partition, "<work>-p<p>"
+
+  // Under Setup::mu.
+  KeyLanes lanes_;
+  uint64_t generation_ = 0;
+  std::string consumer_;
+  std::unique_ptr<consume::PullEngine> engine_;
+  size_t inherited_ = 0;  // messages in the lanes from an earlier generation's consumer
+  uint64_t last_consumer_seq_ = 0;
+  uint64_t last_pending_ = 0;
+  bool hole_ = false;
+  std::string hole_why_;
+  std::map<uint64_t, std::string> replies_;  // stream seq -> the current consumer's delivery
+  uint64_t acked_ = 0;
+
+  // Supervisor thread.
+  std::vector<std::string> to_delete_;
+  std::atomic<uint64_t> rewinds_{0};
+  std::string last_rewind_why_;
+  std::chrono::steady_clock::time_point acked_at_{};
+  std::mutex signal_mu_;
+  bool lost_consumer_ = false;  // a status said it is gone
+  std::atomic<bool> reconnected_{false};
+};
+
+}  // namespace natsfleet::fleet

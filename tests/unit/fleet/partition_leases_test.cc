@@ -1,0 +1,257 @@
+// The lease rules of ordered work (fleet/ordered/partition_leases.h) on a simulated clock and a
+// store in memory: take, renew, lapse, stale commit, handover.
+#include "fleet/ordered/partition_leases.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+namespace natsfleet::fleet {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = PartitionLeases::Clock;
+
+// A key-value store with compare-and-set, as the broker's bucket behaves; `down` makes every
+// call fail as an unreachable broker does.
+class MemoryStore final : public LeaseStore {
+ public:
+  Result<std::optional<StoredValue>> get(const std::string& key) override {
+    if (down) return unreachable();
+    auto it = values.find(key);
+    if (it == values.end()) return std::optional<StoredValue>();
+    return std::optional<StoredValue>(it->second);
+  }
+  Result<uint64_t> put_if(const std::string& key, const std::string& value,
+                          uint64_t expected) override {
+    if (down) return unreachable();
+    auto it = values.find(key);
+    const uint64_t last = it == values.end() ? 0 : it->second.revision;
+    if (last != expected)
+      return Error{std::error_code(kJsWrongLastSequence, jetstream_category()), "wrong last"};
+    return put(key, value);
+  }
+  Result<uint64_t> put(const std::string& key, const std::string& value) override {
+    if (down) return unreachable();
+    values[key] = StoredValue{++sequence, value};
+    return sequence;
+  }
+  Result<void> remove(const std::string& key) override {
+    if (down) return Result<void>(Errc::timeout, "unreachable");
+    values.erase(key);
+    return {};
+  }
+  Result<std::vector<std::string>> keys(const std::string& prefix) override {
+    if (down) return unreachable();
+    std::vector<std::string> out;
+    for (const auto& [k, _] : values)
+      if (k.rfind(prefix, 0) == 0) out.push_back(k);
+    return out;
+  }
+
+  LeaseValue lease(int p) const { return *LeaseValue::decode(values.at(lease_key(p)).value); }
+
+  std::map<std::string, StoredValue> values;
+  uint64_t sequence = 0;
+  bool down = false;
+
+ private:
+  static Error unreachable() { return Error{make_error_code(Errc::timeout), "unreachable"}; }
+};
+
+constexpr int kPartitions = 8;
+constexpr auto kLease = 5000ms;
+constexpr auto kMargin = 1000ms;
+
+class Leases : public ::testing::Test {
+ protected:
+  PartitionLeases replica(const std::string& id) {
+    return PartitionLeases(store, {.me = id, .partitions = kPartitions, .lease = kLease,
+                                   .margin = kMargin, .forget_member_after = 60s},
+                           [this] { return now; });
+  }
+  static uint64_t none(int) { return 0; }
+
+  MemoryStore store;
+  Clock::time_point now{Clock::duration(1'000'000'000)};
+};
+
+std::vector<int> sorted(std::vector<int> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TEST_F(Leases, TheOnlyMemberTakesEveryPartitionEachUnderItsOwnEpoch) {
+  auto a = replica("a");
+  auto changes = a.round(none);
+  EXPECT_FALSE(changes.error);
+  ASSERT_EQ(sorted(changes.taken).size(), size_t{kPartitions});
+  std::set<uint64_t> epochs;
+  for (int p = 0; p < kPartitions; ++p) {
+    ASSERT_TRUE(a.may_act(p));
+    epochs.insert(a.owned(p)->epoch);
+    EXPECT_EQ(store.lease(p).owner, "a");
+  }
+  EXPECT_EQ(epochs.size(), size_t{kPartitions});
+}
+
+TEST_F(Leases, AMemberThatJoinsGetsItsShareByAHandoverAndANewEpoch) {
+  auto a = replica("a");
+  auto b = replica("b");
+  (void)a.round(none);
+  now += 1s;
+  // b sees a live and its leases renewed: it takes nothing a holds.
+  EXPECT_TRUE(b.round(none).taken.empty());
+  now += 1s;
+  auto handing = a.round([](int p) { return uint64_t(100 + p); });
+  ASSERT_FALSE(handing.to_release.empty()) << "a sees b and gives up b's share";
+  std::map<int, uint64_t> old_epochs;
+  for (int p : handing.to_release) {
+    EXPECT_EQ(PartitionLeases::assignee({"a", "b"}, p), "b");
+    old_epochs[p] = a.owned(p)->epoch;
+    ASSERT_TRUE(a.release(p, 100 + p));
+    EXPECT_FALSE(a.may_act(p));
+    EXPECT_TRUE(store.lease(p).released);
+  }
+  now += 1s;
+  auto taking = b.round(none);
+  EXPECT_EQ(sorted(taking.taken), sorted(handing.to_release)) << "a released lease is taken at once";
+  for (int p : taking.taken) {
+    EXPECT_EQ(b.owned(p)->checkpoint, uint64_t(100 + p)) << "the checkpoint comes with the lease";
+    EXPECT_GT(b.owned(p)->epoch, old_epochs[p]);
+  }
+  // Each partition has exactly one owner.
+  for (int p = 0; p < kPartitions; ++p) EXPECT_NE(a.may_act(p), b.may_act(p)) << p;
+}
+
+TEST_F(Leases, EpochsRiseAcrossOwners) {
+  auto a = replica("a");
+  (void)a.round(none);
+  const uint64_t first = a.owned(3)->epoch;
+  ASSERT_TRUE(a.release(3, 7));
+  auto b = replica("b");
+  now += 1s;
+  (void)b.round(none);  // b alone sees itself and a: a's share stays a's, a released p3
+  if (!b.owned(3)) {
+    a.leave(none);
+    now += kLease + kMargin + 1s;
+    (void)b.round(none);
+  }
+  ASSERT_TRUE(b.owned(3));
+  EXPECT_GT(b.owned(3)->epoch, first);
+}
+
+TEST_F(Leases, AHeldLeaseIsTakenOnlyAfterAWholeLeaseUnrenewed) {
+  auto a = replica("a");
+  (void)a.round(none);
+  auto b = replica("b");
+  // a stops renewing (killed, or paused) from here on.
+  now += 1s;
+  (void)b.round(none);  // first sight of a's member key and leases
+  now += kLease + 1ms;  // a no longer live: every partition is b's by assignment...
+  (void)b.round(none);
+  now += kMargin - 2ms;  // ...but a lease seen unchanged for less than lease + margin is kept
+  EXPECT_TRUE(b.round(none).taken.empty());
+  EXPECT_TRUE(b.owned_partitions().empty());
+  now += 2ms;
+  EXPECT_EQ(b.round(none).taken.size(), size_t{kPartitions});
+}
+
+TEST_F(Leases, AnOwnerStopsActingBeforeATakerCanBegin) {
+  auto a = replica("a");
+  const Clock::time_point renewed = now;
+  (void)a.round(none);
+  now = renewed + kLease - kMargin - 1ms;
+  EXPECT_TRUE(a.may_act(0));
+  now = renewed + kLease - kMargin;
+  EXPECT_FALSE(a.may_act(0)) << "no handler starts once the lease may lapse";
+}
+
+TEST_F(Leases, AStaleOwnersRenewalFailsAndItStopsAtOnce) {
+  auto a = replica("a");
+  (void)a.round(none);
+  auto b = replica("b");
+  now += 1s;
+  (void)b.round(none);
+  now += kLease + kMargin + 1ms;  // a was paused all this time
+  (void)b.round(none);
+  (void)b.round(none);
+  ASSERT_EQ(b.owned_partitions().size(), size_t{kPartitions});
+  // a resumes: its clock moved too; its renewals are refused, and it stops.
+  auto resumed = a.round([](int) { return uint64_t{999}; });
+  EXPECT_EQ(sorted(resumed.lost).size(), size_t{kPartitions});
+  for (int p = 0; p < kPartitions; ++p) {
+    EXPECT_FALSE(a.may_act(p));
+    EXPECT_EQ(store.lease(p).owner, "b");
+    EXPECT_NE(store.lease(p).checkpoint, uint64_t{999}) << "a stale owner commits nothing";
+  }
+}
+
+TEST_F(Leases, AnUnreachableStoreLetsTheLeaseLapseHereAndARenewalRestoresIt) {
+  auto a = replica("a");
+  (void)a.round(none);
+  store.down = true;
+  now += kLease - kMargin;
+  auto cut = a.round(none);
+  ASSERT_TRUE(cut.error);
+  EXPECT_TRUE(cut.lost.empty()) << "not answered is not lost";
+  EXPECT_FALSE(a.may_act(0));
+  store.down = false;
+  now += 1s;
+  auto back = a.round(none);
+  EXPECT_TRUE(back.lost.empty());
+  EXPECT_TRUE(a.may_act(0)) << "nobody took it: the renewal holds";
+}
+
+TEST_F(Leases, ACheckpointCommitsWithTheRenewal) {
+  auto a = replica("a");
+  (void)a.round(none);
+  now += 1s;
+  (void)a.round([](int p) { return uint64_t(40 + p); });
+  for (int p = 0; p < kPartitions; ++p) EXPECT_EQ(store.lease(p).checkpoint, uint64_t(40 + p));
+  (void)a.round(none);
+  EXPECT_EQ(store.lease(2).checkpoint, uint64_t{42}) << "a checkpoint never goes back";
+}
+
+TEST_F(Leases, LeavingReleasesEveryLeaseForTheSurvivorAtOnce) {
+  auto a = replica("a");
+  auto b = replica("b");
+  (void)a.round(none);
+  (void)b.round(none);
+  (void)a.round(none);
+  for (int p : a.owned_partitions())
+    if (PartitionLeases::assignee({"a", "b"}, p) == "b") {
+      ASSERT_TRUE(a.release(p, 0));
+    }
+  (void)b.round(none);
+  a.leave([](int) { return uint64_t{5}; });
+  now += 1ms;
+  (void)b.round(none);  // a's member key is gone: b is the only member, its leases released
+  EXPECT_EQ(b.owned_partitions().size(), size_t{kPartitions});
+}
+
+TEST_F(Leases, AMemberKeyUnchangedForLongIsForgotten) {
+  auto a = replica("a");
+  (void)a.round(none);
+  auto b = replica("b");
+  (void)b.round(none);
+  now += 61s;
+  (void)b.round(none);
+  EXPECT_EQ(store.values.count(member_key("a")), size_t{0});
+  EXPECT_EQ(b.members(), std::vector<std::string>{"b"});
+}
+
+TEST(LeaseValue, ReadsWhatItWrites) {
+  const LeaseValue v{.owner = "host-1-77", .epoch = 12, .checkpoint = 900, .released = true};
+  auto back = LeaseValue::decode(v.encode());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->owner, "host-1-77");
+  EXPECT_EQ(back->epoch, uint64_t{12});
+  EXPECT_EQ(back->checkpoint, uint64_t{900});
+  EXPECT_TRUE(back->released);
+  EXPECT_FALSE(LeaseValue::decode("garbage"));
+}
+
+}  // namespace
+}  // namespace natsfleet::fleet
