@@ -45,11 +45,18 @@ bench: build
 	@$(BUILD)/bench/natsfleet-relay-bench
 
 # natsfleet under random faults (tests/chaos): `make chaos SECONDS=60 SEED=7` for a short or
-# replayed run. Each run writes its history, summary.json and timeline.png under chaos-runs/.
+# replayed run; BROKER=2.10 or BROKER=2.15 runs it on that nats-server, fetched by the build, in
+# place of Debian 12's 2.9. Each run writes its history, summary.json and timeline.png under
+# chaos-runs/.
 SECONDS ?= 300
 SEED    ?=
+BROKER  ?=
+BROKER_BIN = $(abspath $(BUILD))/nats-server-$(BROKER)/usr/bin
 chaos: build
-	@$(BUILD)/tests/chaos/natsfleet-chaos run --seconds $(SECONDS) $(if $(SEED),--seed $(SEED))
+	@$(if $(BROKER),test -x $(BROKER_BIN)/nats-server || \
+	  { echo "make chaos: no nats-server $(BROKER) in $(BROKER_BIN)" >&2; exit 2; })
+	@$(if $(BROKER),PATH=$(BROKER_BIN):$$PATH) $(BUILD)/tests/chaos/natsfleet-chaos run \
+	  --seconds $(SECONDS) $(if $(SEED),--seed $(SEED))
 
 # Integration tests under AddressSanitizer + UBSan, and under ThreadSanitizer.
 asan: deps
