@@ -203,9 +203,10 @@ nats::ConsumerConfig reader_consumer_config(const ReaderConsumer& reader) {
   nats::ConsumerConfig c;
   c.durable_name = reader.name;
   c.description = reader.description;
-  c.deliver_policy = nats::DeliverPolicy::by_start_sequence;
-  c.opt_start_seq = std::max<uint64_t>(reader.start, 1);
-  c.ack_policy = nats::AckPolicy::all;
+  c.deliver_policy =
+      reader.work_queue ? nats::DeliverPolicy::all : nats::DeliverPolicy::by_start_sequence;
+  if (!reader.work_queue) c.opt_start_seq = std::max<uint64_t>(reader.start, 1);
+  c.ack_policy = reader.work_queue ? nats::AckPolicy::explicit_ack : nats::AckPolicy::all;
   // Nobody else reads it, so a redelivery only follows a message held this long (a downstream
   // outage): the reader skips it as known, or reads again after the hole it leaves.
   c.ack_wait = std::chrono::minutes(10);

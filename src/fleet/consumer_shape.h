@@ -41,6 +41,9 @@ struct ReaderConsumer {
   std::string work;
   int partition = 0;
   uint64_t epoch = 0;
+  // A work-queue stream: explicit acks only (each message up to the checkpoint is acked) and
+  // delivery from its first message (everything acked is gone from it; `start` is unused).
+  bool work_queue = false;
 };
 nats::ConsumerConfig reader_consumer_config(const ReaderConsumer& reader);
 

@@ -7,6 +7,7 @@
 //   Item& next = lanes.front("k1");  ...  if (lanes.pop("k1")) ready.push_back("k1");
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <set>
@@ -23,6 +24,8 @@ class KeyLanes {
     Message message;
     std::string reply;  // where the delivery's ack goes
     int rejections = 0;
+    // When its handler last answered retry (steady clock ticks; 0: never).
+    int64_t retried_at = 0;
     uint64_t generation = 0;  // of the reader's consumer that delivered it
   };
 

@@ -182,6 +182,7 @@ void OrderedWork::round() {
   const Clock::time_point now = Clock::now();
   if (changes.error) {
     round_error_ = changes.error->describe();
+    ctx_.log->debug("work {}: lease round: {}", spec_.name, round_error_);
     if (now - last_round_ok_ > spec_.lease)
       status_.set_state(SubscriptionState::recovering,
                         "the lease bucket does not answer: " + round_error_);
@@ -352,6 +353,7 @@ void OrderedWork::run_one(std::unique_lock<std::mutex>& lock, Ready lane) {
   KeyLanes::Item& item = it->second.reader->lanes().front(lane.key);
   const Message message = item.message;
   const int rejections = item.rejections;
+  const int64_t retried_at = item.retried_at;
   ++it->second.running;
   busy_.insert({lane.partition, lane.key});
   lock.unlock();
@@ -371,6 +373,11 @@ void OrderedWork::run_one(std::unique_lock<std::mutex>& lock, Ready lane) {
     outcome = Disposition::nak().because("the handler threw");
   }
   using Kind = Disposition::Kind;
+  // A retry while other messages succeed since its last one: this message is the problem, not
+  // the downstream (the contract of Disposition::retry), so it uses a delivery.
+  if (outcome->kind() == Kind::retry && retried_at != 0 && last_success_.load() > retried_at)
+    outcome = Disposition::nak(outcome->delay())
+                  .because("failed again while other messages succeeded: " + outcome->reason());
   const bool rejected = outcome->kind() == Kind::nak;
   bool finished = outcome->kind() == Kind::ack;
   bool hold = outcome->kind() == Kind::retry;
@@ -410,7 +417,10 @@ void OrderedWork::run_one(std::unique_lock<std::mutex>& lock, Ready lane) {
   --it->second.running;
   PartitionReader& reader = *it->second.reader;
   if (finished) {
-    if (outcome->kind() == Kind::ack) ++status_.counters.acked;
+    if (outcome->kind() == Kind::ack) {
+      ++status_.counters.acked;
+      last_success_ = Clock::now().time_since_epoch().count();
+    }
     if (retry_streak_ > 0) {
       retry_streak_ = 0;
       status_.set_downstream(false, {}, 0);
@@ -422,6 +432,8 @@ void OrderedWork::run_one(std::unique_lock<std::mutex>& lock, Ready lane) {
   if (hold) {
     ++status_.counters.retried;
     ++retry_streak_;
+    if (reader.lanes().has(lane.key))
+      reader.lanes().front(lane.key).retried_at = Clock::now().time_since_epoch().count();
     status_.set_downstream(true, outcome->reason(), later_.size() + 1);
     wake_later(std::move(lane),
                std::max(outcome->delay(), doubling(spec_.retry_min, spec_.retry_max, retry_streak_)));

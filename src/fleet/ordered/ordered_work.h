@@ -109,6 +109,7 @@ class OrderedWork final : public Supervised {
   Clock::time_point last_round_ok_{};
   std::string round_error_;
   int retry_streak_ = 0;  // retryable failures since the last success (the downstream's backoff)
+  std::atomic<Clock::rep> last_success_{0};  // when a handler last acked (steady clock ticks)
 
   std::atomic<uint64_t> leases_taken_{0};
   std::atomic<uint64_t> leases_lost_{0};

@@ -12,6 +12,17 @@ constexpr std::string_view kMembers = "members.";
 
 bool refused_for_revision(const Error& e) { return e.is_jetstream(kJsWrongLastSequence); }
 
+// FNV-1a mixes its last bytes into the low bits only: ids that differ at their end would rank
+// alike for every partition. A 64-bit finalizer spreads every input bit over the result.
+uint64_t mixed(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
 }  // namespace
 
 std::string lease_key(int partition) { return "leases." + std::to_string(partition); }
@@ -40,7 +51,7 @@ std::string PartitionLeases::assignee(const std::vector<std::string>& members, i
   std::string best;
   uint64_t best_score = 0;
   for (const auto& m : members) {
-    const uint64_t score = base::fnv1a_64(m + '/' + std::to_string(partition));
+    const uint64_t score = mixed(base::fnv1a_64(std::to_string(partition) + '/' + m));
     if (best.empty() || score > best_score || (score == best_score && m > best)) {
       best = m;
       best_score = score;

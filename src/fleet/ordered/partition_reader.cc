@@ -76,7 +76,8 @@ Result<void> PartitionReader::make_consumer(uint64_t start) {
        .start = start,
        .work = setup_.spec->name,
        .partition = setup_.partition,
-       .epoch = setup_.epoch});
+       .epoch = setup_.epoch,
+       .work_queue = setup_.retention == nats::RetentionPolicy::work_queue});
   // A work-queue stream admits one consumer per subject: the old ones go first. Otherwise the
   // new one comes first, so an interest stream never lacks a consumer of the partition.
   const bool work_queue = setup_.retention == nats::RetentionPolicy::work_queue;
@@ -219,12 +220,16 @@ void PartitionReader::tick() {
 void PartitionReader::ack_checkpoint_locked() {
   acked_at_ = std::chrono::steady_clock::now();
   const uint64_t checkpoint = lanes_.checkpoint();
-  auto it = replies_.upper_bound(checkpoint);
-  if (it == replies_.begin()) return;
-  --it;
-  (void)setup_.connection->publish(it->second, std::string(consume::kAckBody));
-  acked_ = it->first;
-  replies_.erase(replies_.begin(), std::next(it));
+  auto end = replies_.upper_bound(checkpoint);
+  if (end == replies_.begin()) return;
+  // AckAll: the newest delivery at or below the checkpoint acks the others; explicit: each.
+  if (setup_.retention == nats::RetentionPolicy::work_queue)
+    for (auto it = replies_.begin(); it != end; ++it)
+      (void)setup_.connection->publish(it->second, std::string(consume::kAckBody));
+  else
+    (void)setup_.connection->publish(std::prev(end)->second, std::string(consume::kAckBody));
+  acked_ = std::prev(end)->first;
+  replies_.erase(replies_.begin(), end);
 }
 
 void PartitionReader::rewind(const std::string& why) {

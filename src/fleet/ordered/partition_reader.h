@@ -8,8 +8,9 @@
 //     fall by more than one: otherwise a delivery went missing (a pause, a reconnect, a broker
 //     that skipped one). Nothing after the hole is taken; the reader rewinds: a new consumer
 //     from the checkpoint + 1, the old one deleted.
-// A missed heartbeat or a deleted consumer rewinds too. Acks: AckAll at the checkpoint, so
-// interest and work-queue streams let go of what is done.
+// A missed heartbeat or a deleted consumer rewinds too. Acks: AckAll at the checkpoint (on a
+// work-queue stream, which takes explicit acks only, each delivery up to it), so interest and
+// work-queue streams let go of what is done.
 //
 // Threads: accept(), done() and lanes() under `Setup::mu`, held by the caller; open(), tick()
 // and stop() on the caller's supervisor thread without it (they take it when they need it, and
