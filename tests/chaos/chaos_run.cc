@@ -48,8 +48,12 @@ constexpr const char* kConsumer = "chaos";
 // Per-key runs (RunOptions::keys): published to chaos.jobs.k<key>; the work's subject.
 constexpr const char* kKeyedSubject = "chaos.jobs.*";
 constexpr int kKeyToken = 3;
-// Sink files are read every 50 ms: records of two replicas closer than this are not ordered.
-constexpr double kOrderToleranceMs = 100;
+// Sink files are read this often. A read of appended bytes costs little; the shorter the gap, the
+// narrower each record's window (HandlingRecord::absent_ms..at_ms) and the fewer records of two
+// replicas the checker cannot order.
+constexpr milliseconds kSinkPollInterval{5};
+// For histories recorded before each record kept its window: their files were read every 50 ms.
+constexpr double kWindowlessOrderToleranceMs = 100;
 
 fleet::PartitionPlan plan_of(const RunOptions& o) {
   return fleet::PartitionPlan::make(kKeyedSubject, kKeyToken, o.partitions).value();
@@ -83,7 +87,9 @@ class RunClock {
   Clock::time_point start_ = Clock::now();
 };
 
-// Every record a replica's file sink writes, read as it appears (so its time is known).
+// Every record a replica's file sink writes, read as it appears. Each record is placed between
+// two reads of its file: the last that did not hold it (absent_ms) and the one that found it
+// (at_ms). The checker orders two files' records only where these windows do not overlap.
 class SinkObserver {
  public:
   SinkObserver(std::string path, int replica) : path_(std::move(path)), replica_(replica) {}
@@ -93,26 +99,35 @@ class SinkObserver {
 
   // Reads what is new; complete lines only.
   void poll(const RunClock& clock, std::vector<HandlingRecord>& out, size_t& unreadable) {
+    // Before the stat: a record this poll misses was written after it.
+    const double started = clock.now_ms();
+    const double absent = last_poll_ms_;
+    last_poll_ms_ = started;
     struct stat path_stat {};
     const bool path_exists = ::stat(path_.c_str(), &path_stat) == 0 && S_ISREG(path_stat.st_mode);
-    if (fd_ < 0) {
-      if (!path_exists) return;
-      fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd_ < 0) return;
-      inode_ = path_stat.st_ino;
-    }
-    drain(clock, out, unreadable);
+    if (fd_ < 0 && !open_at(path_exists, path_stat)) return;
+    drain(clock, absent, out, unreadable);
     // The sink opened a new file at the path: finish the old one (done above), follow the new.
+    // The previous poll did not find the new file at the path: its records came after that poll.
     if (path_exists && path_stat.st_ino != inode_) {
       ::close(fd_);
       fd_ = -1;
       pending_.clear();
-      poll(clock, out, unreadable);
+      if (open_at(path_exists, path_stat)) drain(clock, absent, out, unreadable);
     }
   }
 
  private:
-  void drain(const RunClock& clock, std::vector<HandlingRecord>& out, size_t& unreadable) {
+  bool open_at(bool path_exists, const struct stat& path_stat) {
+    if (!path_exists) return false;
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) return false;
+    inode_ = path_stat.st_ino;
+    return true;
+  }
+
+  void drain(const RunClock& clock, double absent, std::vector<HandlingRecord>& out,
+             size_t& unreadable) {
     char buffer[65536];
     for (;;) {
       const ssize_t n = ::read(fd_, buffer, sizeof buffer);
@@ -130,8 +145,14 @@ class SinkObserver {
         ++unreadable;
         continue;
       }
-      out.push_back(HandlingRecord{id, replica_, record.value("delivered", 0),
-                                   record.value("stream_seq", uint64_t{0}), at});
+      HandlingRecord r{
+          id, replica_, record.value("delivered", 0), record.value("stream_seq", uint64_t{0}),
+          at, absent};
+      if (auto p = record.find("partition"); p != record.end() && p->is_number_integer())
+        r.partition = p->get<int>();
+      if (auto e = record.find("epoch"); e != record.end() && e->is_number_unsigned())
+        r.epoch = e->get<uint64_t>();
+      out.push_back(std::move(r));
     }
     pending_.erase(0, start);
   }
@@ -141,6 +162,7 @@ class SinkObserver {
   int fd_ = -1;
   ino_t inode_ = 0;
   std::string pending_;
+  double last_poll_ms_ = 0;  // the run's clock starts before the first record can be written
 };
 
 struct Replica {
@@ -362,11 +384,11 @@ class Nemesis {
         break;
       case FaultKind::consumer_delete:
         record.target = "consumer";
-        // Per-key: one partition's consumer (the first; each is its own shared durable).
-        if (auto r = admin_.api().delete_consumer(
-                kStream, options_.keys > 0 ? fleet::partition_consumer(kConsumer, 0) : kConsumer);
-            !r)
+        if (options_.keys > 0) {
+          delete_partition_readers(0, record);
+        } else if (auto r = admin_.api().delete_consumer(kStream, kConsumer); !r) {
           record.target += " (delete failed: " + r.error().describe() + ")";
+        }
         break;
     }
   }
@@ -411,6 +433,27 @@ class Nemesis {
   }
 
  private:
+  // Per-key: the consumer partition `p`'s owner reads through, named <work>-p<p>-e<epoch>g<n>
+  // (a new one each term; one left over from an older term may still be there too).
+  void delete_partition_readers(int p, FaultRecord& record) {
+    const std::string prefix = fleet::partition_consumer(kConsumer, p) + "-e";
+    auto names = admin_.api().consumer_names(kStream);
+    if (!names) {
+      record.target += " (listing failed: " + names.error().describe() + ")";
+      return;
+    }
+    std::string deleted;
+    for (const auto& name : *names) {
+      if (!name.starts_with(prefix)) continue;
+      if (auto r = admin_.api().delete_consumer(kStream, name); !r) {
+        record.target += " (delete of " + name + " failed: " + r.error().describe() + ")";
+      } else {
+        deleted += (deleted.empty() ? "" : ",") + name;
+      }
+    }
+    record.target += " " + (deleted.empty() ? prefix + "* (none found)" : deleted);
+  }
+
   int stream_leader(int fallback) {
     auto info = admin_.api().stream_info(kStream);
     if (info && !info->leader.empty()) {
@@ -486,7 +529,7 @@ CheckOptions check_options_for(const History& h) {
   options.stall_bound_ms =
       2 * h.ack_wait_ms + election + 4 * h.heartbeat_ms + longest_outage + h.retry_max_ms;
   options.blame_window_ms = 2 * h.ack_wait_ms + election;
-  options.order_tolerance_ms = kOrderToleranceMs;
+  options.order_tolerance_ms = kWindowlessOrderToleranceMs;
   return options;
 }
 
@@ -609,7 +652,7 @@ int run_chaos(const RunOptions& o) {
   std::thread observer([&] {
     while (!stop_recording) {
       observe();
-      std::this_thread::sleep_for(milliseconds(50));
+      std::this_thread::sleep_for(kSinkPollInterval);
     }
   });
 

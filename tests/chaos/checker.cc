@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -53,29 +54,65 @@ double covered(const std::vector<Span>& spans, double from, double to) {
 
 }  // namespace
 
+// Whether a record carries another stream sequence than its publish ack named: the broker
+// rewrote the stream's history under the consumer.
+class Renumbered {
+ public:
+  explicit Renumbered(const History& h) {
+    for (const auto& p : h.publishes)
+      if (p.acked && p.seq > 0) acked_seq_[p.id] = p.seq;
+  }
+  bool operator()(const HandlingRecord& r) const {
+    auto it = acked_seq_.find(r.id);
+    return it != acked_seq_.end() && it->second != r.seq;
+  }
+
+ private:
+  std::unordered_map<int64_t, uint64_t> acked_seq_;
+};
+
+std::string describe(const HandlingRecord& r) {
+  std::string out = std::to_string(r.id) + " (seq " + std::to_string(r.seq) + ", r" +
+                    std::to_string(r.replica + 1);
+  if (r.partition && r.epoch)
+    out += ", p" + std::to_string(*r.partition) + " epoch " + std::to_string(*r.epoch);
+  return out + ")";
+}
+
+// Both records come from one owner's term of their partition (a record without a token counts
+// as one: nothing shows a change of owner between them).
+bool same_term(const HandlingRecord& a, const HandlingRecord& b) {
+  if (!a.partition || !a.epoch || !b.partition || !b.epoch) return true;
+  return a.partition == b.partition && a.epoch == b.epoch;
+}
+
+// The earliest a record can have been written: after the last read of its file without it.
+double written_after(const HandlingRecord& r, const CheckOptions& options) {
+  return r.absent_ms >= 0 ? r.absent_ms : r.at_ms - options.order_tolerance_ms;
+}
+
 // Per key, in the order records were seen: a record of a message published before one already
 // handled for its key is a violation (ids are the publish order: the broker may store one id
 // twice, at two sequences, and that is a duplicate, not a reordering) (a repeat of the key's latest
 // message is at-least-once, not a violation). "Already" is exact within one replica's file; across
-// replicas a record counts as earlier only when it was seen more than order_tolerance_ms before.
+// replicas a record counts as earlier only when it was seen before the other could have been
+// written (see CheckOptions::order_tolerance_ms).
 // A violation where either record was delivered under another stream sequence than its publish
-// ack named is counted apart: the broker rewrote the stream's history under the consumer.
+// ack named is counted apart: the broker rewrote the stream's history under the consumer. Of the
+// others, those across a change of owner are expected (a new owner replays what the old one
+// handled but had not checkpointed; an owner paused past its lease writes late, which only the
+// receiver can refuse: the fencing view); those within one owner's term must not happen.
 void check_key_order(History& h, const CheckOptions& options, Verdict& v) {
   v.ordered = true;
-  std::unordered_map<int64_t, uint64_t> acked_seq;
-  for (const auto& p : h.publishes)
-    if (p.acked && p.seq > 0) acked_seq[p.id] = p.seq;
-  const auto renumbered = [&](const HandlingRecord& x) {
-    auto it = acked_seq.find(x.id);
-    return it != acked_seq.end() && it->second != x.seq;
-  };
+  const Renumbered renumbered(h);
   std::unordered_map<int64_t, std::vector<size_t>> by_key;  // indexes into h.handlings
   if (options.swap_one_key) {
     std::unordered_map<int64_t, size_t> first_of_key;
     for (size_t i = 0; i < h.handlings.size(); ++i) {
       const int64_t key = h.handlings[i].id % h.keys;
       auto [it, fresh] = first_of_key.emplace(key, i);
-      if (fresh || h.handlings[it->second].seq == h.handlings[i].seq) continue;
+      const HandlingRecord& first = h.handlings[it->second];
+      if (fresh || first.seq == h.handlings[i].seq || !same_term(first, h.handlings[i])) continue;
       std::swap(h.handlings[it->second].seq, h.handlings[i].seq);
       std::swap(h.handlings[it->second].id, h.handlings[i].id);
       break;
@@ -85,25 +122,89 @@ void check_key_order(History& h, const CheckOptions& options, Verdict& v) {
   for (const auto& [key, records] : by_key) {
     for (size_t j = 0; j < records.size(); ++j) {
       const HandlingRecord& r = h.handlings[records[j]];
+      bool violated = false;
       for (size_t i = 0; i < j; ++i) {
         const HandlingRecord& q = h.handlings[records[i]];
-        const bool earlier =
-            q.replica == r.replica || q.at_ms + options.order_tolerance_ms < r.at_ms;
-        if (!earlier || q.id <= r.id) continue;
+        // q was seen first; it was also written first unless r's window reaches back past it.
+        const bool earlier = q.replica == r.replica || q.at_ms <= written_after(r, options);
+        if (!earlier && q.id != r.id) ++v.order_undecided;
+        if (violated || !earlier || q.id <= r.id) continue;
+        violated = true;
         const bool rewritten = renumbered(q) || renumbered(r);
         auto& count = rewritten ? v.order_violations_rewritten : v.order_violations;
         auto& examples =
             rewritten ? v.order_violation_rewritten_examples : v.order_violation_examples;
         ++count;
+        if (!rewritten && same_term(q, r)) ++v.order_violations_same_epoch;
         if (examples.size() < 10)
-          examples.push_back("key " + std::to_string(key) + ": message " + std::to_string(r.id) +
-                             " (seq " + std::to_string(r.seq) + ", r" +
-                             std::to_string(r.replica + 1) + ") handled after " +
-                             std::to_string(q.id) + " (seq " + std::to_string(q.seq) + ", r" +
-                             std::to_string(q.replica + 1) + ")");
-        break;
+          examples.push_back("key " + std::to_string(key) + ": message " + describe(r) +
+                             " handled after " + describe(q));
       }
     }
+  }
+  std::vector<double> windows;
+  for (const auto& r : h.handlings)
+    if (r.absent_ms >= 0) windows.push_back(r.at_ms - r.absent_ms);
+  if (!windows.empty()) {
+    std::sort(windows.begin(), windows.end());
+    v.window_median_ms = windows[windows.size() / 2];
+    v.window_max_ms = windows.back();
+  }
+}
+
+// The fencing view: what a downstream that applies the fencing rule holds. Its final value for a
+// key does not depend on the order writes arrive in (the highest stream sequence wins), so what
+// it checks is the token itself: a key's newest message must carry its highest sequence.
+// A wrong final value is blamed on the broker only in a run where it lost acknowledged messages
+// (the failovers that rewrite a stream's history under the consumer do), and only when a record
+// involved carries another stream sequence than its publish ack named.
+void check_fencing(const History& h, bool broker_lost_messages, Verdict& v) {
+  const Renumbered renumbered(h);
+  struct KeyState {
+    const HandlingRecord* applied = nullptr;
+    int64_t newest = -1;             // the newest message handled
+    bool newest_renumbered = false;  // some record of it carries a rewritten sequence
+    std::optional<int> partition;
+  };
+  std::map<int64_t, KeyState> keys;                // by key, so examples come in key order
+  std::unordered_map<int, uint64_t> newest_epoch;  // by partition, as observed so far
+  for (const auto& r : h.handlings) {
+    KeyState& k = keys[r.id % h.keys];
+    if (!r.partition || !r.epoch || (k.partition && k.partition != r.partition)) {
+      ++v.bad_fencing_tokens;
+    } else if (!k.partition) {
+      k.partition = r.partition;
+    }
+    bool stale = false;
+    if (r.partition && r.epoch) {
+      uint64_t& newest = newest_epoch[*r.partition];
+      stale = *r.epoch < newest;
+      newest = std::max(newest, *r.epoch);
+    }
+    if (r.id > k.newest) {
+      k.newest = r.id;
+      k.newest_renumbered = renumbered(r);
+    } else if (r.id == k.newest) {
+      k.newest_renumbered = k.newest_renumbered || renumbered(r);
+    }
+    if (k.applied && r.seq <= k.applied->seq) {
+      ++v.fenced;
+      ++(r.seq == k.applied->seq ? v.fenced_repeats : v.fenced_late);
+      if (stale) ++v.fenced_stale_epoch;
+      continue;
+    }
+    k.applied = &r;
+  }
+  for (const auto& [key, k] : keys) {
+    if (!k.applied || k.applied->id == k.newest) continue;
+    const bool rewritten = broker_lost_messages && (k.newest_renumbered || renumbered(*k.applied));
+    auto& count = rewritten ? v.fenced_final_wrong_rewritten : v.fenced_final_wrong;
+    auto& examples =
+        rewritten ? v.fenced_final_wrong_rewritten_examples : v.fenced_final_wrong_examples;
+    ++count;
+    if (examples.size() < 10)
+      examples.push_back("key " + std::to_string(key) + ": holds message " + describe(*k.applied) +
+                         ", its newest handled message is " + std::to_string(k.newest));
   }
 }
 
@@ -212,8 +313,10 @@ Verdict check(History h, const CheckOptions& options) {
     }
     if (waited > options.stall_bound_ms) ++v.stalls_over_bound;
   }
+  if (h.keys > 0) check_fencing(h, v.broker_lost > 0, v);
   v.pass = v.lost == 0 && v.unknown == 0 && v.stalls_over_bound == 0 && v.acked > 0 &&
-           v.order_violations == 0;
+           v.order_violations_same_epoch == 0 && v.fenced_final_wrong == 0 &&
+           v.bad_fencing_tokens == 0;
   return v;
 }
 
@@ -260,7 +363,10 @@ std::string report(const Verdict& v) {
   }
   out << " (" << total << " in all)\n";
   if (v.ordered) {
-    out << "per-key order violations " << v.order_violations << "\n";
+    out << "per-key order violations " << v.order_violations << " ("
+        << v.order_violations_same_epoch
+        << " within one owner's term, must be 0; the others across a change of owner: a replay"
+           " from the checkpoint or a deposed owner's late write, which a fencing sink ignores)\n";
     for (const auto& e : v.order_violation_examples) out << "  " << e << "\n";
     if (v.order_violations_rewritten) {
       out << "per-key order violations on a stream history the broker rewrote "
@@ -269,6 +375,26 @@ std::string report(const Verdict& v) {
              "against natsfleet)\n";
       for (const auto& e : v.order_violation_rewritten_examples) out << "  " << e << "\n";
     }
+    out.precision(1);
+    out << "per-key order undecided " << v.order_undecided
+        << " (pairs of two replicas' records of a key whose windows overlap, not ordered; a"
+           " record's window, from the last read of its file without it to the read that found"
+           " it: median "
+        << v.window_median_ms << " ms, longest " << v.window_max_ms << " ms)\n";
+    out << "fenced " << v.fenced << " (writes a fencing sink ignores: " << v.fenced_repeats
+        << " repeats, " << v.fenced_late << " late writes of an older message; "
+        << v.fenced_stale_epoch << " of them from a superseded epoch)\n";
+    out << "fenced_final_wrong " << v.fenced_final_wrong
+        << " (keys a fencing sink ends on another than their newest handled message)\n";
+    for (const auto& e : v.fenced_final_wrong_examples) out << "  " << e << "\n";
+    if (v.fenced_final_wrong_rewritten) {
+      out << "fenced_final_wrong on a stream history the broker rewrote "
+          << v.fenced_final_wrong_rewritten << " (not counted against natsfleet)\n";
+      for (const auto& e : v.fenced_final_wrong_rewritten_examples) out << "  " << e << "\n";
+    }
+    if (v.bad_fencing_tokens)
+      out << "records without a fencing token, or with another partition than their key's "
+          << v.bad_fencing_tokens << "\n";
   }
   if (v.unknown) out << "records of unpublished messages " << v.unknown << "\n";
   if (v.unreadable_lines) out << "unreadable sink lines " << v.unreadable_lines << "\n";
@@ -305,8 +431,21 @@ nlohmann::json to_json(const Verdict& v) {
       {"ordered", v.ordered},
       {"order_violations", v.order_violations},
       {"order_violation_examples", v.order_violation_examples},
+      {"order_violations_same_epoch", v.order_violations_same_epoch},
       {"order_violations_rewritten", v.order_violations_rewritten},
       {"order_violation_rewritten_examples", v.order_violation_rewritten_examples},
+      {"order_undecided", v.order_undecided},
+      {"window_median_ms", v.window_median_ms},
+      {"window_max_ms", v.window_max_ms},
+      {"fenced", v.fenced},
+      {"fenced_repeats", v.fenced_repeats},
+      {"fenced_late", v.fenced_late},
+      {"fenced_stale_epoch", v.fenced_stale_epoch},
+      {"fenced_final_wrong", v.fenced_final_wrong},
+      {"fenced_final_wrong_examples", v.fenced_final_wrong_examples},
+      {"fenced_final_wrong_rewritten", v.fenced_final_wrong_rewritten},
+      {"fenced_final_wrong_rewritten_examples", v.fenced_final_wrong_rewritten_examples},
+      {"bad_fencing_tokens", v.bad_fencing_tokens},
       {"pass", v.pass}};
 }
 

@@ -58,11 +58,15 @@ void write_history(const std::string& dir, const History& h) {
     return j;
   });
   write_lines(dir + "/handled.jsonl", h.handlings, [](const HandlingRecord& r) {
-    return json{{"id", r.id},
-                {"replica", r.replica},
-                {"delivered", r.delivered},
-                {"seq", r.seq},
-                {"at_ms", r.at_ms}};
+    json j{{"id", r.id},
+           {"replica", r.replica},
+           {"delivered", r.delivered},
+           {"seq", r.seq},
+           {"at_ms", r.at_ms},
+           {"partition", r.partition ? json(*r.partition) : json()},
+           {"epoch", r.epoch ? json(*r.epoch) : json()}};
+    if (r.absent_ms >= 0) j["absent_ms"] = r.absent_ms;
+    return j;
   });
   write_lines(dir + "/faults.jsonl", h.faults, [](const FaultRecord& f) {
     return json{
@@ -113,6 +117,11 @@ History read_history(const std::string& dir) {
     r.delivered = j.value("delivered", 0);
     r.seq = j.value("seq", uint64_t{0});
     r.at_ms = j.value("at_ms", 0.0);
+    r.absent_ms = j.value("absent_ms", -1.0);
+    if (auto p = j.find("partition"); p != j.end() && p->is_number_integer())
+      r.partition = p->get<int>();
+    if (auto e = j.find("epoch"); e != j.end() && e->is_number_unsigned())
+      r.epoch = e->get<uint64_t>();
     h.handlings.push_back(r);
   });
   read_lines(dir + "/faults.jsonl", [&](const json& j) {

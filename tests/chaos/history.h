@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,12 @@ struct HandlingRecord {
   int delivered = 0;  // the delivery count the sink record carries
   uint64_t seq = 0;
   double at_ms = 0;  // when the record was seen in the sink file
+  // When its file was last read without it: it was written after this and by at_ms. -1 when not
+  // known (histories recorded before it was kept, or made by hand).
+  double absent_ms = -1;
+  // Ordered work's fencing token as the record carries it; empty where the record has null.
+  std::optional<int> partition;
+  std::optional<uint64_t> epoch;
 };
 
 struct FaultRecord {
