@@ -11,7 +11,8 @@
 //
 // --only runs one side's rounds and skips the latency run: for `perf record` of one side;
 // --only per-key runs the per-key order sections alone (on the embedded broker): ordering on vs
-// off at 10, 100 and 1,000 keys, and the handover when a replica holding every partition is
+// off at 10, 100 and 1,000 keys (and 1,000 with a 2 ms handler), and the handover when a replica
+// owning every partition is
 // killed (it runs as a child of this process: natsfleet-bench --hold URL) and when one joins.
 // --server uses a running broker (with no stream named BENCH or LATENCY_*) instead of starting
 // one, so that `perf stat` counts this process alone.
@@ -29,6 +30,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -307,8 +309,7 @@ constexpr const char* kOrderedStream = "ORDERED";
 constexpr const char* kOrderedSource = "bench.ord.*.*";  // bench.ord.<run>.<key>
 constexpr int kOrderedKeyToken = 4;
 constexpr int kOrderedPartitions = 16;
-constexpr std::chrono::milliseconds kHandoverAckWait{5000};
-constexpr std::chrono::milliseconds kHandoverHeartbeat{1000};
+constexpr std::chrono::milliseconds kHandoverLease{5000};
 
 std::string ordered_destination() {
   return "bench.ord.{{wildcard(1)}}.{{wildcard(2)}}.{{partition(" +
@@ -328,7 +329,7 @@ natsfleet::WorkSpec ordered_spec(const std::string& name) {
 }
 
 Rate keyed_consume(const std::string& url, const std::string& run, int keys, int messages,
-                   bool ordered) {
+                   bool ordered, std::chrono::milliseconds handle = {}) {
   {
     Connection c(url);
     jsErrCode jerr{};
@@ -361,6 +362,7 @@ Rate keyed_consume(const std::string& url, const std::string& run, int keys, int
   std::atomic<int> got{0};
   Span span;
   auto added = fleet.add_work(spec, [&](const natsfleet::Message&) {
+    if (handle.count() > 0) std::this_thread::sleep_for(handle);
     const int n = got.fetch_add(1, std::memory_order_relaxed) + 1;
     if (n == 1) span.begin();
     if (n == messages) got.notify_all();
@@ -409,31 +411,34 @@ struct Side {
   }
 };
 
-// Per-key order costs one message in flight per partition: measured at three key counts.
+// Per-key order against plain work over the same messages, at three key counts, and with a
+// handler that takes 2 ms (where plain work's 16 handlers and the lanes of 1,000 keys both run).
 void per_key_section(const std::string& server, int messages) {
   {
     Connection c(server);
     add_stream(c.js, kOrderedStream, "bench.ord.*.*.*");
   }
-  const int keyed = std::max(messages / 5, 1000);
-  std::printf(
-      "per-key order on and off, %d messages each, 16 partitions, 16 handlers, no-op handler:\n",
-      keyed);
-  for (int keys : {10, 100, 1000}) {
-    const std::string run = "k" + std::to_string(keys);
-    const Rate plain = keyed_consume(server, run + "p", keys, keyed, false);
-    const Rate ordered = keyed_consume(server, run + "o", keys, keyed, true);
-    std::printf("  %5d keys: plain %8.0f msg/s, per-key order %8.0f msg/s, ratio %.2f\n", keys,
-                plain.per_second, ordered.per_second, ordered.per_second / plain.per_second);
-  }
+  std::printf("per-key order on and off, %d messages each, 16 partitions, 16 handlers:\n",
+              messages);
+  auto row = [&](int keys, int count, std::chrono::milliseconds handle) {
+    const std::string run = "k" + std::to_string(keys) + "h" + std::to_string(handle.count());
+    const Rate plain = keyed_consume(server, run + "p", keys, count, false, handle);
+    const Rate ordered = keyed_consume(server, run + "o", keys, count, true, handle);
+    std::printf(
+        "  %5d keys, %s handler, %6d messages: plain %8.0f msg/s, per-key order %8.0f "
+        "msg/s, ratio %.2f\n",
+        keys, handle.count() ? "2 ms   " : "no-op  ", count, plain.per_second, ordered.per_second,
+        ordered.per_second / plain.per_second);
+  };
+  for (int keys : {10, 100, 1000}) row(keys, messages, {});
+  row(1000, std::max(messages / 5, 1000), 2ms);
 }
 
 // The ordered work of the handover measurement, the same in the holding child and here.
 natsfleet::WorkSpec handover_spec() {
   natsfleet::WorkSpec spec = ordered_spec("handover");
   spec.concurrency = kOrderedPartitions;
-  spec.ack_wait = kHandoverAckWait;
-  spec.heartbeat = kHandoverHeartbeat;
+  spec.lease = kHandoverLease;
   return spec;
 }
 
@@ -456,18 +461,24 @@ int partition_of_subject(const std::string& subject) {
   return std::atoi(subject.c_str() + subject.rfind('.') + 1);
 }
 
+// Every partition has an owner that read messages of it: its reader consumer
+// (handover-p<p>-e<epoch>g<n>) has deliveries awaiting their ack.
 bool every_partition_held(jsCtx* js) {
-  for (int p = 0; p < kOrderedPartitions; ++p) {
+  jsConsumerNamesList* names = nullptr;
+  jsErrCode jerr{};
+  if (js_ConsumerNames(&names, js, kOrderedStream, nullptr, &jerr) != NATS_OK) return false;
+  std::set<int> held;
+  for (int i = 0; i < names->Count; ++i) {
+    const std::string name = names->List[i];
+    if (name.rfind("handover-p", 0) != 0) continue;
     jsConsumerInfo* ci = nullptr;
-    jsErrCode jerr{};
-    const std::string name = "handover-p" + std::to_string(p);
     if (js_GetConsumerInfo(&ci, js, kOrderedStream, name.c_str(), nullptr, &jerr) != NATS_OK)
-      return false;
-    const bool held = ci->NumAckPending == 1;
+      continue;
+    if (ci->NumAckPending > 0) held.insert(std::atoi(name.c_str() + std::strlen("handover-p")));
     jsConsumerInfo_Destroy(ci);
-    if (!held) return false;
   }
-  return true;
+  jsConsumerNamesList_Destroy(names);
+  return static_cast<int>(held.size()) == kOrderedPartitions;
 }
 
 // Handover, ordered work: a replica holding a message of every partition is killed (SIGKILL);
@@ -538,15 +549,13 @@ void handover_section(const std::string& server, const char* self) {
   std::vector<double> back;
   for (double t : first_after_kill)
     if (t >= 0) back.push_back(t);
-  const double target =
-      std::chrono::duration<double>(kHandoverAckWait + kHandoverHeartbeat).count();
+  const double target = std::chrono::duration<double>(kHandoverLease + 1s).count();
   std::printf(
-      "per-key handover, %d partitions, ack_wait %.1f s, heartbeat %.1f s:\n"
-      "  replica killed holding every partition: %zu of %d partitions handled again by the "
+      "per-key handover, %d partitions, lease %.1f s:\n"
+      "  replica killed owning every partition: %zu of %d partitions handled again by the "
       "survivor, median %.2f s, last %.2f s after the kill   (target <= %.1f s)\n",
-      kOrderedPartitions, std::chrono::duration<double>(kHandoverAckWait).count(),
-      std::chrono::duration<double>(kHandoverHeartbeat).count(), back.size(), kOrderedPartitions,
-      back.empty() ? -1.0 : median(back),
+      kOrderedPartitions, std::chrono::duration<double>(kHandoverLease).count(), back.size(),
+      kOrderedPartitions, back.empty() ? -1.0 : median(back),
       back.empty() ? -1.0 : *std::max_element(back.begin(), back.end()), target);
 
   // A backlog the survivor alone takes seconds over; a second replica joins it.

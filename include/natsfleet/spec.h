@@ -84,9 +84,10 @@ struct WorkSpec {
   Ordering ordering = Ordering::none;
   int key_token = 0;
   int partitions = 16;
-  // per_key: how long a partition's lease lasts unrenewed. An owner renews it every quarter and
-  // starts nothing once less than a fifth is left; a replica that dies is replaced after it
-  // (plus a round). Shorter: faster handover, more writes to the lease bucket.
+  // per_key: how long a partition's lease lasts unrenewed. An owner renews it several times a
+  // lease (every tenth, at most every 0.5 s) and starts nothing once less than a fifth is left;
+  // a replica that dies is replaced about a lease later (within a lease + 1 s). Shorter: faster
+  // handover, more writes to the lease bucket.
   std::chrono::milliseconds lease = std::chrono::seconds(5);
 };
 

@@ -10,8 +10,8 @@
 #include "audit/broker_snapshot.h"
 #include "audit/tool_connection.h"
 #include "base/duration.h"
-#include "fleet/ordered/partition_probe.h"
 #include "fleet/ordered/partition_plan.h"
+#include "fleet/ordered/partition_probe.h"
 #include "nats/connection.h"
 #include "natsfleet/redact.h"
 

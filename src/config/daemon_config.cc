@@ -35,9 +35,9 @@ constexpr std::string_view kTopKeys[] = {"name",       "servers",   "credentials
 constexpr std::string_view kTlsKeys[] = {"ca", "cert", "key"};
 constexpr std::string_view kHealthKeys[] = {"listen"};
 constexpr std::string_view kWorkKeys[] = {
-    "name",      "subject",     "subjects",        "stream",    "shape",
-    "ack_wait",  "max_deliver", "max_ack_pending", "start",     "on_missing",
-    "heartbeat", "concurrency", "dead_letter",     "retry_min", "retry_max",
+    "name",      "subject",     "subjects",        "stream",     "shape",
+    "ack_wait",  "max_deliver", "max_ack_pending", "start",      "on_missing",
+    "heartbeat", "concurrency", "dead_letter",     "retry_min",  "retry_max",
     "sink",      "ordering",    "key_token",       "partitions", "lease"};
 constexpr std::string_view kBroadcastKeys[] = {"name",       "subject",   "concurrency",
                                                "source",     "stream",    "heartbeat",

@@ -156,7 +156,8 @@ bool ensure_streams(const std::string& url, const config::DaemonConfig& cfg, spd
   };
   for (const auto& work : cfg.work) {
     auto subjects = fleet::filter_subjects(work.spec);
-    // Per-key ordered work is stored under its partitioned subjects (fleet/ordered/partition_plan.h).
+    // Per-key ordered work is stored under its partitioned subjects
+    // (fleet/ordered/partition_plan.h).
     if (work.spec.ordering == Ordering::per_key)
       if (auto plan = fleet::PartitionPlan::make(work.spec.subject, work.spec.key_token,
                                                  work.spec.partitions))

@@ -431,9 +431,7 @@ void ConsumerSubscription::install_intake(const nats::ConsumerConfig& config) {
   if (gate_.down()) engine_->hold_back(true);
 }
 
-void ConsumerSubscription::forget_probe(uint64_t id) {
-  apply(gate_.dropped(id, Clock::now()));
-}
+void ConsumerSubscription::forget_probe(uint64_t id) { apply(gate_.dropped(id, Clock::now())); }
 
 void ConsumerSubscription::on_pull_signal(const consume::PullStatus& status) {
   {
@@ -885,8 +883,7 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
   // tell, as nats-server before 2.9.22 counts a send that failed (a pull whose requester's
   // server just died) as a delivery. Plain chaos seed 3203 on 2.9.10: a message 6 ms old came
   // to its first replica as delivery 16 and was set aside unhandled.
-  if (spec_.max_deliver > 0 &&
-      delivered > 2 * static_cast<uint64_t>(spec_.max_deliver) &&
+  if (spec_.max_deliver > 0 && delivered > 2 * static_cast<uint64_t>(spec_.max_deliver) &&
       stored_before(message, spec_.max_deliver * spec_.ack_wait)) {
     settle(message, reply,
            Disposition::term().because(fmt::format(

@@ -160,7 +160,9 @@ void render_subscriptions(Writer& w, const FleetHealth& health, const std::strin
          [](const SubscriptionHealth& s) { return static_cast<double>(s.partitions); }},
         {"natsfleet_partitions_owned", "gauge",
          "Partitions this replica owns now (holds their lease and reads them).",
-         [](const SubscriptionHealth& s) { return static_cast<double>(s.partitions_owned.size()); }},
+         [](const SubscriptionHealth& s) {
+           return static_cast<double>(s.partitions_owned.size());
+         }},
         {"natsfleet_partition_leases_taken_total", "counter",
          "Partitions this replica began to own (at start, after a member left, on a handover).",
          [](const SubscriptionHealth& s) { return static_cast<double>(s.leases_taken); }},

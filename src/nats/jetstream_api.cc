@@ -448,7 +448,7 @@ Result<uint64_t> JetStreamApi::subject_messages(const std::string& stream,
 }
 
 Result<std::vector<std::string>> JetStreamApi::subjects(const std::string& stream,
-                                                      const std::string& filter) {
+                                                        const std::string& filter) {
   auto answer = call("STREAM.INFO." + stream, {{"subjects_filter", filter}});
   if (!answer) return answer.error();
   const auto& state = answer->value("state", nlohmann::json::object());

@@ -109,7 +109,8 @@ void OrderedWork::run() {
       store_->bucket());
   for (int i = 0; i < std::max(1, spec_.concurrency); ++i)
     workers_.emplace_back([this] { work_loop(); });
-  const milliseconds every = std::max(milliseconds(50), spec_.lease / 4);
+  // Often enough that a lapsed lease is seen and taken within a second of its lapse.
+  const milliseconds every = std::clamp(spec_.lease / 10, milliseconds(50), milliseconds(500));
   Clock::time_point next_round{};
   while (true) {
     if (std::lock_guard lock(mu_); stopping_) return;
@@ -145,7 +146,8 @@ bool OrderedWork::set_up() {
   auto store = std::make_unique<StreamLeaseStore>(api_, lease_bucket(spec_.name),
                                                   std::min(info->num_replicas, 3));
   if (auto made = store->ensure(); !made) {
-    status_.warn("cannot make the lease bucket " + store->bucket() + ": " + made.error().describe());
+    status_.warn("cannot make the lease bucket " + store->bucket() + ": " +
+                 made.error().describe());
     return false;
   }
   stream_ = stream;
@@ -156,8 +158,8 @@ bool OrderedWork::set_up() {
                                        .lease = spec_.lease,
                                        .margin = spec_.lease / 5});
   store_ = std::move(store);
-  status_.set_location(stream_, partition_consumer(spec_.name, 0) + ".." +
-                                    std::to_string(plan_.partitions() - 1));
+  status_.set_location(
+      stream_, partition_consumer(spec_.name, 0) + ".." + std::to_string(plan_.partitions() - 1));
   last_round_ok_ = Clock::now();
   {
     std::lock_guard lock(mu_);
@@ -244,8 +246,11 @@ void OrderedWork::take(int partition) {
       });
   ctx_.log->info("work {}: partition {} is this replica's, epoch {}, after stream sequence {}",
                  spec_.name, partition, lease->epoch, lease->checkpoint);
+  std::shared_ptr<PartitionReader> before;  // none, normally: goes without the lock
   std::lock_guard lock(mu_);
-  owned_[partition] = Owned{.reader = std::move(reader)};
+  Owned& slot = owned_[partition];
+  before = std::move(slot.reader);
+  slot = Owned{.reader = std::move(reader)};
 }
 
 void OrderedWork::drop(int partition, bool lost) {
@@ -382,18 +387,17 @@ void OrderedWork::run_one(std::unique_lock<std::mutex>& lock, Ready lane) {
   bool finished = outcome->kind() == Kind::ack;
   bool hold = outcome->kind() == Kind::retry;
   if (outcome->kind() == Kind::term || (rejected && rejections + 1 >= spec_.max_deliver)) {
-    const std::string reason = outcome->reason().empty()
-                                   ? (rejected ? "rejected " + std::to_string(rejections + 1) +
-                                                     " times (max_deliver)"
-                                               : std::string("terminated by the handler"))
-                                   : outcome->reason();
+    const std::string reason =
+        outcome->reason().empty()
+            ? (rejected ? "rejected " + std::to_string(rejections + 1) + " times (max_deliver)"
+                        : std::string("terminated by the handler"))
+            : outcome->reason();
     finished = true;
     if (!spec_.dead_letter.empty()) {
-      auto stored = publish_dead_letter(
-          *ctx_.connection,
-          dead_letter_copy(message, spec_.dead_letter, spec_.name, reason,
-                           std::chrono::system_clock::now()),
-          kApiTimeout);
+      auto stored = publish_dead_letter(*ctx_.connection,
+                                        dead_letter_copy(message, spec_.dead_letter, spec_.name,
+                                                         reason, std::chrono::system_clock::now()),
+                                        kApiTimeout);
       if (!stored) {  // kept in its lane until the dead letter is stored
         finished = false;
         hold = true;
@@ -435,16 +439,17 @@ void OrderedWork::run_one(std::unique_lock<std::mutex>& lock, Ready lane) {
     if (reader.lanes().has(lane.key))
       reader.lanes().front(lane.key).retried_at = Clock::now().time_since_epoch().count();
     status_.set_downstream(true, outcome->reason(), later_.size() + 1);
-    wake_later(std::move(lane),
-               std::max(outcome->delay(), doubling(spec_.retry_min, spec_.retry_max, retry_streak_)));
+    wake_later(
+        std::move(lane),
+        std::max(outcome->delay(), doubling(spec_.retry_min, spec_.retry_max, retry_streak_)));
     return;
   }
   ++status_.counters.naked;
   if (!reader.lanes().has(lane.key)) return;
   reader.lanes().front(lane.key).rejections = rejections + 1;
-  wake_later(std::move(lane), std::max(outcome->delay(), doubling(spec_.nak_backoff_min,
-                                                                  spec_.nak_backoff_max,
-                                                                  rejections + 1)));
+  wake_later(std::move(lane),
+             std::max(outcome->delay(),
+                      doubling(spec_.nak_backoff_min, spec_.nak_backoff_max, rejections + 1)));
 }
 
 void OrderedWork::connection_changed(bool connected) {

@@ -63,7 +63,7 @@ class OrderedWork final : public Supervised {
     int running = 0;  // handlers under way
   };
 
-  void run();  // the supervisor: probe, bucket, then a lease round every lease / 4
+  void run();  // the supervisor: probe, bucket, then lease rounds (a tenth of the lease, <= 0.5 s)
   bool set_up();
   void round();
   void take(int partition);
@@ -96,11 +96,11 @@ class OrderedWork final : public Supervised {
   std::thread thread_;
   std::vector<std::thread> workers_;
 
-  mutable std::mutex mu_;  // the readers' lanes and everything below
+  mutable std::mutex mu_;         // the readers' lanes and everything below
   std::condition_variable wake_;  // a lane is ready, a delay ran out, or stopping
   std::map<int, Owned> owned_;
   std::deque<Ready> ready_;
-  std::set<std::pair<int, std::string>> busy_;  // lanes whose handler runs now
+  std::set<std::pair<int, std::string>> busy_;     // lanes whose handler runs now
   std::multimap<Clock::time_point, Ready> later_;  // lanes waiting for a retry
   bool stopping_ = false;
   bool connected_ = false;

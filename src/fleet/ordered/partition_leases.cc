@@ -67,7 +67,12 @@ void PartitionLeases::note(std::map<std::string, Seen>& seen, const std::string&
 }
 
 Result<std::vector<std::string>> PartitionLeases::refresh_members(Clock::time_point now) {
+  const Clock::time_point sent = now_();
   if (auto mine = store_.put(member_key(options_.me), options_.me); !mine) return mine.error();
+  {
+    std::lock_guard lock(mu_);
+    member_valid_until_ = sent + options_.lease - options_.margin;
+  }
   auto keys = store_.keys(std::string(kMembers));
   if (!keys) return keys.error();
   std::vector<std::string> live{options_.me};
@@ -127,8 +132,12 @@ void PartitionLeases::judge(int partition, const std::vector<std::string>& live,
   if (!*current) return take(partition, *current, std::nullopt, changes);
   note(seen_, lease_key(partition), (*current)->revision, now);
   const auto lease = LeaseValue::decode((*current)->value);
-  // An unreadable lease is treated as held: it lapses like any other.
-  const bool lapsed = now - seen_[lease_key(partition)].since >= options_.lease + options_.margin;
+  // Its owner started its last write (a renewal of this lease, or of its membership, which it
+  // needs as well to act) before this replica first saw it, and stops acting a margin before a
+  // lease from then: a whole lease from first sight of either leaves that margin. An unreadable
+  // lease is treated as held: it lapses like any other.
+  const bool lapsed = now - seen_[lease_key(partition)].since >= options_.lease ||
+                      (lease && member_silent(lease->owner, now));
   if ((lease && lease->released) || lapsed) take(partition, *current, lease, changes);
 }
 
@@ -139,8 +148,8 @@ void PartitionLeases::take(int partition, const std::optional<StoredValue>& curr
                   .checkpoint = lease ? lease->checkpoint : 0,
                   .released = false};
   const Clock::time_point sent = now_();
-  auto revision = store_.put_if(lease_key(partition), mine.encode(),
-                                current ? current->revision : uint64_t{0});
+  auto revision =
+      store_.put_if(lease_key(partition), mine.encode(), current ? current->revision : uint64_t{0});
   if (!revision) {
     if (!refused_for_revision(revision.error())) changes.error = revision.error();
     return;  // another replica took it first, or the store did not answer
@@ -199,11 +208,16 @@ void PartitionLeases::leave(const std::function<uint64_t(int)>& checkpoint) {
   (void)store_.remove(member_key(options_.me));
 }
 
+bool PartitionLeases::member_silent(const std::string& member, Clock::time_point now) const {
+  auto it = seen_.find(member_key(member));
+  return member != options_.me && it != seen_.end() && now - it->second.since >= options_.lease;
+}
+
 bool PartitionLeases::may_act(int partition) const {
   const Clock::time_point now = now_();
   std::lock_guard lock(mu_);
   auto it = owned_.find(partition);
-  return it != owned_.end() && now < it->second.valid_until;
+  return it != owned_.end() && now < it->second.valid_until && now < member_valid_until_;
 }
 
 std::optional<PartitionLeases::Owned> PartitionLeases::owned(int partition) const {

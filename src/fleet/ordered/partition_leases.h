@@ -7,18 +7,21 @@
 //   - assignment: each partition goes to the live member with the highest rendezvous hash of
 //     (member, partition), so a member that comes or goes moves only its share;
 //   - take: a partition assigned here is taken when its lease is absent, released, or held by a
-//     revision this replica has seen unchanged for a whole lease time (its owner stopped renewing);
+//     revision this replica has seen unchanged for a whole lease time, or held by a member whose
+//     key it has seen unchanged that long (the owner stopped renewing and, its last write sent
+//     before it was seen, stopped acting a margin before that);
 //   - renew: the owner rewrites its lease every round with its checkpoint (every message of the
 //     partition at or below it is done); a renewal refused for its revision means another replica
 //     took the lease: the partition is lost at once;
 //   - act: an owner starts a handler only while may_act(): less than lease - margin since the
-//     last renewal that succeeded was sent, so it stops before any taker can begin;
+//     last renewal of the lease, and of its membership, that succeeded was sent, so it stops
+//     before any taker can begin;
 //   - hand over: an owner whose partition is assigned elsewhere is told to release it; it stops
 //     reading, lets its handlers finish, then release() commits the checkpoint and marks the
 //     lease released, which the new owner takes at once.
 //
 //   PartitionLeases leases(store, {.me = id, .partitions = 16});
-//   auto changes = leases.round([&](int p) { return checkpoint(p); });  // every lease / 4
+//   auto changes = leases.round([&](int p) { return checkpoint(p); });  // a few times a lease
 #pragma once
 
 #include <chrono>
@@ -108,6 +111,8 @@ class PartitionLeases {
   void renew(int partition, uint64_t checkpoint, Changes& changes);
   void note(std::map<std::string, Seen>& seen, const std::string& key, uint64_t revision,
             Clock::time_point now);
+  // Another member whose key this replica has seen unchanged for a whole lease.
+  bool member_silent(const std::string& member, Clock::time_point now) const;
 
   LeaseStore& store_;
   const Options options_;
@@ -117,6 +122,7 @@ class PartitionLeases {
   mutable std::mutex mu_;
   std::map<int, Owned> owned_;
   std::vector<std::string> members_;
+  Clock::time_point member_valid_until_{};  // from this replica's last membership write
 };
 
 // The key of partition p's lease, and of a member's presence.

@@ -104,5 +104,4 @@ std::string partition_description(std::string_view name, int partition) {
          std::string(kPartitionMark);
 }
 
-
 }  // namespace natsfleet::fleet

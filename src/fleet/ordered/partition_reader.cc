@@ -128,8 +128,8 @@ Result<void> PartitionReader::start_engine() {
   {
     std::lock_guard lock(*setup_.mu);
     engine_ = std::move(engine);
-    engine_->set_window(static_cast<int>(
-        std::max<int64_t>(1, setup_.window - static_cast<int64_t>(inherited_))));
+    engine_->set_window(
+        static_cast<int>(std::max<int64_t>(1, setup_.window - static_cast<int64_t>(inherited_))));
   }
   return started->start();
 }
@@ -184,8 +184,8 @@ bool PartitionReader::done(const std::string& key) {
   } else if (inherited_ > 0) {
     --inherited_;
     if (engine_)
-      engine_->set_window(static_cast<int>(
-          std::max<int64_t>(1, setup_.window - static_cast<int64_t>(inherited_))));
+      engine_->set_window(
+          static_cast<int>(std::max<int64_t>(1, setup_.window - static_cast<int64_t>(inherited_))));
   }
   return lanes_.pop(key);
 }
@@ -204,8 +204,7 @@ void PartitionReader::tick() {
     if (hole_) why = hole_why_;
     engine = engine_.get();
     if (engine) missed = engine->heartbeat_missed();
-    if (why.empty() && engine &&
-        std::chrono::steady_clock::now() - acked_at_ >= kAckEvery)
+    if (why.empty() && engine && std::chrono::steady_clock::now() - acked_at_ >= kAckEvery)
       ack_checkpoint_locked();
   }
   if (why.empty() && !engine) why = "its consumer could not be made";

@@ -254,8 +254,8 @@ TEST(ShapeRatchet, EveryWorkConsumerNatsfleetCreatesIsPullOrHasADeliverGroup) {
 
 TEST(ShapeRatchet, OnlyTheFleetCreatesConsumersAndOnlyFromConsumerShape) {
   // Every consumer config that reaches the broker is built in fleet/consumer_shape.cc (checked
-  // above); the callers of the create call are the consumer lifecycle and ordered work's reader (`natsfleet audit`,
-  // for one, only reads).
+  // above); the callers of the create call are the consumer lifecycle and ordered work's reader
+  // (`natsfleet audit`, for one, only reads).
   namespace fs = std::filesystem;
   const fs::path src = fs::path(NATSFLEET_SOURCE_DIR) / "src";
   std::vector<std::string> callers;

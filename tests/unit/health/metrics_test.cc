@@ -64,7 +64,6 @@ TEST(RenderMetrics, EveryFamilyHasHelpTypeAndThePrefix) {
       {"natsfleet_retries_total", "counter"},
       {"natsfleet_dead_lettered_total", "counter"},
       {"natsfleet_kept_alive_total", "counter"},
-      {"natsfleet_handed_off_total", "counter"},
       {"natsfleet_dropped_total", "counter"},
       {"natsfleet_sink_down", "gauge"},
       {"natsfleet_held_messages", "gauge"},
@@ -336,21 +335,17 @@ TEST(RenderMetrics, PartitionFiguresOnlyForOrderedWork) {
   EXPECT_EQ(plain.find("natsfleet_partitions", sub_labels("mail-relay", "work")), nullptr);
 
   h.subscriptions[0].partitions = 16;
-  h.subscriptions[0].partitions_held = {2, 7, 11};
-  h.subscriptions[0].partition_takeovers = 5;
-  h.subscriptions[0].takeover_wait_ms = 12'500;
-  h.subscriptions[0].repeats_skipped = 1;
-  h.subscriptions[0].stepped_back = true;
-  h.subscriptions[0].step_backs = 3;
+  h.subscriptions[0].partitions_owned = {2, 7, 11};
+  h.subscriptions[0].leases_taken = 5;
+  h.subscriptions[0].leases_lost = 1;
+  h.subscriptions[0].rewinds = 3;
   const auto p = parse_prometheus(render_metrics(h, metrics, kService));
   const auto work = sub_labels("mail-relay", "work");
   EXPECT_EQ(p.value("natsfleet_partitions", work), 16);
-  EXPECT_EQ(p.value("natsfleet_partitions_held", work), 3);
-  EXPECT_EQ(p.value("natsfleet_partition_takeovers_total", work), 5);
-  EXPECT_EQ(p.value("natsfleet_partition_takeover_wait_seconds_total", work), 12.5);
-  EXPECT_EQ(p.value("natsfleet_ordered_repeats_skipped_total", work), 1);
-  EXPECT_EQ(p.value("natsfleet_ordered_stepped_back", work), 1);
-  EXPECT_EQ(p.value("natsfleet_ordered_step_backs_total", work), 3);
+  EXPECT_EQ(p.value("natsfleet_partitions_owned", work), 3);
+  EXPECT_EQ(p.value("natsfleet_partition_leases_taken_total", work), 5);
+  EXPECT_EQ(p.value("natsfleet_partition_leases_lost_total", work), 1);
+  EXPECT_EQ(p.value("natsfleet_partition_rewinds_total", work), 3);
   EXPECT_EQ(p.find("natsfleet_partitions", sub_labels("status", "broadcast")), nullptr);
 }
 

@@ -36,7 +36,7 @@ TEST(RenderStatus, CarriesEveryField) {
   const json expected_counters = {{"received", 1017}, {"acked", 1001},     {"naked", 11},
                                   {"termed", 3},      {"redelivered", 13}, {"handler_errors", 5},
                                   {"recoveries", 2},  {"retried", 0},      {"dead_lettered", 0},
-                                  {"dropped", 0},     {"kept_alive", 0},   {"handed_off", 0}};
+                                  {"dropped", 0},     {"kept_alive", 0}};
   EXPECT_EQ(work["counters"], expected_counters);
 
   const json& broadcast = doc["subscriptions"][1];
@@ -102,17 +102,13 @@ TEST(RenderStatus, OrderedWorkShowsItsPartitions) {
   EXPECT_FALSE(
       nlohmann::json::parse(render_status(h, "mailer"))["subscriptions"][0].contains("partitions"));
   h.subscriptions[0].partitions = 16;
-  h.subscriptions[0].partitions_held = {3, 9};
-  h.subscriptions[0].partition_takeovers = 4;
-  h.subscriptions[0].takeover_wait_ms = 9'000;
-  h.subscriptions[0].passed_over = 1;
-  h.subscriptions[0].stepped_back = true;
-  h.subscriptions[0].step_backs = 2;
+  h.subscriptions[0].partitions_owned = {3, 9};
+  h.subscriptions[0].leases_taken = 4;
+  h.subscriptions[0].leases_lost = 1;
+  h.subscriptions[0].rewinds = 2;
   const auto doc = nlohmann::json::parse(render_status(h, "mailer"));
-  const nlohmann::json expected = {{"count", 16},          {"held", {3, 9}},
-                                   {"takeovers", 4},       {"takeover_wait_ms", 9000},
-                                   {"repeats_skipped", 0}, {"passed_over", 1},
-                                   {"stepped_back", true}, {"step_backs", 2}};
+  const nlohmann::json expected = {
+      {"count", 16}, {"owned", {3, 9}}, {"leases_taken", 4}, {"leases_lost", 1}, {"rewinds", 2}};
   EXPECT_EQ(doc["subscriptions"][0]["partitions"], expected);
 }
 
