@@ -30,8 +30,8 @@
 #include "config/daemon_config.h"
 #include "consume/ack_metadata.h"
 #include "fleet/consumer_shape.h"
-#include "fleet/ordered/partition_probe.h"
 #include "fleet/ordered/partition_plan.h"
+#include "fleet/ordered/partition_probe.h"
 #include "support/broker_client.h"
 #include "support/fast_fleet.h"
 #include "support/nats_server.h"
@@ -258,8 +258,8 @@ class OrderedFleet {
   }
   size_t count(const std::string& data) const {
     std::lock_guard lock(mu_);
-    return static_cast<size_t>(std::count_if(seen_.begin(), seen_.end(),
-                                             [&](const Seen& s) { return s.data == data; }));
+    return static_cast<size_t>(
+        std::count_if(seen_.begin(), seen_.end(), [&](const Seen& s) { return s.data == data; }));
   }
   SubscriptionHealth health() { return fleet_.health().subscriptions.at(0); }
   Fleet& fleet() { return fleet_; }
@@ -275,7 +275,8 @@ class OrderedFleet {
 void publish_keys(BrokerClient& admin, int keys, int from, int to) {
   for (int n = from; n < to; ++n)
     for (int k = 0; k < keys; ++k)
-      admin.publish("orders.k" + std::to_string(k), "k" + std::to_string(k) + ":" + std::to_string(n));
+      admin.publish("orders.k" + std::to_string(k),
+                    "k" + std::to_string(k) + ":" + std::to_string(n));
 }
 
 // Per key, in the order seen: each n is the one after the last seen (a repeat of an earlier
@@ -375,10 +376,10 @@ TEST_P(OrderedRetention, EveryMessageOnceInOrderAndTheStreamLetsGoOfWhatIsDone) 
   auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
   NatsServer server({.extra_config = mapping_config(plan)});
   BrokerClient admin(server.url());
-  auto made = admin.api().call(
-      "STREAM.CREATE.ORDERS",
-      {{"name", "ORDERS"}, {"subjects", {plan.stored_subjects()}}, {"retention", GetParam()},
-       {"storage", "file"}});
+  auto made = admin.api().call("STREAM.CREATE.ORDERS", {{"name", "ORDERS"},
+                                                        {"subjects", {plan.stored_subjects()}},
+                                                        {"retention", GetParam()},
+                                                        {"storage", "file"}});
   ASSERT_TRUE(made) << made.error().describe();
   // An interest stream keeps only what some consumer is to read: the readers come first.
   OrderedFleet f(server.url());
@@ -532,9 +533,21 @@ TEST(OrderedWork, APausedOwnersLateWriteIsIgnoredByAFencingDownstream) {
         "/tmp/natsfleet-fence-" + std::to_string(getpid()) + "-" + std::to_string(i);
     std::remove(out.c_str());
     files.push_back(out);
-    std::vector<std::string> argv{NATSFLEET_REPLICA_BIN, "--server", b.server.url(), "--work",
-                                  "orders", "--subject", "orders.*", "--out", out,
-                                  "--key-token", "2", "--lease-ms", "1500", "--concurrency", "4"};
+    std::vector<std::string> argv{NATSFLEET_REPLICA_BIN,
+                                  "--server",
+                                  b.server.url(),
+                                  "--work",
+                                  "orders",
+                                  "--subject",
+                                  "orders.*",
+                                  "--out",
+                                  out,
+                                  "--key-token",
+                                  "2",
+                                  "--lease-ms",
+                                  "1500",
+                                  "--concurrency",
+                                  "4"};
     if (!pause_on.empty()) {
       argv.push_back("--pause-on");
       argv.push_back(pause_on);
