@@ -31,8 +31,9 @@ nats::ConsumerConfig config_starting_at(const WorkSpec& spec, uint64_t seq,
 // message of each subject). The broker removes it once nobody has pulled for `inactive`.
 // The consumer through which the owner of an ordered work's partition reads it, for one epoch
 // (fleet/ordered/partition_reader.h): a pull consumer no one else reads, from `start`, AckAll
-// (the checkpoint acks everything below it), never redelivering on its own in practice, on one
-// server (a lost one is made anew).
+// (the checkpoint acks everything below it), never redelivering on its own in practice, as
+// replicated as its stream (so a lost server does not take it: making consumers needs the
+// broker's meta leader, which a failure can keep away for a while).
 struct ReaderConsumer {
   std::string name;
   std::string description;

@@ -293,13 +293,22 @@ void OrderedWork::tend(int partition) {
     return;
   }
   if (!opened) {
-    if (auto open = reader->open(); !open) {
-      status_.warn("partition " + std::to_string(partition) + ": " + open.error().describe());
-      return;
+    {
+      std::lock_guard lock(mu_);
+      auto it = owned_.find(partition);
+      if (it == owned_.end() || Clock::now() < it->second.next_open) return;
     }
+    auto open = reader->open();
     std::lock_guard lock(mu_);
-    if (auto it = owned_.find(partition); it != owned_.end() && it->second.reader == reader)
+    auto it = owned_.find(partition);
+    if (it == owned_.end() || it->second.reader != reader) return;
+    if (open) {
       it->second.opened = true;
+    } else {
+      status_.warn("partition " + std::to_string(partition) + ": " + open.error().describe());
+      it->second.open_backoff = std::min(it->second.open_backoff * 2, milliseconds(5000));
+      it->second.next_open = Clock::now() + it->second.open_backoff;
+    }
     return;
   }
   const uint64_t before = reader->rewinds();

@@ -60,7 +60,9 @@ class OrderedWork final : public Supervised {
     bool opened = false;
     bool draining = false;  // assigned elsewhere: reads nothing more, finishes its lanes
     Clock::time_point drain_deadline{};
-    int running = 0;  // handlers under way
+    int running = 0;                // handlers under way
+    Clock::time_point next_open{};  // after the broker refused to open it
+    std::chrono::milliseconds open_backoff{125};
   };
 
   void run();  // the supervisor: probe, bucket, then lease rounds (a tenth of the lease, <= 0.5 s)

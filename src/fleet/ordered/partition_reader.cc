@@ -191,6 +191,7 @@ bool PartitionReader::done(const std::string& key) {
 }
 
 void PartitionReader::tick() {
+  const auto now = std::chrono::steady_clock::now();
   bool lost = false;
   {
     std::lock_guard lock(signal_mu_);
@@ -204,12 +205,22 @@ void PartitionReader::tick() {
     if (hole_) why = hole_why_;
     engine = engine_.get();
     if (engine) missed = engine->heartbeat_missed();
-    if (why.empty() && engine && std::chrono::steady_clock::now() - acked_at_ >= kAckEvery)
-      ack_checkpoint_locked();
+    if (why.empty() && engine && now - acked_at_ >= kAckEvery) ack_checkpoint_locked();
   }
-  if (why.empty() && !engine) why = "its consumer could not be made";
-  if (why.empty() && lost) why = "its consumer is gone";
-  if (why.empty() && missed) why = "the broker's heartbeats stopped";
+  if (why.empty() && !engine) {
+    if (now < next_make_) return;  // the broker refused it lately: try again later
+    why = "its consumer could not be made";
+  }
+  // Silence or a status that says the consumer is gone: a leader election looks the same for a
+  // while. Only a lookup that finds no consumer makes a new one; otherwise pull afresh.
+  if (why.empty() && (lost || missed) && now >= next_lookup_) {
+    next_lookup_ = now + std::max<milliseconds>(setup_.spec->heartbeat, milliseconds(1000));
+    auto info = setup_.api->consumer_info(setup_.stream, consumer_name(generation_));
+    if (!info && info.error().is_consumer_not_found())
+      why = "its consumer is gone";
+    else
+      engine->restart_pulls();
+  }
   if (!why.empty()) return rewind(why);
   if (reconnected_.exchange(false)) engine->restart_pulls();
   engine->tick();  // only this thread replaces the engine
@@ -250,7 +261,12 @@ void PartitionReader::rewind(const std::string& why) {
     replies_.clear();
   }
   ++rewinds_;
-  if (auto made = make_consumer(start); !made) return;  // tried again next tick
+  if (auto made = make_consumer(start); !made) {
+    make_backoff_ = std::min(make_backoff_ * 2, milliseconds(5000));
+    next_make_ = std::chrono::steady_clock::now() + make_backoff_;
+    return;
+  }
+  make_backoff_ = milliseconds(125);
   (void)start_engine();
 }
 

@@ -1,6 +1,6 @@
 // An owner reading its partition as a log, for one epoch of its lease. The partition is read
 // through a consumer of this reader's own (`<work>-p<p>-e<epoch>g<n>`, acked with AckAll), so
-// nobody else's deliveries, redeliveries or leader changes interleave with it; deliveries come
+// nobody else's deliveries or redeliveries interleave with it; deliveries come
 // pipelined (consume::PullEngine), many in flight. The log rule, in accept():
 //   - a message at or below what was read already is known: skipped (its delivery is kept only
 //     to ack the checkpoint through the current consumer);
@@ -8,9 +8,9 @@
 //     fall by more than one: otherwise a delivery went missing (a pause, a reconnect, a broker
 //     that skipped one). Nothing after the hole is taken; the reader rewinds: a new consumer
 //     from the checkpoint + 1, the old one deleted.
-// A missed heartbeat or a deleted consumer rewinds too. Acks: AckAll at the checkpoint (on a
-// work-queue stream, which takes explicit acks only, each delivery up to it), so interest and
-// work-queue streams let go of what is done.
+// A consumer found gone (looked up after missed heartbeats or a status) rewinds too. Acks: AckAll
+// at the checkpoint (on a work-queue stream, which takes explicit acks only, each delivery up to
+// it), so interest and work-queue streams let go of what is done.
 //
 // Threads: accept(), done() and lanes() under `Setup::mu`, held by the caller; open(), tick()
 // and stop() on the caller's supervisor thread without it (they take it when they need it, and
@@ -117,6 +117,9 @@ class PartitionReader {
   // Supervisor thread.
   std::vector<std::string> to_delete_;
   std::atomic<uint64_t> rewinds_{0};
+  std::chrono::steady_clock::time_point next_lookup_{};  // of the consumer, after a silence
+  std::chrono::steady_clock::time_point next_make_{};    // of a consumer the broker refused
+  std::chrono::milliseconds make_backoff_{125};
   std::string last_rewind_why_;
   std::chrono::steady_clock::time_point acked_at_{};
   std::mutex signal_mu_;
