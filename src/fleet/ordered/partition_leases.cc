@@ -99,7 +99,14 @@ PartitionLeases::Changes PartitionLeases::round(const std::function<uint64_t(int
   Changes changes;
   const Clock::time_point now = now_();
   auto live = refresh_members(now);
+  if (live && store_was_down_) {
+    // While the store did not answer, nobody could renew: what was seen unchanged then says
+    // nothing of its writer. Every watch starts again from now.
+    store_was_down_ = false;
+    for (auto& [key, seen] : seen_) seen.since = now;
+  }
   if (!live) {
+    store_was_down_ = true;
     changes.error = live.error();
     // Leases owned here are still renewed: an unreadable membership must not cost them.
     for (int p : owned_partitions()) renew(p, checkpoint(p), changes);

@@ -3,7 +3,8 @@
 // epoch (it rises with every take, across the store). The rules, all on this replica's own
 // monotonic clock (nothing depends on clocks agreeing between hosts):
 //   - members: each replica writes `members.<id>` every round; a member is live while its
-//     revision was seen to change (or first seen) less than a lease time ago;
+//     revision was seen to change (or first seen) less than a lease time ago; after a round that
+//     could not read the store, every key counts as first seen again (nobody could write);
 //   - assignment: each partition goes to the live member with the highest rendezvous hash of
 //     (member, partition), so a member that comes or goes moves only its share;
 //   - take: a partition assigned here is taken when its lease is absent, released, or held by a
@@ -118,6 +119,7 @@ class PartitionLeases {
   const Options options_;
   const std::function<Clock::time_point()> now_;
   std::map<std::string, Seen> seen_;  // round() only
+  bool store_was_down_ = false;       // round() only: the last round could not read the members
 
   mutable std::mutex mu_;
   std::map<int, Owned> owned_;

@@ -87,7 +87,14 @@ Result<void> PartitionReader::make_consumer(uint64_t start) {
       return Result<void>(Errc::timeout, "cannot delete consumer " + to_delete_.front());
   }
   auto made = api.create_consumer(setup_.stream, c);
-  if (!made) return made.error();
+  if (!made) {
+    // It may exist all the same (an answer lost in a timeout), made from another start: the next
+    // try takes a new name, and this one goes with the old consumers.
+    to_delete_.push_back(name);
+    std::lock_guard lock(*setup_.mu);
+    ++generation_;
+    return made.error();
+  }
   {
     std::lock_guard lock(*setup_.mu);
     consumer_ = name;

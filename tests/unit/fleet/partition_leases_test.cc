@@ -191,6 +191,23 @@ TEST_F(Leases, AnOwnerWhoseMembershipCannotBeWrittenStopsActing) {
   EXPECT_FALSE(a.may_act(0));
 }
 
+TEST_F(Leases, AStoreOutageIsNotTakenForAnOwnerThatStoppedRenewing) {
+  auto a = replica("a");
+  auto b = replica("b");
+  (void)a.round(none);
+  (void)b.round(none);
+  store.down = true;  // neither can write or read for longer than a lease
+  now += kLease + 1s;
+  (void)b.round(none);
+  (void)a.round(none);
+  store.down = false;
+  now += 500ms;
+  EXPECT_TRUE(b.round(none).taken.empty()) << "unchanged while nobody could write: not lapsed";
+  auto renewed = a.round(none);
+  EXPECT_TRUE(renewed.lost.empty());
+  EXPECT_TRUE(a.may_act(a.owned_partitions().front()));
+}
+
 TEST_F(Leases, AnOwnerStopsActingBeforeATakerCanBegin) {
   auto a = replica("a");
   const Clock::time_point renewed = now;
