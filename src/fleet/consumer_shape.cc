@@ -217,6 +217,7 @@ nats::ConsumerConfig reader_consumer_config(const ReaderConsumer& reader) {
   c.metadata = {{"natsfleet-work", reader.work},
                 {"natsfleet-partition", std::to_string(reader.partition)},
                 {"natsfleet-epoch", std::to_string(reader.epoch)}};
+  c.other_fields["num_replicas"] = "1";
   return c;
 }
 

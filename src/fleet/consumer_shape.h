@@ -31,9 +31,9 @@ nats::ConsumerConfig config_starting_at(const WorkSpec& spec, uint64_t seq,
 // message of each subject). The broker removes it once nobody has pulled for `inactive`.
 // The consumer through which the owner of an ordered work's partition reads it, for one epoch
 // (fleet/ordered/partition_reader.h): a pull consumer no one else reads, from `start`, AckAll
-// (the checkpoint acks everything below it), never redelivering on its own in practice, as
-// replicated as its stream (so a lost server does not take it: making consumers needs the
-// broker's meta leader, which a failure can keep away for a while).
+// (the checkpoint acks everything below it), never redelivering on its own in practice, on one
+// server: made in one step where a replicated one needs a raft group per consumer (a lost one
+// is looked up, then made anew).
 struct ReaderConsumer {
   std::string name;
   std::string description;
