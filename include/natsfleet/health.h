@@ -66,9 +66,9 @@ struct SubscriptionHealth {
   std::string downstream_error;  // the last retryable failure, while down
   uint64_t held = 0;             // messages held for a retry
   // Per-key ordered work (WorkSpec::ordering): its partitions, each owned by one replica at a
-  // time under a lease (README: "Ordered work").
+  // time under a lease (docs/tutorial/library.md, "Ordered work").
   int partitions = 0;
-  std::vector<int> partitions_owned;  // by this replica now
+  std::vector<int> partitions_owned;  // by this replica now: its lease held, its reader reading
   uint64_t leases_taken = 0;          // partitions this replica began to own
   uint64_t leases_lost = 0;  // taken by another replica while this one held them: it stopped
   uint64_t rewinds = 0;      // a partition's reader read again from its checkpoint (a hole)

@@ -1,7 +1,8 @@
-// Per-key ordered work on a real broker (README: "Ordered work"): the partition mapping and its
-// probe; key order with many messages in flight; through a killed replica, a joining one and a
-// paused one (whose late write the fencing token lets a downstream refuse); on limits, interest
-// and work-queue streams; a downstream that is down, a rejected message, a lost reader.
+// Per-key ordered work on a real broker (docs/tutorial/library.md, "Ordered work"): the partition
+// mapping and its probe; key order with many messages in flight; through a killed replica, a
+// joining one and a paused one (whose late write the fencing token lets a downstream refuse); on
+// limits, interest and work-queue streams; a downstream that is down, a rejected message, a lost
+// reader.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -617,7 +618,12 @@ TEST(OrderedWorkAudit, FindsNothingWrongWithARunningOrderedWork) {
   spec.key_token = 2;
   ASSERT_TRUE(fleet.add_work(spec, [](const Message&) { return Disposition::ack(); }));
   ASSERT_TRUE(fleet.start());
-  ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 20s));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        const auto h = fleet.health();
+        return h.ready && h.subscriptions.at(0).partitions_owned.size() == 16;
+      },
+      20s));
   auto report = audit::run_audit(
       {.servers = {server.url()}, .interval = 100ms, .config = ordered_config(server.url())});
   ASSERT_TRUE(report) << report.error().describe();

@@ -109,22 +109,48 @@ void OrderedWork::run() {
       store_->bucket());
   for (int i = 0; i < std::max(1, spec_.concurrency); ++i)
     workers_.emplace_back([this] { work_loop(); });
-  // Often enough that a lapsed lease is seen and taken within a second of its lapse.
+  readers_thread_ = std::thread([this] { tend_loop(); });
+  // Often enough that a lapsed lease is seen and taken within a second of its lapse. Nothing
+  // else happens on this thread, so no broker call of a reader delays a renewal.
   const milliseconds every = std::clamp(spec_.lease / 10, milliseconds(50), milliseconds(500));
-  Clock::time_point next_round{};
   while (true) {
     if (std::lock_guard lock(mu_); stopping_) return;
-    if (Clock::now() >= next_round) {
-      next_round = Clock::now() + every;
-      round();
-    }
+    round();
+    release_drained();
+    wait_for(every);
+  }
+}
+
+void OrderedWork::tend_loop() {
+  while (true) {
     std::vector<int> partitions;
+    std::vector<std::shared_ptr<PartitionReader>> lost;
     {
       std::lock_guard lock(mu_);
+      if (stopping_) return;
       for (const auto& [p, _] : owned_) partitions.push_back(p);
+      lost.swap(to_stop_);
     }
+    for (auto& r : lost) r->stop();
+    lost.clear();
     for (int p : partitions) tend(p);
     wait_for(kTick);
+  }
+}
+
+void OrderedWork::release_drained() {
+  std::vector<int> drained;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [p, o] : owned_)
+      if (o.drained) drained.push_back(p);
+  }
+  for (int p : drained) {
+    const uint64_t done = checkpoint(p);
+    drop(p, false);
+    if (auto released = leases_->release(p, done); !released)
+      ctx_.log->warn("work {}: partition {}: cannot release its lease ({}); it lapses instead",
+                     spec_.name, p, released.error().describe());
   }
 }
 
@@ -203,18 +229,13 @@ void OrderedWork::round() {
   }
   for (int p : changes.taken) take(p);
   for (int p : changes.to_release) {
-    std::shared_ptr<PartitionReader> reader;
-    {
-      std::lock_guard lock(mu_);
-      auto it = owned_.find(p);
-      if (it == owned_.end() || it->second.draining) continue;
-      it->second.draining = true;
-      it->second.drain_deadline = now + spec_.lease;
-      reader = it->second.reader;
-    }
+    std::lock_guard lock(mu_);
+    auto it = owned_.find(p);
+    if (it == owned_.end() || it->second.draining) continue;
+    it->second.draining = true;
+    it->second.drain_deadline = now + spec_.lease;
     ctx_.log->info("work {}: partition {} goes to another member: finishing what was read",
                    spec_.name, p);
-    reader->stop();
   }
 }
 
@@ -254,42 +275,41 @@ void OrderedWork::take(int partition) {
 }
 
 void OrderedWork::drop(int partition, bool lost) {
-  std::shared_ptr<PartitionReader> reader;
-  {
-    std::lock_guard lock(mu_);
-    auto it = owned_.find(partition);
-    if (it == owned_.end()) return;
-    reader = std::move(it->second.reader);
-    reader->lanes().clear();
-    owned_.erase(it);
-  }
+  std::shared_ptr<PartitionReader> reader;  // goes without the lock: its end takes it
+  std::lock_guard lock(mu_);
+  auto it = owned_.find(partition);
+  if (it == owned_.end()) return;
+  reader = std::move(it->second.reader);
+  reader->lanes().clear();
+  owned_.erase(it);
   rewinds_ += reader->rewinds();
-  if (lost) reader->stop();
+  // Stopped on the readers' thread, the only one that calls into a reader.
+  if (lost) to_stop_.push_back(std::move(reader));
 }
 
 void OrderedWork::tend(int partition) {
   std::shared_ptr<PartitionReader> reader;
   bool opened = false;
-  bool draining = false;
+  bool stop = false;
   {
     std::lock_guard lock(mu_);
     auto it = owned_.find(partition);
     if (it == owned_.end()) return;
-    reader = it->second.reader;
-    opened = it->second.opened;
-    draining = it->second.draining;
-    if (draining) {
-      Owned& o = it->second;
+    Owned& o = it->second;
+    reader = o.reader;
+    opened = o.opened;
+    if (o.draining && o.stopped) {
       if (Clock::now() >= o.drain_deadline) o.reader->lanes().clear();  // the next owner reads them
-      if (!o.reader->lanes().empty() || o.running > 0) return;
+      o.drained = o.reader->lanes().empty() && o.running == 0;
+      return;
     }
+    stop = o.draining;
   }
-  if (draining) {
-    const uint64_t done = checkpoint(partition);
-    drop(partition, false);
-    if (auto released = leases_->release(partition, done); !released)
-      ctx_.log->warn("work {}: partition {}: cannot release its lease ({}); it lapses instead",
-                     spec_.name, partition, released.error().describe());
+  if (stop) {
+    reader->stop();
+    std::lock_guard lock(mu_);
+    auto it = owned_.find(partition);
+    if (it != owned_.end() && it->second.reader == reader) it->second.stopped = true;
     return;
   }
   if (!opened) {
@@ -476,11 +496,13 @@ void OrderedWork::begin_shutdown() {
 }
 
 bool OrderedWork::finish_handlers(Clock::time_point deadline) {
-  if (thread_.joinable()) thread_.join();
+  join();
   std::vector<std::shared_ptr<PartitionReader>> readers;
   {
     std::lock_guard lock(mu_);
     for (auto& [p, o] : owned_) readers.push_back(o.reader);
+    for (auto& r : to_stop_) readers.push_back(std::move(r));
+    to_stop_.clear();
   }
   for (auto& r : readers) r->stop();
   bool done = true;
@@ -502,6 +524,7 @@ bool OrderedWork::finish_handlers(Clock::time_point deadline) {
 
 void OrderedWork::join() {
   if (thread_.joinable()) thread_.join();
+  if (readers_thread_.joinable()) readers_thread_.join();
 }
 
 void OrderedWork::wait_handlers() {
@@ -522,7 +545,7 @@ SubscriptionHealth OrderedWork::health() const {
   std::lock_guard lock(mu_);
   h.rewinds = rewinds_.load();
   for (const auto& [p, o] : owned_) {
-    h.partitions_owned.push_back(p);
+    if (o.opened) h.partitions_owned.push_back(p);  // its lease held and its reader reading
     h.rewinds += o.reader->rewinds();
   }
   h.held = later_.size();

@@ -59,18 +59,25 @@ class OrderedWork final : public Supervised {
     std::shared_ptr<PartitionReader> reader;
     bool opened = false;
     bool draining = false;  // assigned elsewhere: reads nothing more, finishes its lanes
+    bool stopped = false;   // draining, and its reader stopped
+    bool drained = false;   // draining, and nothing left: the lease goes back
     Clock::time_point drain_deadline{};
     int running = 0;                // handlers under way
     Clock::time_point next_open{};  // after the broker refused to open it
     std::chrono::milliseconds open_backoff{125};
   };
 
-  void run();  // the supervisor: probe, bucket, then lease rounds (a tenth of the lease, <= 0.5 s)
+  // The lease thread: probe, bucket, then lease rounds (a tenth of the lease, <= 0.5 s), and
+  // releases of drained partitions. It never waits on a reader's broker calls.
+  void run();
   bool set_up();
   void round();
   void take(int partition);
   // The partition stops here at once (lost) or once drained (released).
   void drop(int partition, bool lost);
+  void release_drained();
+  // The readers' thread: the only one that calls a reader's open(), tick() and stop().
+  void tend_loop();
   void tend(int partition);
   void work_loop();
   // Under mu_: the next lane that may run now (due retries first become ready).
@@ -95,12 +102,14 @@ class OrderedWork final : public Supervised {
   std::unique_ptr<StreamLeaseStore> store_;
   std::unique_ptr<PartitionLeases> leases_;
 
-  std::thread thread_;
+  std::thread thread_;  // the lease thread
+  std::thread readers_thread_;
   std::vector<std::thread> workers_;
 
   mutable std::mutex mu_;         // the readers' lanes and everything below
   std::condition_variable wake_;  // a lane is ready, a delay ran out, or stopping
   std::map<int, Owned> owned_;
+  std::vector<std::shared_ptr<PartitionReader>> to_stop_;  // lost: the readers' thread stops them
   std::deque<Ready> ready_;
   std::set<std::pair<int, std::string>> busy_;     // lanes whose handler runs now
   std::multimap<Clock::time_point, Ready> later_;  // lanes waiting for a retry

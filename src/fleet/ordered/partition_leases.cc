@@ -60,33 +60,39 @@ std::string PartitionLeases::assignee(const std::vector<std::string>& members, i
   return best;
 }
 
-void PartitionLeases::note(std::map<std::string, Seen>& seen, const std::string& key,
-                           uint64_t revision, Clock::time_point now) {
-  auto [it, fresh] = seen.try_emplace(key, Seen{revision, now});
-  if (!fresh && it->second.revision != revision) it->second = Seen{revision, now};
+void PartitionLeases::note(const std::string& key, uint64_t revision) {
+  auto [it, fresh] = seen_.try_emplace(key, Seen{revision, watched_});
+  if (!fresh && it->second.revision != revision) it->second = Seen{revision, watched_};
 }
 
 Result<std::vector<std::string>> PartitionLeases::refresh_members(Clock::time_point now) {
   const Clock::time_point sent = now_();
-  if (auto mine = store_.put(member_key(options_.me), options_.me); !mine) return mine.error();
+  auto answered = [&](const auto& result) {
+    if (!result) answered_at_.reset();
+    return result.ok();
+  };
+  if (auto mine = store_.put(member_key(options_.me), options_.me); !answered(mine))
+    return mine.error();
   {
     std::lock_guard lock(mu_);
     member_valid_until_ = sent + options_.lease - options_.margin;
   }
+  if (answered_at_) watched_ += now - *answered_at_;
+  answered_at_ = now;
   auto keys = store_.keys(std::string(kMembers));
-  if (!keys) return keys.error();
+  if (!answered(keys)) return keys.error();
   std::vector<std::string> live{options_.me};
   for (const auto& key : *keys) {
     const std::string member = key.substr(kMembers.size());
     if (member == options_.me) continue;
     auto value = store_.get(key);
-    if (!value) return value.error();
+    if (!answered(value)) return value.error();
     if (!*value) continue;
-    note(seen_, key, (*value)->revision, now);
+    note(key, (*value)->revision);
     const Seen& s = seen_[key];
-    if (now - s.since < options_.lease) {
+    if (watched_ - s.since < options_.lease) {
       live.push_back(member);
-    } else if (now - s.since >= options_.forget_member_after) {
+    } else if (watched_ - s.since >= options_.forget_member_after) {
       (void)store_.remove(key);  // it comes back with its next round if it lives after all
       seen_.erase(key);
     }
@@ -99,14 +105,7 @@ PartitionLeases::Changes PartitionLeases::round(const std::function<uint64_t(int
   Changes changes;
   const Clock::time_point now = now_();
   auto live = refresh_members(now);
-  if (live && store_was_down_) {
-    // While the store did not answer, nobody could renew: what was seen unchanged then says
-    // nothing of its writer. Every watch starts again from now.
-    store_was_down_ = false;
-    for (auto& [key, seen] : seen_) seen.since = now;
-  }
   if (!live) {
-    store_was_down_ = true;
     changes.error = live.error();
     // Leases owned here are still renewed: an unreadable membership must not cost them.
     for (int p : owned_partitions()) renew(p, checkpoint(p), changes);
@@ -116,13 +115,12 @@ PartitionLeases::Changes PartitionLeases::round(const std::function<uint64_t(int
     std::lock_guard lock(mu_);
     members_ = *live;
   }
-  for (int p = 0; p < options_.partitions; ++p) judge(p, *live, now, checkpoint, changes);
+  for (int p = 0; p < options_.partitions; ++p) judge(p, *live, checkpoint, changes);
   return changes;
 }
 
 void PartitionLeases::judge(int partition, const std::vector<std::string>& live,
-                            Clock::time_point now, const std::function<uint64_t(int)>& checkpoint,
-                            Changes& changes) {
+                            const std::function<uint64_t(int)>& checkpoint, Changes& changes) {
   const bool mine = owned(partition).has_value();
   const bool assigned_here = assignee(live, partition) == options_.me;
   if (mine) {
@@ -137,14 +135,14 @@ void PartitionLeases::judge(int partition, const std::vector<std::string>& live,
     return;
   }
   if (!*current) return take(partition, *current, std::nullopt, changes);
-  note(seen_, lease_key(partition), (*current)->revision, now);
+  note(lease_key(partition), (*current)->revision);
   const auto lease = LeaseValue::decode((*current)->value);
   // Its owner started its last write (a renewal of this lease, or of its membership, which it
   // needs as well to act) before this replica first saw it, and stops acting a margin before a
   // lease from then: a whole lease from first sight of either leaves that margin. An unreadable
   // lease is treated as held: it lapses like any other.
-  const bool lapsed = now - seen_[lease_key(partition)].since >= options_.lease ||
-                      (lease && member_silent(lease->owner, now));
+  const bool lapsed = watched_ - seen_[lease_key(partition)].since >= options_.lease ||
+                      (lease && member_silent(lease->owner));
   if ((lease && lease->released) || lapsed) take(partition, *current, lease, changes);
 }
 
@@ -215,9 +213,10 @@ void PartitionLeases::leave(const std::function<uint64_t(int)>& checkpoint) {
   (void)store_.remove(member_key(options_.me));
 }
 
-bool PartitionLeases::member_silent(const std::string& member, Clock::time_point now) const {
+bool PartitionLeases::member_silent(const std::string& member) const {
   auto it = seen_.find(member_key(member));
-  return member != options_.me && it != seen_.end() && now - it->second.since >= options_.lease;
+  return member != options_.me && it != seen_.end() &&
+         watched_ - it->second.since >= options_.lease;
 }
 
 bool PartitionLeases::may_act(int partition) const {

@@ -2,9 +2,12 @@
 // only by compare-and-set on its last revision; the revision that took a lease is the owner's
 // epoch (it rises with every take, across the store). The rules, all on this replica's own
 // monotonic clock (nothing depends on clocks agreeing between hosts):
+//   - watched time: what "seen unchanged for a lease" counts is this replica's time between
+//     two rounds whose membership write the store took; while the store does not answer, nobody
+//     can renew, so that time says nothing of a writer and does not count. It runs no faster
+//     than the monotonic clock, so a taker never waits less than a lease;
 //   - members: each replica writes `members.<id>` every round; a member is live while its
-//     revision was seen to change (or first seen) less than a lease time ago; after a round that
-//     could not read the store, every key counts as first seen again (nobody could write);
+//     revision was seen to change (or first seen) less than a lease of watched time ago;
 //   - assignment: each partition goes to the live member with the highest rendezvous hash of
 //     (member, partition), so a member that comes or goes moves only its share;
 //   - take: a partition assigned here is taken when its lease is absent, released, or held by a
@@ -99,27 +102,28 @@ class PartitionLeases {
   static std::string assignee(const std::vector<std::string>& members, int partition);
 
  private:
-  // The revision of a key as this replica saw it, and since when (its own clock).
+  // The revision of a key as this replica saw it, and since when (watched time).
   struct Seen {
     uint64_t revision = 0;
-    Clock::time_point since{};
+    Clock::duration since{};
   };
   Result<std::vector<std::string>> refresh_members(Clock::time_point now);
-  void judge(int partition, const std::vector<std::string>& live, Clock::time_point now,
+  void judge(int partition, const std::vector<std::string>& live,
              const std::function<uint64_t(int)>& checkpoint, Changes& changes);
   void take(int partition, const std::optional<StoredValue>& current,
             const std::optional<LeaseValue>& lease, Changes& changes);
   void renew(int partition, uint64_t checkpoint, Changes& changes);
-  void note(std::map<std::string, Seen>& seen, const std::string& key, uint64_t revision,
-            Clock::time_point now);
+  void note(const std::string& key, uint64_t revision);
   // Another member whose key this replica has seen unchanged for a whole lease.
-  bool member_silent(const std::string& member, Clock::time_point now) const;
+  bool member_silent(const std::string& member) const;
 
   LeaseStore& store_;
   const Options options_;
   const std::function<Clock::time_point()> now_;
-  std::map<std::string, Seen> seen_;  // round() only
-  bool store_was_down_ = false;       // round() only: the last round could not read the members
+  // round() only.
+  std::map<std::string, Seen> seen_;
+  Clock::duration watched_{};
+  std::optional<Clock::time_point> answered_at_;  // the last round the store answered, if this one
 
   mutable std::mutex mu_;
   std::map<int, Owned> owned_;

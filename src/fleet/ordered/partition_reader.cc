@@ -154,21 +154,14 @@ void PartitionReader::accept(std::vector<nats::InboundMessage>& batch,
                              std::vector<std::string>& ready) {
   for (auto& in : batch) {
     auto d = consume::parse_ack_subject(in.reply);
-    const bool ours = d && d->consumer == consumer_ && engine_ && !hole_;
+    const bool ours = d && d->consumer == consumer_ && engine_;
     if (!ours) continue;
-    const bool next = d->consumer_seq == last_consumer_seq_ + 1;
-    const bool skipped = last_consumer_seq_ != 0 && d->pending + 1 < last_pending_ &&
-                         d->stream_seq > lanes_.read_to();
-    if (!next || skipped) {
-      hole_ = true;
-      hole_why_ = !next ? "delivery " + std::to_string(d->consumer_seq) + " came after " +
-                              std::to_string(last_consumer_seq_)
-                        : "pending fell from " + std::to_string(last_pending_) + " to " +
-                              std::to_string(d->pending);
+    const auto step = cursor_.follow(d->consumer_seq, d->pending, d->stream_seq, lanes_.read_to());
+    if (step == LogCursor::Step::hole) continue;  // tick() rewinds
+    if (step == LogCursor::Step::repeat) {        // taken already: the checkpoint's ack covers it
+      engine_->message_done();
       continue;
     }
-    last_consumer_seq_ = d->consumer_seq;
-    last_pending_ = d->pending;
     if (d->stream_seq > acked_) replies_[d->stream_seq] = in.reply;
     if (d->stream_seq <= lanes_.read_to()) {  // known: done, or waiting in its lane
       engine_->message_done();
@@ -209,7 +202,7 @@ void PartitionReader::tick() {
   consume::PullEngine* engine = nullptr;
   {
     std::lock_guard lock(*setup_.mu);
-    if (hole_) why = hole_why_;
+    if (cursor_.hole()) why = cursor_.hole_why();
     engine = engine_.get();
     if (engine) missed = engine->heartbeat_missed();
     if (why.empty() && engine && now - acked_at_ >= kAckEvery) ack_checkpoint_locked();
@@ -262,9 +255,7 @@ void PartitionReader::rewind(const std::string& why) {
     consumer_.clear();
     ++generation_;
     inherited_ = lanes_.waiting();
-    hole_ = false;
-    last_consumer_seq_ = 0;
-    last_pending_ = 0;
+    cursor_.reset();
     replies_.clear();
   }
   ++rewinds_;

@@ -1,13 +1,10 @@
 // An owner reading its partition as a log, for one epoch of its lease. The partition is read
 // through a consumer of this reader's own (`<work>-p<p>-e<epoch>g<n>`, acked with AckAll), so
 // nobody else's deliveries or redeliveries interleave with it; deliveries come
-// pipelined (consume::PullEngine), many in flight. The log rule, in accept():
-//   - a message at or below what was read already is known: skipped (its delivery is kept only
-//     to ack the checkpoint through the current consumer);
-//   - the next message must come with the next consumer sequence, and its pending count may not
-//     fall by more than one: otherwise a delivery went missing (a pause, a reconnect, a broker
-//     that skipped one). Nothing after the hole is taken; the reader rewinds: a new consumer
-//     from the checkpoint + 1, the old one deleted.
+// pipelined (consume::PullEngine), many in flight, and follow the log rule (LogCursor): after a
+// hole nothing is taken and the reader rewinds: a new consumer from the checkpoint + 1, the old
+// one deleted. A message at or below what was read already is known: skipped (its delivery is
+// kept only to ack the checkpoint through the current consumer).
 // A consumer found gone (looked up after missed heartbeats or a status) rewinds too. Acks: AckAll
 // at the checkpoint (on a work-queue stream, which takes explicit acks only, each delivery up to
 // it), so interest and work-queue streams let go of what is done.
@@ -29,6 +26,7 @@
 
 #include "consume/pull_engine.h"
 #include "fleet/ordered/key_lanes.h"
+#include "fleet/ordered/log_cursor.h"
 #include "nats/jetstream_api.h"
 #include "nats/stream_config.h"
 #include "natsfleet/spec.h"
@@ -107,10 +105,7 @@ class PartitionReader {
   std::string consumer_;
   std::unique_ptr<consume::PullEngine> engine_;
   size_t inherited_ = 0;  // messages in the lanes from an earlier generation's consumer
-  uint64_t last_consumer_seq_ = 0;
-  uint64_t last_pending_ = 0;
-  bool hole_ = false;
-  std::string hole_why_;
+  LogCursor cursor_;
   std::map<uint64_t, std::string> replies_;  // stream seq -> the current consumer's delivery
   uint64_t acked_ = 0;
 

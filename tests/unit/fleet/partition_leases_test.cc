@@ -208,6 +208,33 @@ TEST_F(Leases, AStoreOutageIsNotTakenForAnOwnerThatStoppedRenewing) {
   EXPECT_TRUE(a.may_act(a.owned_partitions().front()));
 }
 
+TEST_F(Leases, TimeTheStoreDidNotAnswerDoesNotCountTheTimeAroundItDoes) {
+  auto a = replica("a");
+  auto b = replica("b");
+  (void)a.round(none);
+  (void)b.round(none);  // b sees a live; a holds every lease. a dies now.
+  for (int i = 0; i < 6; ++i) {
+    now += 500ms;
+    (void)b.round(none);  // 3 s of a's silence watched
+  }
+  store.down = true;
+  now += 20s;
+  (void)b.round(none);
+  store.down = false;
+  now += 500ms;
+  (void)b.round(none);  // answered again: the time since the last answer does not count
+  EXPECT_TRUE(b.owned_partitions().empty()) << "3 s watched of a 5 s lease";
+  for (int i = 0; i < 3; ++i) {
+    now += 500ms;
+    (void)b.round(none);
+  }
+  EXPECT_TRUE(b.owned_partitions().empty()) << "4.5 s watched";
+  now += 500ms;
+  (void)b.round(none);
+  EXPECT_EQ(b.owned_partitions().size(), size_t{kPartitions})
+      << "a whole lease watched, the outage left out: no lease's wait again from zero";
+}
+
 TEST_F(Leases, AnOwnerStopsActingBeforeATakerCanBegin) {
   auto a = replica("a");
   const Clock::time_point renewed = now;
