@@ -21,6 +21,7 @@
 #include "base/duration.h"
 #include "base/endpoint.h"
 #include "base/subject_tokens.h"
+#include "config/variables.h"
 #include "natsfleet/validate.h"
 
 namespace natsfleet::config {
@@ -53,7 +54,7 @@ constexpr std::string_view kWebSocketSinkKeys[] = {
 // The shortest member-token secret accepted (the gateway's kMinTokenSecretBytes).
 constexpr std::size_t kMinTokenSecretBytes = 32;
 
-// The ranges of the keys only the daemon has (the README's config reference lists every range);
+// The ranges of the keys only the daemon has (docs/reference/config.md lists every range);
 // the rest are the library's Limits.
 constexpr milliseconds kShutdownTimeoutMin{0};
 constexpr milliseconds kShutdownTimeoutMax = std::chrono::hours(1);
@@ -154,7 +155,15 @@ class TableReader {
     const toml::node* node = find(key);
     if (!node) return std::nullopt;
     if (!node->is_string()) fail(key, "expected a string, got " + type_name(*node));
-    return node->as_string()->get();
+    return expanded(node->as_string()->get(), [&](std::string problem) { fail(key, problem); });
+  }
+
+  // Every string value with its ${VAR}s replaced (config/variables.h); `fail` reports an error.
+  static std::string expanded(const std::string& text,
+                              const std::function<void(std::string)>& fail) {
+    auto value = expand_variables(text);
+    if (!value) fail(value.error().describe());
+    return std::move(value).value();
   }
 
   std::string required_string(std::string_view key, std::string_view hint = {}) const {
@@ -200,7 +209,8 @@ class TableReader {
     if (!node) return std::nullopt;
     if (!node->is_string())
       fail(key, "expected a duration string like \"30s\", got " + type_name(*node));
-    const std::string& text = node->as_string()->get();
+    const std::string text =
+        expanded(node->as_string()->get(), [&](std::string problem) { fail(key, problem); });
     auto value = base::parse_duration(text);
     if (!value && !base::looks_like_duration(text))
       fail(key,
@@ -231,7 +241,9 @@ class TableReader {
       if (!item.is_string())
         fail_at(item, path(key) + "[" + std::to_string(i) + "]",
                 "expected a string, got " + type_name(item));
-      out.push_back(item.as_string()->get());
+      out.push_back(expanded(item.as_string()->get(), [&](std::string problem) {
+        fail_at(item, path(key) + "[" + std::to_string(i) + "]", std::move(problem));
+      }));
     }
     return out;
   }
@@ -757,6 +769,20 @@ class ConfigParser {
 
 DaemonConfig parse_config(std::string_view text, const std::string& file_name) {
   return ConfigParser(file_name).parse(text);
+}
+
+ConfigKeys config_keys() {
+  auto list = [](Names names) { return std::vector<std::string>(names.begin(), names.end()); };
+  return ConfigKeys{.top = list(kTopKeys),
+                    .tls = list(kTlsKeys),
+                    .health = list(kHealthKeys),
+                    .work = list(kWorkKeys),
+                    .broadcast = list(kBroadcastKeys),
+                    .sinks = {{"file", list(kFileSinkKeys)},
+                              {"stdout", list(kStdoutSinkKeys)},
+                              {"worker", list(kWorkerSinkKeys)},
+                              {"http", list(kHttpSinkKeys)},
+                              {"websocket", list(kWebSocketSinkKeys)}}};
 }
 
 DaemonConfig load_config(const std::string& path) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,13 @@ struct DaemonConfig {
   std::vector<WorkConfig> work;
   std::vector<BroadcastConfig> broadcast;
 };
+
+// Every key the parser reads, by table (a sink's by its type), for the docs' check.
+struct ConfigKeys {
+  std::vector<std::string> top, tls, health, work, broadcast;
+  std::map<std::string, std::vector<std::string>> sinks;  // type -> its keys, "type" included
+};
+ConfigKeys config_keys();
 
 // Reads and checks the file. Throws ConfigError: line 0 and key "" when the file cannot be read.
 DaemonConfig load_config(const std::string& path);

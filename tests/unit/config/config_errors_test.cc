@@ -967,6 +967,38 @@ sink = { type = "stdout" }
 )",
      5, "work[0].ordering", "one subject"},
 
+    // Environment variables (NATSFLEET_TEST_UNSET is never set).
+    {"UnsetVariableInAnArray", R"(name = "svc"
+servers = ["nats://a:4222", "${NATSFLEET_TEST_UNSET}"]
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "stdout" }
+)",
+     2, "servers[1]", "environment variable NATSFLEET_TEST_UNSET is not set"},
+    {"UnsetVariableInASinkTable", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "http", url = "http://${NATSFLEET_TEST_UNSET}/in" }
+)",
+     5, "work[0].sink.url", "NATSFLEET_TEST_UNSET is not set"},
+    {"UnsetVariableInADuration", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+ack_wait = "${NATSFLEET_TEST_UNSET}"
+sink = { type = "stdout" }
+)",
+     5, "work[0].ack_wait", "NATSFLEET_TEST_UNSET is not set"},
+    {"UnclosedVariable", R"(name = "svc-${NAME"
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "stdout" }
+)",
+     1, "name", "without a closing"},
+
     // Nothing declared.
     {"NothingToConsume", R"(name = "svc"
 servers = ["nats://127.0.0.1:4222"]

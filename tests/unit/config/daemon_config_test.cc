@@ -323,8 +323,34 @@ headers = { "Authorization" = "Bearer x", X-Source = "natsfleet" }
                                                               {"X-Source", "natsfleet"}}));
 }
 
+// One file for every environment: ${VAR} and ${VAR:-default} in any string value.
+TEST(DaemonConfig, EnvironmentVariablesFillStringValues) {
+  ASSERT_EQ(setenv("NATSFLEET_TEST_URL", "nats://broker.prod:4222", 1), 0);
+  ASSERT_EQ(setenv("NATSFLEET_TEST_TOKEN", "s3cret", 1), 0);
+  ASSERT_EQ(setenv("NATSFLEET_TEST_EMPTY", "", 1), 0);
+  const DaemonConfig config = parse_config(R"(name = "svc-${NATSFLEET_TEST_UNSET:-a}"
+servers = ["${NATSFLEET_TEST_URL}"]
+[[work]]
+name = "w"
+subject = "a.b"
+ack_wait = "${NATSFLEET_TEST_EMPTY:-45s}"
+sink = { type = "http", url = "http://127.0.0.1/in", headers = { Authorization = "Bearer ${NATSFLEET_TEST_TOKEN}", X-Note = "$${kept} $5" } }
+)",
+                                           "svc.toml");
+  unsetenv("NATSFLEET_TEST_URL");
+  unsetenv("NATSFLEET_TEST_TOKEN");
+  unsetenv("NATSFLEET_TEST_EMPTY");
+  EXPECT_EQ(config.fleet.name, "svc-a");
+  EXPECT_EQ(config.fleet.servers, (std::vector<std::string>{"nats://broker.prod:4222"}));
+  EXPECT_EQ(config.work.at(0).spec.ack_wait, milliseconds(45000));
+  const auto& http = std::get<HttpSinkOptions>(config.work.at(0).sink);
+  EXPECT_EQ(http.headers.at("Authorization"), "Bearer s3cret");
+  EXPECT_EQ(http.headers.at("X-Note"), "${kept} $5");
+}
+
 // Each sink type's defaults live in its options struct only: a sink table with no more than its
-// required keys reads as that struct default-constructed, and those are the README's defaults.
+// required keys reads as that struct default-constructed, and those are the documented defaults
+// (docs/reference/config.md).
 TEST(DaemonConfig, ASinkTableWithOnlyItsRequiredKeysGetsTheDocumentedDefaults) {
   const DaemonConfig config = parse_config(R"(name = "svc"
 [[work]]
