@@ -33,7 +33,7 @@
 
 namespace {
 
-constexpr const char* kVersion = "0.1.0";
+constexpr const char* kVersion = NATSFLEET_VERSION;  // the project's, from CMake
 
 std::string self_executable(const char* argv0) {
   char buf[PATH_MAX];
@@ -287,6 +287,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(30, 1000000));
 
   auto* version = app.add_subcommand("version", "print the version");
+  app.set_version_flag("--version", std::string("natsfleet ") + kVersion, "print the version");
+  auto* help = app.add_subcommand("help", "print this help");
 
   try {
     app.parse(argc, argv);
@@ -302,6 +304,11 @@ int main(int argc, char** argv) {
     natsfleet::daemon::setup_logging("text");
     return natsfleet::demo::run_demo(
         {.self_executable = self_executable(argv[0]), .messages = messages}, std::cout);
+  }
+  if (help->parsed()) {
+    // app.help() would describe the selected subcommand, `help` itself.
+    std::cout << app.get_formatter()->make_help(&app, "natsfleet", CLI::AppFormatMode::Normal);
+    return 0;
   }
   if (version->parsed()) {
     std::cout << "natsfleet " << kVersion << "\n";

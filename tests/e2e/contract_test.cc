@@ -132,6 +132,20 @@ TEST(ConfigErrors, EachBadConfigExitsTwoNamingFileLineAndKey) {
   EXPECT_GE(index, 25);
 }
 
+TEST(Cli, VersionAndHelpAnswerAndExitZero) {
+  const std::string version = std::string("natsfleet ") + NATSFLEET_VERSION + "\n";
+  auto flag = run_cli("--version");
+  EXPECT_EQ(flag.code, 0);
+  EXPECT_EQ(flag.output, version);
+  auto command = run_cli("version");
+  EXPECT_EQ(command.code, 0);
+  EXPECT_EQ(command.output, version);
+  auto help = run_cli("help");
+  EXPECT_EQ(help.code, 0) << help.output;
+  for (const char* sub : {"run", "lint", "audit", "dead-letters", "demo", "version"})
+    EXPECT_NE(help.output.find(std::string("  ") + sub), std::string::npos) << sub << help.output;
+}
+
 TEST(Lint, FindingsExitOneCleanExitsZeroUnreadableExitsTwo) {
   TempDir dir;
   const std::string clean = dir.path() + "/clean.toml";
