@@ -37,7 +37,7 @@ struct RelayGatewayOptions {
   // reach the port can read any member's statuses.
   // Not empty: a member token signed with this secret is required (`token=` in the query or an
   // `Authorization: Bearer` header): missing or expired 401; malformed, badly signed or for
-  // another member 403. The token format is in the README.
+  // another member 403. The token format is in docs/reference/relay.md.
   std::string token_secret;
   // Not empty: the member is read from this request header, set by an authenticating proxy in
   // front (which must remove it from what clients send).

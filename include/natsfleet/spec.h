@@ -30,7 +30,8 @@ enum class OnMissing {
 enum class Ordering {
   none,  // messages are handled in parallel, in any order, on any replica
   // Messages of one key (a subject token) are handled one after another, in stream order, on
-  // one replica at a time; different keys run in parallel. See "Ordered work" in the README.
+  // one replica at a time; different keys run in parallel. See docs/tutorial/library.md, "Ordered
+  // work".
   per_key,
 };
 

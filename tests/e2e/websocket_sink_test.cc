@@ -245,7 +245,7 @@ std::string shell_output(const std::string& command) {
   return out;
 }
 
-// What the shell in the README runs to mint a member token.
+// What the shell in docs/reference/relay.md runs to mint a member token.
 std::string mint_with_openssl(const std::string& secret_file, const std::string& member,
                               long expiry) {
   const std::string signed_part = member + "." + std::to_string(expiry);

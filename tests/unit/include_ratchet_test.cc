@@ -1,6 +1,6 @@
 // The ratchets of STYLE.md: only src/nats/ may include nats.c, and a layer includes only the
-// layers below it (README, "Layout"). Each test walks the product's source folders and fails
-// naming each file that breaks the rule.
+// layers below it (CONTRIBUTING.md, "Layout"). Each test walks the product's source folders and
+// fails naming each file that breaks the rule.
 #include <gtest/gtest.h>
 
 #include <filesystem>

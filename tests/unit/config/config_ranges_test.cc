@@ -1,4 +1,4 @@
-// Every number and duration in the daemon config has a range (the README's config reference
+// Every number and duration in the daemon config has a range (docs/reference/config.md
 // lists it): each key's bounds are accepted, one step beyond each is an error naming file, line,
 // key and the range.
 #include <gtest/gtest.h>

@@ -69,7 +69,8 @@ TEST(MemberToken, UppercaseHexSignaturesAreAccepted) {
   EXPECT_EQ(check_member_token(token, kSecret, at(0)).verdict, TokenVerdict::ok);
 }
 
-// The README tells backends to mint tokens with openssl dgst; this is that recipe, run.
+// docs/reference/relay.md tells backends to mint tokens with openssl dgst; this is that recipe,
+// run.
 TEST(MemberToken, TheReadmeOpensslRecipeMintsTheSameToken) {
   const std::string command = "printf '%s' 'alice.2000000000' | openssl dgst -sha256 -hmac '" +
                               std::string(kSecret) + "' -r | cut -d' ' -f1";
