@@ -12,8 +12,8 @@ LogCursor::Step LogCursor::follow(uint64_t consumer_seq, uint64_t pending, uint6
     return Step::hole;
   }
   if (last_consumer_seq_ != 0 && pending + 1 < last_pending_ && stream_seq > read_to) {
-    hole_why_ = "pending fell from " + std::to_string(last_pending_) + " to " +
-                std::to_string(pending);
+    hole_why_ =
+        "pending fell from " + std::to_string(last_pending_) + " to " + std::to_string(pending);
     return Step::hole;
   }
   last_consumer_seq_ = consumer_seq;

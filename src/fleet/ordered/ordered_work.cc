@@ -7,6 +7,7 @@
 #include <random>
 
 #include "base/backoff.h"
+#include "base/log_event.h"
 #include "fleet/dead_letter_copy.h"
 #include "fleet/ordered/lease_store.h"
 #include "fleet/ordered/partition_leases.h"
@@ -102,14 +103,14 @@ void OrderedWork::run() {
     wait_for(backoff.next());
     if (std::lock_guard lock(mu_); stopping_) return;
   }
-  ctx_.log->info(
+  base::log_event(
+      *ctx_.log, spdlog::level::info, {{"work", spec_.name}, {"event", "ordered-started"}},
       "work {}: per-key order by subject token {}, {} partitions of {} on stream {}; member {}, "
       "leases in bucket {}",
       spec_.name, plan_.key_token(), plan_.partitions(), plan_.stored_subjects(), stream_, me_,
       store_->bucket());
   for (int i = 0; i < std::max(1, spec_.concurrency); ++i)
     workers_.emplace_back([this] { work_loop(); });
-  readers_thread_ = std::thread([this] { tend_loop(); });
   // Often enough that a lapsed lease is seen and taken within a second of its lapse. Nothing
   // else happens on this thread, so no broker call of a reader delays a renewal.
   const milliseconds every = std::clamp(spec_.lease / 10, milliseconds(50), milliseconds(500));
@@ -117,25 +118,20 @@ void OrderedWork::run() {
     if (std::lock_guard lock(mu_); stopping_) return;
     round();
     release_drained();
+    join_retired();
     wait_for(every);
   }
 }
 
-void OrderedWork::tend_loop() {
-  while (true) {
-    std::vector<int> partitions;
-    std::vector<std::shared_ptr<PartitionReader>> lost;
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) return;
-      for (const auto& [p, _] : owned_) partitions.push_back(p);
-      lost.swap(to_stop_);
-    }
-    for (auto& r : lost) r->stop();
-    lost.clear();
-    for (int p : partitions) tend(p);
-    wait_for(kTick);
+void OrderedWork::tend_loop(int partition, std::shared_ptr<PartitionReader> reader,
+                            std::stop_token stop) {
+  while (!stop.stop_requested()) {
+    tend(partition, reader);
+    std::unique_lock lock(mu_);
+    tend_wake_.wait_for(lock, kTick, [&] { return stopping_ || stop.stop_requested(); });
+    if (stopping_) return;  // finish_handlers() stops the readers
   }
+  reader->stop();
 }
 
 void OrderedWork::release_drained() {
@@ -147,10 +143,15 @@ void OrderedWork::release_drained() {
   }
   for (int p : drained) {
     const uint64_t done = checkpoint(p);
-    drop(p, false);
+    drop(p);
     if (auto released = leases_->release(p, done); !released)
-      ctx_.log->warn("work {}: partition {}: cannot release its lease ({}); it lapses instead",
-                     spec_.name, p, released.error().describe());
+      base::log_event(*ctx_.log, spdlog::level::warn,
+                      {{"work", spec_.name},
+                       {"event", "lease-release-failed"},
+                       {"partition", p},
+                       {"error", released.error().describe()}},
+                      "work {}: partition {}: cannot release its lease ({}); it lapses instead",
+                      spec_.name, p, released.error().describe());
   }
 }
 
@@ -210,7 +211,9 @@ void OrderedWork::round() {
   const Clock::time_point now = Clock::now();
   if (changes.error) {
     round_error_ = changes.error->describe();
-    ctx_.log->debug("work {}: lease round: {}", spec_.name, round_error_);
+    base::log_event(*ctx_.log, spdlog::level::debug,
+                    {{"work", spec_.name}, {"event", "lease-round"}, {"error", round_error_}},
+                    "work {}: lease round: {}", spec_.name, round_error_);
     if (now - last_round_ok_ > spec_.lease)
       status_.set_state(SubscriptionState::recovering,
                         "the lease bucket does not answer: " + round_error_);
@@ -221,11 +224,13 @@ void OrderedWork::round() {
   }
   for (int p : changes.lost) {
     ++leases_lost_;
-    ctx_.log->warn(
+    base::log_event(
+        *ctx_.log, spdlog::level::warn,
+        {{"work", spec_.name}, {"event", "lease-lost"}, {"partition", p}},
         "work {}: partition {}: another replica took its lease (this one could not renew it in "
         "time); stopped at once",
         spec_.name, p);
-    drop(p, true);
+    drop(p);
   }
   for (int p : changes.taken) take(p);
   for (int p : changes.to_release) {
@@ -234,8 +239,10 @@ void OrderedWork::round() {
     if (it == owned_.end() || it->second.draining) continue;
     it->second.draining = true;
     it->second.drain_deadline = now + spec_.lease;
-    ctx_.log->info("work {}: partition {} goes to another member: finishing what was read",
-                   spec_.name, p);
+    base::log_event(*ctx_.log, spdlog::level::info,
+                    {{"work", spec_.name}, {"event", "lease-handover"}, {"partition", p}},
+                    "work {}: partition {} goes to another member: finishing what was read",
+                    spec_.name, p);
   }
 }
 
@@ -265,38 +272,58 @@ void OrderedWork::take(int partition) {
         for (auto& k : keys) ready_.push_back(Ready{r.partition(), std::move(k), &r});
         if (!keys.empty()) wake_.notify_all();
       });
-  ctx_.log->info("work {}: partition {} is this replica's, epoch {}, after stream sequence {}",
-                 spec_.name, partition, lease->epoch, lease->checkpoint);
-  std::shared_ptr<PartitionReader> before;  // none, normally: goes without the lock
+  base::log_event(*ctx_.log, spdlog::level::info,
+                  {{"work", spec_.name},
+                   {"event", "lease-taken"},
+                   {"partition", partition},
+                   {"epoch", lease->epoch},
+                   {"stream_seq", lease->checkpoint}},
+                  "work {}: partition {} is this replica's, epoch {}, after stream sequence {}",
+                  spec_.name, partition, lease->epoch, lease->checkpoint);
   std::lock_guard lock(mu_);
+  if (owned_.count(partition)) retire_locked(owned_.at(partition));  // none, normally
   Owned& slot = owned_[partition];
-  before = std::move(slot.reader);
-  slot = Owned{.reader = std::move(reader)};
+  slot = Owned{.reader = reader};
+  slot.tender = std::jthread([this, partition, reader](std::stop_token stop) {
+    tend_loop(partition, reader, std::move(stop));
+  });
 }
 
-void OrderedWork::drop(int partition, bool lost) {
+void OrderedWork::retire_locked(Owned& o) {
+  o.tender.request_stop();
+  retired_.push_back(std::move(o.tender));
+  tend_wake_.notify_all();
+}
+
+void OrderedWork::join_retired() {
+  std::vector<std::jthread> retired;
+  {
+    std::lock_guard lock(mu_);
+    retired.swap(retired_);
+  }
+  retired.clear();  // joins: each stops its reader first, which may take the lock
+}
+
+void OrderedWork::drop(int partition) {
   std::shared_ptr<PartitionReader> reader;  // goes without the lock: its end takes it
   std::lock_guard lock(mu_);
   auto it = owned_.find(partition);
   if (it == owned_.end()) return;
-  reader = std::move(it->second.reader);
+  reader = it->second.reader;
   reader->lanes().clear();
-  owned_.erase(it);
   rewinds_ += reader->rewinds();
-  // Stopped on the readers' thread, the only one that calls into a reader.
-  if (lost) to_stop_.push_back(std::move(reader));
+  retire_locked(it->second);  // its thread stops the reader: the only one that calls into it
+  owned_.erase(it);
 }
 
-void OrderedWork::tend(int partition) {
-  std::shared_ptr<PartitionReader> reader;
+void OrderedWork::tend(int partition, const std::shared_ptr<PartitionReader>& reader) {
   bool opened = false;
   bool stop = false;
   {
     std::lock_guard lock(mu_);
     auto it = owned_.find(partition);
-    if (it == owned_.end()) return;
+    if (it == owned_.end() || it->second.reader != reader) return;
     Owned& o = it->second;
-    reader = o.reader;
     opened = o.opened;
     if (o.draining && o.stopped) {
       if (Clock::now() >= o.drain_deadline) o.reader->lanes().clear();  // the next owner reads them
@@ -334,8 +361,13 @@ void OrderedWork::tend(int partition) {
   const uint64_t before = reader->rewinds();
   reader->tick();
   if (reader->rewinds() != before)
-    ctx_.log->warn("work {}: partition {}: read again from its checkpoint: {}", spec_.name,
-                   partition, reader->last_rewind_why());
+    base::log_event(*ctx_.log, spdlog::level::warn,
+                    {{"work", spec_.name},
+                     {"event", "rewind"},
+                     {"partition", partition},
+                     {"error", reader->last_rewind_why()}},
+                    "work {}: partition {}: read again from its checkpoint: {}", spec_.name,
+                    partition, reader->last_rewind_why());
 }
 
 bool OrderedWork::next_ready(std::unique_lock<std::mutex>& lock, Ready& out) {
@@ -438,7 +470,14 @@ void OrderedWork::run_one(std::unique_lock<std::mutex>& lock, Ready lane) {
     }
     if (finished) {
       ++status_.counters.termed;
-      ctx_.log->error("work {}: stream sequence {} (subject {}) set aside: {}", spec_.name,
+      base::log_event(*ctx_.log, spdlog::level::err,
+                      {{"work", spec_.name},
+                       {"event", "terminated"},
+                       {"stream", stream_},
+                       {"stream_seq", message.stream_seq()},
+                       {"partition", lane.partition},
+                       {"error", reason}},
+                      "work {}: stream sequence {} (subject {}) set aside: {}", spec_.name,
                       message.stream_seq(), message.subject(), reason);
     }
   }
@@ -493,6 +532,7 @@ void OrderedWork::begin_shutdown() {
   std::lock_guard lock(mu_);
   stopping_ = true;
   wake_.notify_all();
+  tend_wake_.notify_all();
 }
 
 bool OrderedWork::finish_handlers(Clock::time_point deadline) {
@@ -500,10 +540,12 @@ bool OrderedWork::finish_handlers(Clock::time_point deadline) {
   std::vector<std::shared_ptr<PartitionReader>> readers;
   {
     std::lock_guard lock(mu_);
-    for (auto& [p, o] : owned_) readers.push_back(o.reader);
-    for (auto& r : to_stop_) readers.push_back(std::move(r));
-    to_stop_.clear();
+    for (auto& [p, o] : owned_) {
+      readers.push_back(o.reader);
+      retire_locked(o);
+    }
   }
+  join_retired();  // no thread calls into a reader from here on
   for (auto& r : readers) r->stop();
   bool done = true;
   {
@@ -524,7 +566,7 @@ bool OrderedWork::finish_handlers(Clock::time_point deadline) {
 
 void OrderedWork::join() {
   if (thread_.joinable()) thread_.join();
-  if (readers_thread_.joinable()) readers_thread_.join();
+  join_retired();
 }
 
 void OrderedWork::wait_handlers() {

@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +62,9 @@ class OrderedWork final : public Supervised {
     bool draining = false;  // assigned elsewhere: reads nothing more, finishes its lanes
     bool stopped = false;   // draining, and its reader stopped
     bool drained = false;   // draining, and nothing left: the lease goes back
+    // The only thread that calls the reader's open(), tick() and stop(): a broker call of one
+    // partition's reader (up to 5 s while a meta leader is elected) delays no other partition.
+    std::jthread tender;
     Clock::time_point drain_deadline{};
     int running = 0;                // handlers under way
     Clock::time_point next_open{};  // after the broker refused to open it
@@ -73,12 +77,15 @@ class OrderedWork final : public Supervised {
   bool set_up();
   void round();
   void take(int partition);
-  // The partition stops here at once (lost) or once drained (released).
-  void drop(int partition, bool lost);
+  // The partition stops here: at once (lost), or once drained (released).
+  void drop(int partition);
   void release_drained();
-  // The readers' thread: the only one that calls a reader's open(), tick() and stop().
-  void tend_loop();
-  void tend(int partition);
+  // A partition's tending thread: tend() every tick until stopped, then stops the reader.
+  void tend_loop(int partition, std::shared_ptr<PartitionReader> reader, std::stop_token stop);
+  void tend(int partition, const std::shared_ptr<PartitionReader>& reader);
+  // Under mu_: asks the partition's tending thread to stop; join_retired() joins it.
+  void retire_locked(Owned& o);
+  void join_retired();
   void work_loop();
   // Under mu_: the next lane that may run now (due retries first become ready).
   bool next_ready(std::unique_lock<std::mutex>& lock, Ready& out);
@@ -103,13 +110,13 @@ class OrderedWork final : public Supervised {
   std::unique_ptr<PartitionLeases> leases_;
 
   std::thread thread_;  // the lease thread
-  std::thread readers_thread_;
   std::vector<std::thread> workers_;
 
   mutable std::mutex mu_;         // the readers' lanes and everything below
   std::condition_variable wake_;  // a lane is ready, a delay ran out, or stopping
   std::map<int, Owned> owned_;
-  std::vector<std::shared_ptr<PartitionReader>> to_stop_;  // lost: the readers' thread stops them
+  std::vector<std::jthread> retired_;  // tending threads asked to stop, to join without mu_
+  std::condition_variable tend_wake_;  // a tending thread is asked to stop, or stopping
   std::deque<Ready> ready_;
   std::set<std::pair<int, std::string>> busy_;     // lanes whose handler runs now
   std::multimap<Clock::time_point, Ready> later_;  // lanes waiting for a retry
