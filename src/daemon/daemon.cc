@@ -13,6 +13,7 @@
 #include <variant>
 
 #include "base/endpoint.h"
+#include "base/log_event.h"
 #include "broker/embedded_broker.h"
 #include "daemon/descriptor_budget.h"
 #include "daemon/service_notifier.h"
@@ -84,7 +85,8 @@ void warn_unauthenticated(const config::BroadcastConfig& bc, spdlog::logger& log
   if (!websocket || !websocket->token_secret_file.empty() || !websocket->member_header.empty())
     return;
   const bool loopback = base::is_loopback_host(websocket->host);
-  log.warn(
+  base::log_event(
+      log, spdlog::level::warn, {{"event", "warning"}},
       "broadcast {}: the websocket gateway on {} has NO MEMBER AUTHENTICATION: any caller that "
       "can reach it reads any member's statuses by naming the member (/ws?member=<id>){}. Set "
       "token_secret_file (signed member tokens) or member_header (an authenticating proxy) in "
@@ -124,12 +126,14 @@ std::unique_ptr<broker::EmbeddedBroker> start_embedded_broker(const config::Daem
     started = b->start();
   }
   if (!started) {
-    log.error("cannot start the embedded broker: {}", started.error().describe());
+    base::log_event(log, spdlog::level::err, {{"event", "embedded-broker-failed"}},
+                    "cannot start the embedded broker: {}", started.error().describe());
     return nullptr;
   }
   std::ofstream(dir / "port") << b->port() << "\n";
-  log.info("no servers configured: embedded nats-server with JetStream on {}, state in {}",
-           b->url(), b->state_dir());
+  base::log_event(log, spdlog::level::info, {{"event", "embedded-broker"}},
+                  "no servers configured: embedded nats-server with JetStream on {}, state in {}",
+                  b->url(), b->state_dir());
   return b;
 }
 
@@ -147,11 +151,13 @@ bool ensure_streams(const std::string& url, const config::DaemonConfig& cfg, spd
   auto create = [&](const std::string& name, const std::vector<std::string>& subjects) {
     const auto described = fleet::describe_subjects(subjects);
     if (auto made = api.create_stream({.name = name, .subjects = subjects}); !made) {
-      log.error("embedded broker: cannot create stream {} for {}: {}", name, described,
-                made.error().describe());
+      base::log_event(log, spdlog::level::err, {{"event", "embedded-broker-failed"}},
+                      "embedded broker: cannot create stream {} for {}: {}", name, described,
+                      made.error().describe());
       return false;
     }
-    log.info("embedded broker: created stream {} for subject {}", name, described);
+    base::log_event(log, spdlog::level::info, {{"event", "stream-created"}},
+                    "embedded broker: created stream {} for subject {}", name, described);
     return true;
   };
   for (const auto& work : cfg.work) {
@@ -297,7 +303,10 @@ void serve_until_stopped(const Daemon::State& s, StopRequest& stop,
     ready_said = ready_said || h.ready;
     if (!message.empty()) {
       auto sent = notifier.send(message);
-      if (!sent && !failure_said) s.log->warn("{}", sent.error().describe());
+      if (!sent && !failure_said)
+        base::log_event(*s.log, spdlog::level::warn,
+                        {{"event", "notify-failed"}, {"error", sent.error().describe()}}, "{}",
+                        sent.error().describe());
       failure_said = failure_said || !sent;
     }
     // Until ready, a short wait: the manager (and whoever waits on `systemctl start`) learns of
@@ -335,20 +344,24 @@ int Daemon::run(StopRequest& stop) {
     const bool over = std::any_of(budget.gateways.begin(), budget.gateways.end(),
                                   [](const auto& g) { return g.over_limit; });
     if (budget.starved || over)
-      log.error("{}", budget.explanation);
+      base::log_event(log, spdlog::level::err, {{"event", "descriptors"}}, "{}",
+                      budget.explanation);
     else
-      log.info("{}", budget.explanation);
+      base::log_event(log, spdlog::level::info, {{"event", "descriptors"}}, "{}",
+                      budget.explanation);
   }
 
   // A sink that cannot be built is the config's fault (exit 2), unless the system refused it a
   // thread (exit 70).
   auto cannot_build = [&](const Error& error) {
     if (error.code == Errc::no_resources) {
-      log.error("cannot start a sink: {} (raise the process's thread or memory limit)",
-                error.describe());
+      base::log_event(log, spdlog::level::err, {{"event", "cannot-start"}},
+                      "cannot start a sink: {} (raise the process's thread or memory limit)",
+                      error.describe());
       return kExitFatal;
     }
-    log.error("{}: {}", s.config.file, error.describe());
+    base::log_event(log, spdlog::level::err, {{"event", "cannot-start"}}, "{}: {}", s.config.file,
+                    error.describe());
     return kExitUsage;
   };
   for (const auto& work : s.config.work) {
@@ -368,11 +381,13 @@ int Daemon::run(StopRequest& stop) {
       return std::move(result.disposition).because(std::move(result.error));
     });
     if (!added) {
-      log.error("{}", added.error().describe());
+      base::log_event(log, spdlog::level::err, {{"event", "cannot-start"}}, "{}",
+                      added.error().describe());
       return kExitUsage;
     }
-    log.info("work {}: {} -> {}", name, fleet::describe_subjects(fleet::filter_subjects(work.spec)),
-             sink->describe());
+    base::log_event(log, spdlog::level::info, {{"event", "work"}, {"work", name}},
+                    "work {}: {} -> {}", name,
+                    fleet::describe_subjects(fleet::filter_subjects(work.spec)), sink->describe());
   }
   for (const auto& bc : s.config.broadcast) {
     sinks::SinkConfig sink_config = bc.sink;
@@ -403,10 +418,12 @@ int Daemon::run(StopRequest& stop) {
           if (redeliverable) throw std::runtime_error(result.error);
         });
     if (!added) {
-      log.error("{}", added.error().describe());
+      base::log_event(log, spdlog::level::err, {{"event", "cannot-start"}}, "{}",
+                      added.error().describe());
       return kExitUsage;
     }
-    log.info("broadcast {}: {} -> {}", name, bc.spec.subject, sink->describe());
+    base::log_event(log, spdlog::level::info, {{"event", "broadcast"}, {"broadcast", name}},
+                    "broadcast {}: {} -> {}", name, bc.spec.subject, sink->describe());
   }
 
   fleet.on_fatal([&s, &stop](const FatalReport& report) {
@@ -426,20 +443,24 @@ int Daemon::run(StopRequest& stop) {
         health_options, [&s] { return health_with_sinks(s); }, s.metrics, s.config.fleet.name);
     try {
       if (auto started = s.health_server->start(); !started) {
-        log.error("health endpoints: {}", started.error().describe());
+        base::log_event(log, spdlog::level::err, {{"event", "health-failed"}},
+                        "health endpoints: {}", started.error().describe());
         return kExitFatal;
       }
     } catch (const std::system_error& e) {
-      log.error("health endpoints: cannot start their thread: {}", e.what());
+      base::log_event(log, spdlog::level::err, {{"event", "health-failed"}},
+                      "health endpoints: cannot start their thread: {}", e.what());
       return kExitFatal;
     }
-    log.info("health endpoints on http://{}:{} (/healthz /readyz /metrics /status)",
-             s.config.health_listen.substr(0, s.config.health_listen.rfind(':')),
-             s.health_server->port());
+    base::log_event(log, spdlog::level::info, {{"event", "health-endpoints"}, {"server", "health"}},
+                    "health endpoints on http://{}:{} (/healthz /readyz /metrics /status)",
+                    s.config.health_listen.substr(0, s.config.health_listen.rfind(':')),
+                    s.health_server->port());
   }
 
   if (auto started = fleet.start(); !started) {
-    log.error("cannot start: {}", started.error().describe());
+    base::log_event(log, spdlog::level::err, {{"event", "cannot-start"}}, "cannot start: {}",
+                    started.error().describe());
     // A thread the system refused is the machine's state, not the config's.
     return started.error().code == Errc::no_resources ? kExitFatal : kExitUsage;
   }
@@ -452,10 +473,13 @@ int Daemon::run(StopRequest& stop) {
     fatal = s.fatal_reason;
   }
   if (fatal.empty())
-    log.info("stop requested: shutting down within {} ms", s.config.shutdown_timeout.count());
+    base::log_event(log, spdlog::level::info, {{"event", "stop-requested"}},
+                    "stop requested: shutting down within {} ms",
+                    s.config.shutdown_timeout.count());
   else
-    log.error("fatal: {}; exiting with {} so the orchestrator restarts this process", fatal,
-              kExitFatal);
+    base::log_event(log, spdlog::level::err, {{"event", "fatal"}},
+                    "fatal: {}; exiting with {} so the orchestrator restarts this process", fatal,
+                    kExitFatal);
   (void)notifier.send("STOPPING=1\nSTATUS=" +
                       (fatal.empty() ? std::string("stopping") : "fatal: " + redact(fatal)));
   // Nothing waits for a worker to come back once shutdown has begun; work in progress goes on.

@@ -4,19 +4,25 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <variant>
 
 #include "base/json_text.h"
+#include "base/log_fields.h"
 #include "base/utc_time.h"
 #include "natsfleet/redact.h"
 
 namespace natsfleet::daemon {
 namespace {
 
-// {"time":"2026-11-29T21:49:45.123Z","level":"info","logger":"mailer","msg":"..."}
+// {"time":"2026-11-29T21:49:45.123Z","level":"info","logger":"mailer","msg":"...",
+//  "event":"lease-lost","work":"orders","partition":3}: the thread's typed fields
+// (base/log_fields.h) after "msg", each key once (the innermost), strings redacted as the msg is.
 class JsonFormatter final : public spdlog::formatter {
  public:
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
@@ -28,11 +34,35 @@ class JsonFormatter final : public spdlog::formatter {
                              std::string_view(msg.logger_name.data(), msg.logger_name.size()));
     line += ",\"msg\":";
     base::append_json_string(line, std::string_view(msg.payload.data(), msg.payload.size()));
+    append_fields(line);
     line += "}\n";
     dest.append(line.data(), line.data() + line.size());
   }
   std::unique_ptr<spdlog::formatter> clone() const override {
     return std::make_unique<JsonFormatter>();
+  }
+
+ private:
+  static void append_fields(std::string& line) {
+    const auto fields = base::current_log_fields();
+    for (size_t i = 0; i < fields.size(); ++i) {
+      const std::string_view key = fields[i].key;
+      if (key == "time" || key == "level" || key == "logger" || key == "msg") continue;
+      const bool replaced = std::any_of(fields.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                                        fields.end(), [&](const auto& f) { return f.key == key; });
+      if (replaced) continue;
+      line += ',';
+      base::append_json_string(line, key);
+      line += ':';
+      std::visit(
+          [&](const auto& v) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>)
+              base::append_json_string(line, redact(v));
+            else
+              line += std::to_string(v);
+          },
+          fields[i].value);
+    }
   }
 };
 

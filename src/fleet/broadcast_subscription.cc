@@ -104,7 +104,8 @@ void BroadcastSubscription::watch_drops() {
     if (!dropping_) {
       dropping_ = true;
       episode_start_drops_ = drops_seen_;
-      status_.log().warn(
+      status_.event(
+          spdlog::level::warn, "dropping",
           "broadcast {}: {} messages wait for the handler (the most it holds): dropping the "
           "oldest{}",
           spec_.name, spec_.max_queued,
@@ -116,8 +117,9 @@ void BroadcastSubscription::watch_drops() {
     last_drop_ = now;
   } else if (dropping_ && now - last_drop_ > std::chrono::seconds(5)) {
     dropping_ = false;
-    status_.log().info("broadcast {}: no drops for 5s; {} messages were dropped before that",
-                       spec_.name, drops_seen_ - episode_start_drops_);
+    status_.event(spdlog::level::info, "drops-ended",
+                  "broadcast {}: no drops for 5s; {} messages were dropped before that", spec_.name,
+                  drops_seen_ - episode_start_drops_);
   }
 }
 
@@ -131,14 +133,16 @@ void BroadcastSubscription::process(nats::InboundMessage&& in) {
       status_.counters.acked++;
       if (backoff.attempts() > 0) {
         status_.set_downstream(false, {}, 0);
-        status_.log().info("broadcast {}: the downstream is back", spec_.name);
+        status_.event(spdlog::level::info, "downstream-up", "broadcast {}: the downstream is back",
+                      spec_.name);
       }
       return;
     } catch (const DownstreamUnavailable& e) {
       // Not redeliverable: try this one again, while the bounded queue keeps the newest.
       status_.counters.retried++;
       if (backoff.attempts() == 0)
-        status_.log().warn("broadcast {}: the downstream is down ({}); retrying", spec_.name,
+        status_.event_with(spdlog::level::warn, "downstream-down", {{"error", e.what()}},
+                           "broadcast {}: the downstream is down ({}); retrying", spec_.name,
                            e.what());
       status_.set_downstream(true, e.what(), 1);
       auto wait = std::max(backoff.next(), std::min(e.after(), std::chrono::milliseconds(60000)));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "base/log_event.h"
 #include "fleet/consumer_shape.h"
 
 namespace natsfleet::fleet {
@@ -18,7 +19,9 @@ ConsumerLifecycle::ConsumerLifecycle(const WorkSpec& spec, Options options, nats
 }
 
 void ConsumerLifecycle::log_once(const std::string& text) {
-  if (logged_.insert(text).second) log_->info("{}", text);
+  if (logged_.insert(text).second)
+    base::log_event(*log_, spdlog::level::info, {{kind(), spec_.name}, {"event", "consumer"}}, "{}",
+                    text);
 }
 
 Result<nats::ConsumerInfo> ConsumerLifecycle::bind(const std::string& stream, uint64_t last_handled,
@@ -57,7 +60,8 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::create_or_read(const std::string& 
   // applied and its answer lost: use what the broker holds, and say where it starts.
   auto existing = api_.consumer_info(stream, config.consumer_name());
   if (!existing) return made.error();
-  log_->info(
+  base::log_event(
+      *log_, spdlog::level::info, {{kind(), spec_.name}, {"event", "consumer-adopted"}},
       "{} {}: creating consumer {} on stream {} failed ({}); using the one the broker holds, "
       "which delivers from {} (ack floor {})",
       kind(), spec_.name, config.consumer_name(), stream, made.error().describe(),
@@ -79,7 +83,8 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::reconcile(const std::string& strea
     // every message the fleet handled would be handled again.
     if (wait && options_.first_create_wait.count() > 0 && !bound_before_ &&
         spec_.start == StartAt::all && stream_last_seq > 0) {
-      log_->info(
+      base::log_event(
+          *log_, spdlog::level::info, {{kind(), spec_.name}, {"event", "consumer-waiting"}},
           "work {}: consumer {} is not on stream {}, which holds messages; waiting {} ms for a "
           "replica that knew it to recreate it after its ack floor before creating it from the "
           "stream's start",
@@ -98,7 +103,8 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::reconcile(const std::string& strea
                                &created);
     if (!info) return info;
     if (created && floor > 0)
-      log_->warn(
+      base::log_event(
+          *log_, spdlog::level::warn, {{kind(), spec_.name}, {"event", "consumer-created"}},
           "work {}: consumer {} was missing on stream {}; created it from stream sequence {}, "
           "after what this replica and its live peers handled",
           spec_.name, spec_.name, stream, floor + 1);
@@ -193,7 +199,8 @@ bool ConsumerLifecycle::saw_consumer(const nats::ConsumerInfo& info) {
   if (start == consumer_start_) return false;
   const bool anew = !consumer_start_.empty();
   if (anew)
-    log_->warn(
+    base::log_event(
+        *log_, spdlog::level::warn, {{kind(), spec_.name}, {"event", "consumer-made-anew"}},
         "{} {}: consumer {} on stream {} was made anew by another replica or the broker: it "
         "delivers from {} (it delivered from {}), its ack floor {}, the last one seen here {}",
         kind(), spec_.name, consumer_, stream_, start, consumer_start_, info.ack_floor_stream_seq,
@@ -271,8 +278,10 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::recreate(uint64_t last_handled) {
   bool created = false;
   auto info = create_or_read(stream_, config, &created);
   if (info && created)
-    log_->warn("{} {}: consumer {} was missing on stream {}; recreated it from {}", kind(),
-               spec_.name, consumer_, stream_, from);
+    base::log_event(*log_, spdlog::level::warn,
+                    {{kind(), spec_.name}, {"event", "consumer-recreated"}},
+                    "{} {}: consumer {} was missing on stream {}; recreated it from {}", kind(),
+                    spec_.name, consumer_, stream_, from);
   if (info) consumer_start_ = delivers_from(info->config);
   return info;
 }
@@ -289,7 +298,8 @@ Result<void> ConsumerLifecycle::tend_predecessor(Clock::time_point now) {
     // An older replica still consumes it: its messages are handled twice meanwhile, never lost.
     if (predecessor_unbound_since_ != Clock::time_point{} || logged_.count(predecessor_) == 0) {
       logged_.insert(predecessor_);
-      log_->info(
+      base::log_event(
+          *log_, spdlog::level::info, {{kind(), spec_.name}, {"event", "predecessor-bound"}},
           "work {}: consumer {} on stream {} is still bound (an older replica consumes it); "
           "it stays until nobody is bound to it",
           spec_.name, predecessor_, stream_);
@@ -307,7 +317,8 @@ Result<void> ConsumerLifecycle::tend_predecessor(Clock::time_point now) {
     return Error{deleted.error().code,
                  "cannot retire consumer " + predecessor_ + ": " + deleted.error().describe()};
   if (deleted)
-    log_->info(
+    base::log_event(
+        *log_, spdlog::level::info, {{kind(), spec_.name}, {"event", "predecessor-retired"}},
         "work {}: retired consumer {} on stream {}: nobody was bound to it for {} ms; its work "
         "continues on {}",
         spec_.name, predecessor_, stream_,

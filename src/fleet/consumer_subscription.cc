@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "base/backoff.h"
+#include "base/log_event.h"
 #include "base/utc_time.h"
 #include "consume/ack_metadata.h"
 #include "consume/pull_engine.h"
@@ -59,6 +60,22 @@ std::string describe_delivery(const std::string& reply) {
   if (!d) return "a message";
   return fmt::format("stream sequence {} (delivery {}, consumer sequence {})", d->stream_seq,
                      d->delivered, d->consumer_seq);
+}
+
+// A debug line about one delivery, its stream, sequences and delivery count as log fields.
+template <typename... Args>
+void log_delivery(spdlog::logger& log, const std::string& work, std::string_view event,
+                  const std::string& reply, spdlog::format_string_t<Args...> format,
+                  Args&&... args) {
+  if (!log.should_log(spdlog::level::debug)) return;
+  base::LogScope scope({{"work", work}, {"event", event}});
+  std::optional<base::LogScope> sequences;
+  if (auto d = consume::parse_ack_subject(reply))
+    sequences.emplace(std::initializer_list<base::LogField>{{"stream", d->stream},
+                                                            {"stream_seq", d->stream_seq},
+                                                            {"consumer_seq", d->consumer_seq},
+                                                            {"delivered", d->delivered}});
+  log.debug(format, std::forward<Args>(args)...);
 }
 
 // How long a dead letter may take to be stored before the message is nak'd instead.
@@ -179,7 +196,8 @@ Message ConsumerSubscription::as_message(nats::InboundMessage& in) const {
 }
 
 void ConsumerSubscription::give_back(nats::InboundMessage&& m) {
-  ctx_.log->debug("work {}: gave back {}", spec_.name, describe_delivery(m.reply));
+  log_delivery(*ctx_.log, spec_.name, "given-back", m.reply, "work {}: gave back {}", spec_.name,
+               describe_delivery(m.reply));
   send_ack(m.reply, consume::nak_body(milliseconds(0)));
   status_.counters.naked++;
 }
@@ -245,7 +263,8 @@ void ConsumerSubscription::keep_alive() {
   status_.counters.kept_alive += kept.due.size();
   const auto limit_ms = spec_.keep_alive_limit.count();
   if (!kept.expired.empty())
-    status_.log().warn(
+    status_.event(
+        spdlog::level::warn, "keep-alive-limit",
         "work {}: {} message(s) waited over {} ms (keep_alive_limit) for a handler; gave them "
         "back for another replica",
         spec_.name, kept.expired.size(), limit_ms);
@@ -256,7 +275,8 @@ void ConsumerSubscription::keep_alive() {
   }
   for (const auto& reply : kept.overran) {
     auto d = consume::parse_ack_subject(reply);
-    status_.log().warn(
+    status_.event(
+        spdlog::level::warn, "keep-alive-limit",
         "work {}: a handler has run over {} ms (keep_alive_limit) on {}; its message gets no "
         "more in-progress acks, so the broker redelivers it after ack_wait",
         spec_.name, limit_ms,
@@ -376,7 +396,7 @@ Result<std::string> ConsumerSubscription::locate_stream() {
 }
 
 void ConsumerSubscription::log_once(const std::string& text) {
-  if (logged_.insert(text).second) status_.log().info("{}", text);
+  if (logged_.insert(text).second) status_.event(spdlog::level::info, "consumer", "{}", text);
 }
 
 void ConsumerSubscription::install_intake(const nats::ConsumerConfig& config) {
@@ -536,7 +556,8 @@ void ConsumerSubscription::tend_held() {
   const auto now = Clock::now();
   // Messages waiting in the dispatcher meanwhile are kept alive by keep_alive().
   for (const auto& reply : gate_.in_progress_due(now)) {
-    ctx_.log->debug("work {}: in progress (held): {}", spec_.name, describe_delivery(reply));
+    log_delivery(*ctx_.log, spec_.name, "in-progress", reply, "work {}: in progress (held): {}",
+                 spec_.name, describe_delivery(reply));
     send_ack(reply, consume::kInProgressBody);
   }
   if (auto probe = gate_.next_probe(now)) {
@@ -601,7 +622,8 @@ void ConsumerSubscription::move_stuck_leader(const nats::ConsumerInfo& info) {
                     info.ack_floor_stream_seq, stuck_ms, moved.error().describe()));
     return;
   }
-  status_.log().warn(
+  status_.event(
+      spdlog::level::warn, "leader-stepdown",
       "{} {}: consumer {} has {} message(s) awaiting ack, none of them here, and its ack floor {} "
       "has not moved for {} ms: asked its leader to step down, so that a new leader redelivers "
       "them (a leader that stops redelivering is a nats-server defect, fixed in 2.10.26)",
@@ -657,7 +679,8 @@ bool ConsumerSubscription::replace_if_unserved(const std::string& evidence) {
     if (probe->status == 0 && !probe->reply.empty()) give_back(std::move(*probe));
     // Info: lookups unanswered this long while pulls are served is the broker's own trouble,
     // worth an operator's look (at most once per replace_unserved_after).
-    status_.log().info(
+    status_.event(
+        spdlog::level::info, "consumer-kept",
         "{} {}: consumer {} has answered no lookup for {} s ({}), but its leader answers pulls "
         "(status {}): kept",
         lifecycle_.kind(), spec_.name, lifecycle_.consumer(),
@@ -667,7 +690,8 @@ bool ConsumerSubscription::replace_if_unserved(const std::string& evidence) {
     return false;
   }
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(unserved).count();
-  status_.log().warn(
+  status_.event(
+      spdlog::level::warn, "consumer-unserved",
       "{} {}: consumer {} has served nothing for {} s ({}) while stream {} answers: the broker "
       "left it without a leader; deleting it to make it anew after ack floor {}",
       lifecycle_.kind(), spec_.name, lifecycle_.consumer(), seconds, evidence, lifecycle_.stream(),
@@ -680,8 +704,9 @@ bool ConsumerSubscription::replace_if_unserved(const std::string& evidence) {
   nats::JetStreamApi quick(*ctx_.connection,
                            std::min(ctx_.options.request_timeout, std::chrono::milliseconds(500)));
   if (auto deleted = quick.delete_consumer(lifecycle_.stream(), lifecycle_.consumer()); !deleted)
-    status_.log().info("{} {}: delete of consumer {} answered: {}", lifecycle_.kind(), spec_.name,
-                       lifecycle_.consumer(), deleted.error().describe());
+    status_.event(spdlog::level::info, "consumer-deleted",
+                  "{} {}: delete of consumer {} answered: {}", lifecycle_.kind(), spec_.name,
+                  lifecycle_.consumer(), deleted.error().describe());
   unserved_since_ = {};
   deleted_here_ = true;
   return true;
@@ -832,9 +857,10 @@ void ConsumerSubscription::resend_recent_acks() {
   if (ctx_.log->should_log(spdlog::level::debug)) {
     std::string sequences;
     for (const auto& reply : acks) sequences += describe_delivery(reply) + ", ";
-    ctx_.log->debug("work {}: sent the last {} acks again ({}{}): {}", spec_.name, acks.size() + 1,
-                    sequences, describe_delivery(last),
-                    answered ? "applied" : answered.error().describe());
+    log_delivery(*ctx_.log, spec_.name, "acks-resent", last,
+                 "work {}: sent the last {} acks again ({}{}): {}", spec_.name, acks.size() + 1,
+                 sequences, describe_delivery(last),
+                 answered ? "applied" : answered.error().describe());
   }
 }
 
@@ -850,20 +876,22 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
   if (!probe && in.received != Clock::time_point{} &&
       started - std::max(in.received, in.kept_alive) >= stale_after_) {
     stale_skipped_++;
-    ctx_.log->debug("work {}: skipped {}: it waited here since before a gap", spec_.name,
-                    describe_delivery(in.reply));
+    log_delivery(*ctx_.log, spec_.name, "skipped", in.reply,
+                 "work {}: skipped {}: it waited here since before a gap", spec_.name,
+                 describe_delivery(in.reply));
     std::lock_guard lock(engine_mu_);
     if (engine_) engine_->message_done();
     return;
   }
-  ctx_.log->debug("work {}: {} {}", spec_.name, probe ? "trying again" : "received",
-                  describe_delivery(in.reply));
+  log_delivery(*ctx_.log, spec_.name, probe ? "probe" : "received", in.reply, "work {}: {} {}",
+               spec_.name, probe ? "trying again" : "received", describe_delivery(in.reply));
   auto delivery = consume::parse_ack_subject(in.reply);
   const uint64_t id = delivery ? delivery->stream_seq : 0;
   // While the downstream is down, a fresh message waits untried for its turn as a probe.
   if (!probe && gate_.down()) {
-    ctx_.log->debug("work {}: holding stream sequence {} untried: the downstream is down",
-                    spec_.name, id);
+    log_delivery(*ctx_.log, spec_.name, "held", in.reply,
+                 "work {}: holding stream sequence {} untried: the downstream is down", spec_.name,
+                 id);
     auto back = gate_.hold(std::move(in), id, started);
     if (!back) return;
     in = std::move(*back);
@@ -901,8 +929,9 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
 
   if (outcome.kind() == Disposition::Kind::retry) {
     status_.counters.retried++;
-    ctx_.log->debug("work {}: retryable failure of stream sequence {}: {}", spec_.name, id,
-                    outcome.reason());
+    log_delivery(*ctx_.log, spec_.name, "retry", reply,
+                 "work {}: retryable failure of stream sequence {}: {}", spec_.name, id,
+                 outcome.reason());
     // Still in hand: no ack, no nak, no delivery used. The gate decides what comes next.
     nats::InboundMessage again{message.subject(), reply, message.data(), message.headers()};
     apply(gate_.failed(std::move(again), id, probe, outcome.reason(), outcome.delay(), now));
@@ -931,15 +960,16 @@ Disposition ConsumerSubscription::run_handler(const Message& message, uint64_t d
     return Disposition::retry(e.after()).because(e.what());
   } catch (const std::exception& e) {
     status_.counters.handler_errors++;
-    ctx_.log->debug("work {}: handler threw: {}", spec_.name, e.what());
+    base::log_event(*ctx_.log, spdlog::level::debug,
+                    {{"work", spec_.name}, {"event", "handler-threw"}, {"error", e.what()}},
+                    "work {}: handler threw: {}", spec_.name, e.what());
     return Disposition::nak(nak_delay(spec_, delivered))
         .because(std::string("handler threw: ") + e.what());
   } catch (...) {
     status_.counters.handler_errors++;
-    ctx_.log->debug(
-        "work {}: handler threw something not derived from "
-        "std::exception",
-        spec_.name);
+    base::log_event(*ctx_.log, spdlog::level::debug,
+                    {{"work", spec_.name}, {"event", "handler-threw"}},
+                    "work {}: handler threw something not derived from std::exception", spec_.name);
     return Disposition::nak(nak_delay(spec_, delivered))
         .because("handler threw something not derived from std::exception");
   }
@@ -964,7 +994,8 @@ void ConsumerSubscription::settle(const Message& message, const std::string& rep
   }
   switch (outcome.kind()) {
     case Disposition::Kind::ack:
-      ctx_.log->debug("work {}: acked {}", spec_.name, describe_delivery(reply));
+      log_delivery(*ctx_.log, spec_.name, "acked", reply, "work {}: acked {}", spec_.name,
+                   describe_delivery(reply));
       send_ack(reply, consume::kAckBody);
       status_.counters.acked++;
       if (!reply.empty()) {
@@ -979,8 +1010,9 @@ void ConsumerSubscription::settle(const Message& message, const std::string& rep
       return;
     case Disposition::Kind::retry:  // not reached: retries are held, never settled
     case Disposition::Kind::nak:
-      ctx_.log->debug("work {}: naked {} (redelivery in {} ms): {}", spec_.name,
-                      describe_delivery(reply), outcome.delay().count(), outcome.reason());
+      log_delivery(*ctx_.log, spec_.name, "naked", reply,
+                   "work {}: naked {} (redelivery in {} ms): {}", spec_.name,
+                   describe_delivery(reply), outcome.delay().count(), outcome.reason());
       send_ack(reply, consume::nak_body(outcome.delay()));
       status_.counters.naked++;
       return;
@@ -1007,33 +1039,38 @@ void ConsumerSubscription::settle(const Message& message, const std::string& rep
   }
   send_ack(reply, consume::kTermBody);
   status_.counters.termed++;
-  status_.log().warn("work {}: {} (subject {}) terminated after {} deliveries ({}){}", spec_.name,
-                     where, message.subject(), delivered, reason,
-                     spec_.dead_letter.empty() ? std::string("; no dead_letter subject is set")
-                                               : "; dead-lettered to " + spec_.dead_letter);
+  status_.event_with(
+      spdlog::level::warn, "terminated",
+      {{"stream_seq", message.stream_seq()}, {"delivered", delivered}, {"error", reason}},
+      "work {}: {} (subject {}) terminated after {} deliveries ({}){}", spec_.name, where,
+      message.subject(), delivered, reason,
+      spec_.dead_letter.empty() ? std::string("; no dead_letter subject is set")
+                                : "; dead-lettered to " + spec_.dead_letter);
 }
 
 void ConsumerSubscription::apply(DownstreamGate::Outcome outcome) {
   using Change = DownstreamGate::Change;
   if (outcome.change == Change::went_down) {
     down_since_ = Clock::now();
-    status_.log().warn(
+    status_.event_with(
+        spdlog::level::warn, "downstream-down", {{"error", gate_.last_error()}},
         "work {}: the downstream is down ({}); holding {} message(s) without using deliveries, "
         "taking no more, retrying one at a time with backoff",
         spec_.name, gate_.last_error(), gate_.held());
     std::lock_guard lock(engine_mu_);
     if (engine_) engine_->hold_back(true);
   } else if (outcome.change == Change::went_up && outcome.emptied) {
-    status_.log().info(
+    status_.event(
+        spdlog::level::info, "held-taken-over",
         "work {}: the message held here for the downstream is another replica's now; with "
         "nothing left to try again, new messages are taken and tried",
         spec_.name);
     std::lock_guard lock(engine_mu_);
     if (engine_) engine_->hold_back(false);
   } else if (outcome.change == Change::went_up) {
-    status_.log().info(
-        "work {}: the downstream is back after {} ms; resuming", spec_.name,
-        std::chrono::duration_cast<milliseconds>(Clock::now() - down_since_).count());
+    status_.event(spdlog::level::info, "downstream-up",
+                  "work {}: the downstream is back after {} ms; resuming", spec_.name,
+                  std::chrono::duration_cast<milliseconds>(Clock::now() - down_since_).count());
     std::lock_guard lock(engine_mu_);
     if (engine_) engine_->hold_back(false);
   }

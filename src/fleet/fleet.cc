@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "base/log_event.h"
 #include "fleet/broadcast_subscription.h"
 #include "fleet/consumer_subscription.h"
 #include "fleet/jetstream_broadcast.h"
@@ -134,7 +135,11 @@ class Fleet::Impl {
         .connected = [this] { on_connection(true); },
         .disconnected = [this] { on_connection(false); },
         .closed = [this](const std::string& why) { on_closed(why); },
-        .async_error = [this](const std::string& e) { context_.log->warn("nats: {}", e); },
+        .async_error =
+            [this](const std::string& e) {
+              base::log_event(*context_.log, spdlog::level::warn,
+                              {{"event", "nats-error"}, {"error", e}}, "nats: {}", e);
+            },
     };
     // Fatal reports are allowed from here on: a closed handler fires only once the connection
     // exists, and everything before this line only validates.
@@ -185,8 +190,9 @@ class Fleet::Impl {
           "cannot start " + starting + ": " + e.what() +
               " (lower concurrency, or raise the process's thread or memory limit)");
     }
-    context_.log->info("started: {} work, {} broadcast subscription(s); connecting to {}",
-                       work_.size(), broadcast_.size(), redact_urls(o.servers));
+    base::log_event(*context_.log, spdlog::level::info, {{"event", "started"}},
+                    "started: {} work, {} broadcast subscription(s); connecting to {}",
+                    work_.size(), broadcast_.size(), redact_urls(o.servers));
     return {};
   }
 
@@ -282,7 +288,9 @@ class Fleet::Impl {
       std::lock_guard lock(subs_mu_);
       for (auto& sub : subs_) subs.push_back(sub.get());
     }
-    context_.log->info("shutting down (deadline {} ms)", deadline.count());
+    base::log_event(*context_.log, spdlog::level::info,
+                    {{"event", "shutting-down"}, {"deadline_ms", deadline.count()}},
+                    "shutting down (deadline {} ms)", deadline.count());
     for (auto* sub : subs) sub->begin_shutdown();
     for (auto* sub : subs) sub->finish_handlers(until);
     if (connection_) {
@@ -295,7 +303,7 @@ class Fleet::Impl {
     }
     for (auto* sub : subs) sub->join();
     shut_down_ = true;
-    context_.log->info("stopped");
+    base::log_event(*context_.log, spdlog::level::info, {{"event", "stopped"}}, "stopped");
   }
 
  private:
@@ -328,9 +336,11 @@ class Fleet::Impl {
 
   void on_connection(bool connected) {
     if (connected)
-      context_.log->info("connected to the broker");
+      base::log_event(*context_.log, spdlog::level::info, {{"event", "connected"}},
+                      "connected to the broker");
     else if (!shutting_down_)
-      context_.log->warn("disconnected from the broker; reconnecting");
+      base::log_event(*context_.log, spdlog::level::warn, {{"event", "disconnected"}},
+                      "disconnected from the broker; reconnecting");
     std::lock_guard lock(subs_mu_);
     for (auto& sub : subs_) sub->connection_changed(connected);
   }
@@ -348,7 +358,9 @@ class Fleet::Impl {
       if (!fatal_reason_.empty()) return;
       fatal_reason_ = subscription.empty() ? reason : subscription + ": " + reason;
     }
-    context_.log->error("fatal: {}", subscription.empty() ? reason : subscription + ": " + reason);
+    base::log_event(*context_.log, spdlog::level::err,
+                    {{"event", "fatal"}, {"subscription", subscription}, {"error", reason}},
+                    "fatal: {}", subscription.empty() ? reason : subscription + ": " + reason);
     std::lock_guard lock(mu_);
     pending_report_ = FatalReport{subscription, reason};
     reporter_wake_.notify_all();
@@ -367,7 +379,9 @@ class Fleet::Impl {
     try {
       handler(report);
     } catch (const std::exception& e) {
-      context_.log->error("fatal handler threw: {}", e.what());
+      base::log_event(*context_.log, spdlog::level::err,
+                      {{"event", "fatal-handler-threw"}, {"error", e.what()}},
+                      "fatal handler threw: {}", e.what());
     }
   }
 

@@ -44,11 +44,19 @@ void SubscriptionStatus::set_state(SubscriptionState state, const std::string& w
                : state == SubscriptionState::recovering ? spdlog::level::warn
                : state == SubscriptionState::stalled    ? spdlog::level::warn
                                                         : spdlog::level::info;
-  if (why.empty())
+  // Under mu_: the fields are written from the members directly.
+  base::LogScope where({{kind_, name_},
+                        {"stream", stream_},
+                        {"event", "state"},
+                        {"from", to_string(state_)},
+                        {"to", to_string(state)}});
+  if (why.empty()) {
     log_->log(level, "{} {}: {} -> {}", kind_, name_, to_string(state_), to_string(state));
-  else
+  } else {
+    base::LogScope error({{"error", why}});
     log_->log(level, "{} {}: {} -> {} ({})", kind_, name_, to_string(state_), to_string(state),
               why);
+  }
   state_ = state;
 }
 
@@ -56,7 +64,9 @@ void SubscriptionStatus::warn(const std::string& error) {
   std::lock_guard lock(mu_);
   if (error == last_error_) return;
   last_error_ = error;
-  log_->warn("{} {}: {}", kind_, name_, error);
+  base::log_event(*log_, spdlog::level::warn,
+                  {{kind_, name_}, {"stream", stream_}, {"event", "warning"}, {"error", error}},
+                  "{} {}: {}", kind_, name_, error);
 }
 
 void SubscriptionStatus::set_location(const std::string& stream, const std::string& consumer) {

@@ -7,11 +7,8 @@
 #include <mutex>
 #include <string>
 
+#include "base/log_event.h"
 #include "natsfleet/health.h"
-
-namespace spdlog {
-class logger;
-}
 
 namespace natsfleet::fleet {
 
@@ -47,9 +44,30 @@ class SubscriptionStatus {
 
   AtomicCounters counters;
   spdlog::logger& log() const { return *log_; }
+  // A line about this subscription: the fields `work` (or `broadcast`) with its name, `stream`
+  // once known, and `event`, plus `extra`.
+  template <typename... Args>
+  void event_with(spdlog::level::level_enum level, std::string_view event,
+                  std::initializer_list<base::LogField> extra,
+                  spdlog::format_string_t<Args...> format, Args&&... args) const {
+    if (!log_->should_log(level)) return;
+    base::LogScope where({{kind_, name_}, {"stream", stream_copy()}, {"event", event}});
+    base::LogScope more(extra);
+    log_->log(level, format, std::forward<Args>(args)...);
+  }
+  template <typename... Args>
+  void event(spdlog::level::level_enum level, std::string_view event,
+             spdlog::format_string_t<Args...> format, Args&&... args) const {
+    event_with(level, event, {}, format, std::forward<Args>(args)...);
+  }
   const std::string& name() const { return name_; }
 
  private:
+  std::string stream_copy() const {
+    std::lock_guard lock(mu_);
+    return stream_;
+  }
+
   const std::string name_;
   const std::string kind_;
   const std::string subject_;

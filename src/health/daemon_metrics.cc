@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/log_event.h"
+
 namespace natsfleet::health {
 
 void DaemonMetrics::register_subscription(const std::string& name) { entries_.try_emplace(name); }
@@ -16,8 +18,10 @@ DaemonMetrics::Entry* DaemonMetrics::find(const std::string& subscription) {
   unregistered_.fetch_add(1, std::memory_order_relaxed);
   // Once is enough to find the bug; a log line per message would flood the daemon's output.
   if (!warned_unregistered_.exchange(true, std::memory_order_relaxed)) {
-    spdlog::warn("metrics: subscription '{}' was never registered; its events are not counted",
-                 subscription);
+    base::log_event(*spdlog::default_logger(), spdlog::level::warn,
+                    {{"event", "metrics-unregistered"}},
+                    "metrics: subscription '{}' was never registered; its events are not counted",
+                    subscription);
   }
   return nullptr;
 }

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/log_event.h"
 #include "net/listener.h"
 
 namespace natsfleet::net {
@@ -73,16 +74,24 @@ void run_guarded(const std::string& server, F&& f, Finish&& finish) noexcept {
     f();
     return;
   } catch (const std::exception& e) {
-    spdlog::error("{}: connection: {}", server, e.what());
+    base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                    {{"event", "http-error"}, {"server", server}}, "{}: connection: {}", server,
+                    e.what());
   } catch (...) {
-    spdlog::error("{}: connection: unknown exception", server);
+    base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                    {{"event", "http-error"}, {"server", server}},
+                    "{}: connection: unknown exception", server);
   }
   try {
     finish();
   } catch (const std::exception& e) {
-    spdlog::error("{}: connection: cannot close: {}", server, e.what());
+    base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                    {{"event", "http-error"}, {"server", server}},
+                    "{}: connection: cannot close: {}", server, e.what());
   } catch (...) {
-    spdlog::error("{}: connection: cannot close", server);
+    base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                    {{"event", "http-error"}, {"server", server}}, "{}: connection: cannot close",
+                    server);
   }
 }
 
@@ -128,13 +137,17 @@ class Core {
     try {
       return dispatch(req);
     } catch (const std::exception& e) {
-      spdlog::error("{}: {} {}: {}", options.name, std::string(req.method_string()),
-                    std::string(req.target()), e.what());
+      base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                      {{"event", "http-error"}, {"server", options.name}}, "{}: {} {}: {}",
+                      options.name, std::string(req.method_string()), std::string(req.target()),
+                      e.what());
       return text_response(http::status::internal_server_error,
                            std::string("internal error: ") + e.what() + "\n", req.version());
     } catch (...) {
-      spdlog::error("{}: {} {}: unknown exception", options.name, std::string(req.method_string()),
-                    std::string(req.target()));
+      base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                      {{"event", "http-error"}, {"server", options.name}},
+                      "{}: {} {}: unknown exception", options.name,
+                      std::string(req.method_string()), std::string(req.target()));
       return text_response(http::status::internal_server_error, "internal error\n", req.version());
     }
   }
@@ -420,7 +433,9 @@ class HttpServer::Impl {
     try {
       stop();
     } catch (const std::exception& e) {
-      spdlog::error("{}: stopping: {}", core_->options.name, e.what());
+      base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                      {{"event", "http-error"}, {"server", core_->options.name}},
+                      "{}: stopping: {}", core_->options.name, e.what());
     }
   }
 
@@ -494,9 +509,13 @@ Result<void> HttpServer::Impl::start() {
           return;
         } catch (const std::exception& e) {
           // Handlers are written not to throw; if one does, keep serving rather than go dark.
-          spdlog::error("{}: {}", core->options.name, e.what());
+          base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                          {{"event", "http-error"}, {"server", core->options.name}}, "{}: {}",
+                          core->options.name, e.what());
         } catch (...) {
-          spdlog::error("{}: unknown exception", core->options.name);
+          base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                          {{"event", "http-error"}, {"server", core->options.name}},
+                          "{}: unknown exception", core->options.name);
         }
       }
     });
@@ -520,7 +539,9 @@ void HttpServer::Impl::accept() {
 
 void HttpServer::Impl::retry_accept(beast::error_code ec) {
   // Typically out of descriptors: back off instead of spinning on the same error.
-  spdlog::warn("{}: accept failed: {}", core_->options.name, ec.message());
+  base::log_event(*spdlog::default_logger(), spdlog::level::warn,
+                  {{"event", "http-error"}, {"server", core_->options.name}},
+                  "{}: accept failed: {}", core_->options.name, ec.message());
   retry_timer_->expires_after(kAcceptRetry);
   retry_timer_->async_wait([this](beast::error_code wait_ec) {
     if (!wait_ec && !core_->stopping) accept();
@@ -540,9 +561,13 @@ void HttpServer::Impl::serve(tcp::socket socket) noexcept {
     if (victim) victim->cut_for_room();
     connection->start();
   } catch (const std::exception& e) {
-    spdlog::error("{}: accept: {}", core_->options.name, e.what());
+    base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                    {{"event", "http-error"}, {"server", core_->options.name}}, "{}: accept: {}",
+                    core_->options.name, e.what());
   } catch (...) {
-    spdlog::error("{}: accept: unknown exception", core_->options.name);
+    base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                    {{"event", "http-error"}, {"server", core_->options.name}},
+                    "{}: accept: unknown exception", core_->options.name);
   }
 }
 
@@ -579,7 +604,9 @@ void HttpServer::Impl::stop() {
   core_->ioc.restart();
   core_->ioc.run_for(kDrainLimit);
   if (!core_->ioc.stopped()) {
-    spdlog::warn("{}: some connections did not close in time", core_->options.name);
+    base::log_event(*spdlog::default_logger(), spdlog::level::warn,
+                    {{"event", "http-error"}, {"server", core_->options.name}},
+                    "{}: some connections did not close in time", core_->options.name);
   }
   retry_timer_.reset();
   acceptor_.reset();

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/log_event.h"
 #include "relay/relay_internal.h"
 #include "relay/websocket_gateway.h"
 
@@ -30,7 +31,9 @@ class RelayGateway::Impl {
       : gateway_(gateway_options(std::move(options)), registry) {
     gateway_.on_attach([&relay](const std::string&) {
       if (auto ensured = relay.ensure_subscribed(); !ensured)
-        spdlog::warn("relay gateway: {}", ensured.error().describe());
+        base::log_event(*spdlog::default_logger(), spdlog::level::warn,
+                        {{"event", "relay-error"}, {"server", "relay"}}, "relay gateway: {}",
+                        ensured.error().describe());
     });
   }
 

@@ -23,6 +23,7 @@
 #include <utility>
 #include <variant>
 
+#include "base/log_event.h"
 #include "net/http_server.h"
 #include "relay/member_route.h"
 #include "relay/member_token.h"
@@ -55,16 +56,24 @@ void run_guarded(F&& f, Finish&& finish) noexcept {
     f();
     return;
   } catch (const std::exception& e) {
-    spdlog::error("relay gateway: session: {}", e.what());
+    base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                    {{"event", "relay-error"}, {"server", "relay"}}, "relay gateway: session: {}",
+                    e.what());
   } catch (...) {
-    spdlog::error("relay gateway: session: unknown exception");
+    base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                    {{"event", "relay-error"}, {"server", "relay"}},
+                    "relay gateway: session: unknown exception");
   }
   try {
     finish();
   } catch (const std::exception& e) {
-    spdlog::error("relay gateway: session: cannot close: {}", e.what());
+    base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                    {{"event", "relay-error"}, {"server", "relay"}},
+                    "relay gateway: session: cannot close: {}", e.what());
   } catch (...) {
-    spdlog::error("relay gateway: session: cannot close");
+    base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                    {{"event", "relay-error"}, {"server", "relay"}},
+                    "relay gateway: session: cannot close");
   }
 }
 
@@ -115,9 +124,13 @@ class AttachNotifier {
       try {
         if (hook && *hook) (*hook)(member);
       } catch (const std::exception& e) {
-        spdlog::error("relay gateway: attach hook failed: {}", e.what());
+        base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                        {{"event", "relay-error"}, {"server", "relay"}},
+                        "relay gateway: attach hook failed: {}", e.what());
       } catch (...) {
-        spdlog::error("relay gateway: attach hook failed with an unknown exception");
+        base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                        {{"event", "relay-error"}, {"server", "relay"}},
+                        "relay gateway: attach hook failed with an unknown exception");
       }
       lock.lock();
     }
@@ -448,7 +461,9 @@ class WebSocketGateway::Impl {
     try {
       stop();
     } catch (const std::exception& e) {
-      spdlog::error("relay gateway: stopping: {}", e.what());
+      base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                      {{"event", "relay-error"}, {"server", "relay"}},
+                      "relay gateway: stopping: {}", e.what());
     }
   }
 

@@ -20,6 +20,7 @@
 #include "base/backoff.h"
 #include "base/child_process.h"
 #include "base/file_descriptor.h"
+#include "base/log_event.h"
 #include "sinks/record.h"
 #include "sinks/worker_protocol.h"
 #include "spdlog/spdlog.h"
@@ -262,7 +263,9 @@ void WorkerSink::spawn_locked(Clock::time_point now) {
   theirs_in.reset();
   theirs_out.reset();
   if (!error.empty()) {
-    spdlog::error("worker sink: {}", error);
+    base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                    {{"event", "worker-failed"}, {"program", options_.command.front()}},
+                    "worker sink: {}", error);
     note_death_locked(now, now);
     return;
   }
@@ -274,7 +277,9 @@ void WorkerSink::spawn_locked(Clock::time_point now) {
   worker->generation = ++starts_;
   worker->started = now;
   worker_ = std::move(worker);
-  spdlog::info("worker sink: started {} (pid {})", options_.command.front(), pid);
+  base::log_event(*spdlog::default_logger(), spdlog::level::info,
+                  {{"event", "worker-started"}, {"program", options_.command.front()}},
+                  "worker sink: started {} (pid {})", options_.command.front(), pid);
   worker_up_.notify_all();
 }
 
@@ -288,10 +293,12 @@ void WorkerSink::note_death_locked(Clock::time_point started, Clock::time_point 
   while (!deaths_.empty() && now - deaths_.front() > options_.crash_window) deaths_.pop_front();
   if (static_cast<int>(deaths_.size()) > options_.crash_limit && !crash_looping_) {
     crash_looping_ = true;
-    spdlog::error("worker sink: {} died {} times within {}s; unhealthy until one stays up {}s",
-                  options_.command.front(), deaths_.size(),
-                  std::chrono::duration<double>(options_.crash_window).count(),
-                  std::chrono::duration<double>(options_.stable_after).count());
+    base::log_event(*spdlog::default_logger(), spdlog::level::err,
+                    {{"event", "worker-unhealthy"}, {"program", options_.command.front()}},
+                    "worker sink: {} died {} times within {}s; unhealthy until one stays up {}s",
+                    options_.command.front(), deaths_.size(),
+                    std::chrono::duration<double>(options_.crash_window).count(),
+                    std::chrono::duration<double>(options_.stable_after).count());
   }
   const milliseconds delay = base::exponential_delay(options_.restart_min, options_.restart_max,
                                                      static_cast<uint64_t>(quick_deaths_));
@@ -354,8 +361,10 @@ void WorkerSink::expire_deliveries(std::unique_lock<std::mutex>& lock, Clock::ti
     if (worker_ && entry->generation == worker_->generation) wedged = true;
   }
   if (wedged) {
-    spdlog::warn("worker sink: {} (pid {}) did not answer within {}ms; killing it",
-                 options_.command.front(), worker_->pid, options_.timeout.count());
+    base::log_event(*spdlog::default_logger(), spdlog::level::warn,
+                    {{"event", "worker-timeout"}, {"program", options_.command.front()}},
+                    "worker sink: {} (pid {}) did not answer within {}ms; killing it",
+                    options_.command.front(), worker_->pid, options_.timeout.count());
     ::kill(-worker_->pid, SIGKILL);
     retire_worker(lock, "worker exited (killed: no answer in time)", Clock::now(), {});
   }
@@ -367,14 +376,18 @@ void WorkerSink::handle_line(std::string_view line) {
   std::string why;
   auto answer = parse_worker_answer(line, why);
   if (!answer) {
-    spdlog::warn("worker sink: ignoring a line from {}: {}: {}", options_.command.front(), why,
-                 line.substr(0, 200));
+    base::log_event(*spdlog::default_logger(), spdlog::level::warn,
+                    {{"event", "worker-bad-answer"}, {"program", options_.command.front()}},
+                    "worker sink: ignoring a line from {}: {}: {}", options_.command.front(), why,
+                    line.substr(0, 200));
     return;
   }
   std::lock_guard lock(mu_);
   auto it = in_flight_.find(answer->id);
   if (it == in_flight_.end() || it->second->result) {
-    spdlog::debug("worker sink: answer for id {} which is no longer waiting", answer->id);
+    base::log_event(*spdlog::default_logger(), spdlog::level::debug,
+                    {{"event", "worker-late-answer"}, {"program", options_.command.front()}},
+                    "worker sink: answer for id {} which is no longer waiting", answer->id);
     return;
   }
   complete_locked(*it->second, std::move(answer->result));
@@ -395,7 +408,9 @@ bool WorkerSink::read_answers(Worker& worker) {
       if (newline == std::string_view::npos) {
         if (!worker.skipping) worker.pending.append(chunk);
         if (worker.pending.size() > kMaxAnswerLine) {
-          spdlog::warn("worker sink: dropping an answer line over {} bytes", kMaxAnswerLine);
+          base::log_event(*spdlog::default_logger(), spdlog::level::warn,
+                          {{"event", "worker-bad-answer"}, {"program", options_.command.front()}},
+                          "worker sink: dropping an answer line over {} bytes", kMaxAnswerLine);
           worker.pending.clear();
           worker.skipping = true;
         }
@@ -450,7 +465,9 @@ void WorkerSink::supervise() {
       if (worker_ && now - worker_->started >= options_.stable_after) {
         quick_deaths_ = 0;
         if (crash_looping_)
-          spdlog::info("worker sink: {} is stable again", options_.command.front());
+          base::log_event(*spdlog::default_logger(), spdlog::level::info,
+                          {{"event", "worker-stable"}, {"program", options_.command.front()}},
+                          "worker sink: {} is stable again", options_.command.front());
         crash_looping_ = false;
         deaths_.clear();
       }

@@ -6,7 +6,10 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "health/prometheus_parser.h"
@@ -234,6 +237,72 @@ TEST(Metrics, ParseAsPrometheusTextAndCountersMatchWhatWasHandled) {
   EXPECT_NE(json.find("\"jobs-worker\""), std::string::npos) << json;
   d.signal(SIGTERM);
   EXPECT_EQ(d.wait_exit(10s), 0);
+}
+
+// A whole run's log in json mode: every line one JSON object with its typed fields, so a log
+// pipeline filters on them without parsing words.
+TEST(JsonLog, EveryLineOfARunIsJsonWithTypedFields) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  TempDir dir;
+  const int port = free_loopback_port();
+  DaemonProcess d(dir.path(), "j",
+                  daemon_config(port, "log_format = \"json\"\nlog_level = \"debug\"\n"),
+                  {"--server", server.url()});
+  d.start();
+  int status = 0;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        http_get(port, "/readyz", &status);
+        return status == 200;
+      },
+      15s))
+      << d.log();
+  admin.publish_many("jobs.run", 20);
+  ASSERT_TRUE(
+      wait_for([&] { return read_sink_file(dir.path() + "/out.jsonl").records == 20; }, 15s));
+  server.restart();  // a disconnect and a reconnect in the log
+  ASSERT_TRUE(wait_for(
+      [&] {
+        http_get(port, "/readyz", &status);
+        return status == 200;
+      },
+      30s))
+      << d.log();
+  d.signal(SIGTERM);
+  ASSERT_EQ(d.wait_exit(10s), 0);
+
+  std::map<std::string, int> events;
+  std::istringstream lines(d.log());
+  int count = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty()) continue;
+    ++count;
+    nlohmann::json j;
+    ASSERT_NO_THROW(j = nlohmann::json::parse(line)) << line;
+    for (const char* key : {"time", "level", "logger", "msg", "event"})
+      ASSERT_TRUE(j.contains(key) && j[key].is_string()) << key << " in " << line;
+    const std::string event = j["event"];
+    ++events[event];
+    if (event == "received" || event == "acked") {
+      EXPECT_EQ(j["work"], "jobs-worker") << line;
+      EXPECT_EQ(j["stream"], "JOBS") << line;
+      EXPECT_TRUE(j["stream_seq"].is_number_unsigned()) << line;
+      EXPECT_TRUE(j["delivered"].is_number_unsigned()) << line;
+    }
+    if (event == "state") {
+      EXPECT_TRUE(j.contains("work") || j.contains("broadcast")) << line;
+      EXPECT_TRUE(j["from"].is_string() && j["to"].is_string()) << line;
+    }
+    if (event == "health-endpoints") EXPECT_EQ(j["server"], "health") << line;
+  }
+  EXPECT_GT(count, 40);
+  EXPECT_EQ(events["received"], 20) << d.log();
+  EXPECT_EQ(events["acked"], 20);
+  for (const char* event : {"started", "connected", "disconnected", "state", "work", "broadcast",
+                            "health-endpoints", "stop-requested", "stopped"})
+    EXPECT_GT(events[event], 0) << event << " missing from\n" << d.log();
 }
 
 // Longer than nats.c's default reconnect window (60 tries, 2 s apart): the daemon's defaults
