@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "health/process_stats.h"
+
 namespace natsfleet::health {
 namespace {
 
@@ -323,6 +325,28 @@ void render_servers(Writer& w, const ServerMetrics& servers, const std::string& 
   }
 }
 
+void render_process(Writer& w, const std::string& service) {
+  const Labels base = {{"service", service}};
+  w.family("natsfleet_build_info", "gauge", "Always 1; the version of natsfleet running.");
+  w.sample("natsfleet_build_info", Labels{{"service", service}, {"version", NATSFLEET_VERSION}},
+           uint64_t{1});
+  const auto p = read_process_stats();
+  if (!p) return;
+  w.family("process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.");
+  w.sample("process_cpu_seconds_total", base, p->cpu_seconds);
+  w.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+  w.sample("process_resident_memory_bytes", base, p->resident_bytes);
+  w.family("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+  w.sample("process_virtual_memory_bytes", base, p->virtual_bytes);
+  w.family("process_start_time_seconds", "gauge",
+           "Start time of the process since the Unix epoch, in seconds.");
+  w.sample("process_start_time_seconds", base, p->start_time_seconds);
+  w.family("process_open_fds", "gauge", "Open file descriptors.");
+  w.sample("process_open_fds", base, p->open_fds);
+  w.family("process_max_fds", "gauge", "The limit on open file descriptors.");
+  w.sample("process_max_fds", base, p->max_fds);
+}
+
 }  // namespace
 
 std::string escape_label_value(std::string_view value) {
@@ -355,6 +379,7 @@ std::string render_metrics(const FleetHealth& health, const DaemonMetrics& metri
   render_subscriptions(w, health, service);
   render_daemon(w, health, metrics, service);
   render_servers(w, servers, service);
+  render_process(w, service);
   return out;
 }
 

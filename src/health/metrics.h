@@ -29,7 +29,9 @@ inline constexpr std::string_view kMetricsContentType = "text/plain; version=0.0
 // sink_errors_total (registered DaemonMetrics subscriptions); http_connections{server},
 // http_connections_cut_total{server,reason} (idle | slow | evicted | busy), websocket_sessions,
 // websocket_max_sessions, websocket_attached_total, websocket_refused_total{reason},
-// websocket_dropped_total{reason} (slow | idle) (servers).
+// websocket_dropped_total{reason} (slow | idle) (servers); build_info{version}; and the standard
+// process_* families (cpu_seconds_total, resident_memory_bytes, virtual_memory_bytes,
+// start_time_seconds, open_fds, max_fds) read from /proc.
 // One HTTP server's connections: the health endpoints ("health") or a websocket gateway (named
 // after its subscription).
 struct HttpServerStats {

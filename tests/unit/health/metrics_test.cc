@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -75,6 +76,13 @@ TEST(RenderMetrics, EveryFamilyHasHelpTypeAndThePrefix) {
       {"natsfleet_sink_results_total", "counter"},
       {"natsfleet_published_total", "counter"},
       {"natsfleet_sink_errors_total", "counter"},
+      {"natsfleet_build_info", "gauge"},
+      {"process_cpu_seconds_total", "counter"},
+      {"process_resident_memory_bytes", "gauge"},
+      {"process_virtual_memory_bytes", "gauge"},
+      {"process_start_time_seconds", "gauge"},
+      {"process_open_fds", "gauge"},
+      {"process_max_fds", "gauge"},
   };
   EXPECT_EQ(r.parsed.types, expected);
   for (const auto& [family, type] : r.parsed.types) {
@@ -82,9 +90,27 @@ TEST(RenderMetrics, EveryFamilyHasHelpTypeAndThePrefix) {
     EXPECT_FALSE(r.parsed.help.at(family).empty()) << family;
   }
   for (const auto& s : r.parsed.samples) {
-    EXPECT_EQ(s.name.rfind("natsfleet_", 0), 0u) << s.name;
+    // The process_* families keep the names every Prometheus client gives them.
+    EXPECT_TRUE(s.name.rfind("natsfleet_", 0) == 0 || s.name.rfind("process_", 0) == 0) << s.name;
     EXPECT_EQ(s.labels.at("service"), kService) << s.name;
   }
+}
+
+TEST(RenderMetrics, BuildInfoAndThisProcess) {
+  Rendered r;
+  const PromLabels service = {{"service", kService}};
+  EXPECT_EQ(r.parsed.value("natsfleet_build_info",
+                           {{"service", kService}, {"version", NATSFLEET_VERSION}}),
+            1);
+  EXPECT_GT(r.parsed.value("process_resident_memory_bytes", service), 1 << 20);
+  EXPECT_GE(r.parsed.value("process_open_fds", service), 3) << "stdin, stdout and stderr at least";
+  EXPECT_GT(r.parsed.value("process_max_fds", service),
+            r.parsed.value("process_open_fds", service));
+  const double now = static_cast<double>(std::time(nullptr));
+  EXPECT_LE(r.parsed.value("process_start_time_seconds", service), now + 1);
+  EXPECT_GT(r.parsed.value("process_start_time_seconds", service), now - 3600)
+      << "the test started within the hour";
+  EXPECT_GE(r.parsed.value("process_cpu_seconds_total", service), 0);
 }
 
 TEST(RenderMetrics, FleetGaugesAndReconnects) {
