@@ -19,8 +19,8 @@ packages=(
 if [ "$set_name" = all ]; then
   packages+=(
     build-essential git libgtest-dev libgmock-dev libbenchmark-dev
-    clang-format clang-tidy openssl curl procps python3 python3-prometheus-client gnuplot-nox
-    chromium help2man lintian dpkg-dev systemd
+    clang-format clang-tidy openssl curl procps python3 python3-prometheus-client python3-yaml gnuplot-nox
+    chromium help2man lintian dpkg-dev systemd prometheus bash-completion zsh
   )
 fi
 

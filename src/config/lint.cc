@@ -1,6 +1,11 @@
 #include "config/lint.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
 #include <variant>
 
 #include "base/duration.h"
@@ -25,8 +30,35 @@ std::string shared_subject(const WorkConfig& a, const WorkConfig& b) {
   return {};
 }
 
+// Whether the worker's program starts, found as execvp finds it: a name with a '/' as it is
+// (relative to the working directory), any other in PATH.
+bool program_runs(const std::string& program) {
+  auto executable = [](const std::string& path) {
+    std::error_code ec;
+    return ::access(path.c_str(), X_OK) == 0 && !std::filesystem::is_directory(path, ec);
+  };
+  if (program.find('/') != std::string::npos) return executable(program);
+  const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): lint is one thread
+  std::stringstream dirs(path ? path : "/usr/local/bin:/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');)
+    if (executable((dir.empty() ? std::string(".") : dir) + "/" + program)) return true;
+  return false;
+}
+
 void lint_sink(const std::string& file, const sinks::SinkConfig& sink, int line,
                std::vector<LintFinding>& out) {
+  if (const auto* worker = std::get_if<sinks::WorkerSinkOptions>(&sink)) {
+    const std::string& program = worker->command.front();
+    if (!program_runs(program))
+      out.push_back({file, line, "worker-not-found",
+                     "worker sink's program '" + program + "' is not an executable file" +
+                         (program.find('/') == std::string::npos
+                              ? std::string(" in PATH")
+                              : std::string(" (a relative path is taken from the directory "
+                                            "natsfleet runs in)")) +
+                         ": the work would hold every message until it exists"});
+    return;
+  }
   if (const auto* websocket = std::get_if<sinks::WebSocketSinkOptions>(&sink)) {
     const std::string listen = sinks::listen_address(*websocket);
     if (websocket->token_secret_file.empty() && websocket->member_header.empty())

@@ -39,8 +39,7 @@ Result<std::string> expand_variables(std::string_view text, const VariableLookup
     const std::string_view inside = text.substr(i + 2, close - i - 2);
     const size_t dash = inside.find(":-");
     const std::string name(inside.substr(0, dash));
-    if (name.empty() || !name_start(name[0]) ||
-        !std::all_of(name.begin(), name.end(), name_char))
+    if (name.empty() || !name_start(name[0]) || !std::all_of(name.begin(), name.end(), name_char))
       return Result<std::string>(Errc::invalid_argument,
                                  "'${" + name +
                                      "...' is not a variable: a name is letters, digits and _, "
@@ -51,8 +50,7 @@ Result<std::string> expand_variables(std::string_view text, const VariableLookup
     if (!value)
       return Result<std::string>(Errc::invalid_argument,
                                  "environment variable " + name +
-                                     " is not set (give it a default with ${" + name +
-                                     ":-value})");
+                                     " is not set (give it a default with ${" + name + ":-value})");
     out += *value;
     i = close + 1;
   }

@@ -78,8 +78,10 @@ TEST_F(DebianPackage, TheDaemonPackageDependsOnWhatItLinksAndRecommendsTheBroker
   for (const char* path :
        {"./usr/bin/natsfleet", "./usr/lib/systemd/system/natsfleet@.service",
         "./usr/share/man/man1/natsfleet.1.gz", "./usr/share/doc/natsfleet/copyright",
-        "./usr/share/doc/natsfleet/changelog.gz",
-        "./usr/share/doc/natsfleet/examples/example.toml"})
+        "./usr/share/doc/natsfleet/changelog.gz", "./usr/share/doc/natsfleet/examples/example.toml",
+        "./usr/share/doc/natsfleet/docs/reference/config.md.gz",
+        "./usr/share/bash-completion/completions/natsfleet",
+        "./usr/share/zsh/vendor-completions/_natsfleet"})
     EXPECT_TRUE(has(files, path)) << path << " in\n" << files;
   const std::string scripts = run_shell("dpkg-deb -I " + deb(kDaemon)).out;
   EXPECT_TRUE(has(scripts, "postinst")) << scripts;

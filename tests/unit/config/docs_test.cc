@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <stdlib.h>
+
 #include "config/daemon_config.h"
 
 namespace natsfleet::config {
@@ -133,8 +135,7 @@ std::vector<std::pair<std::string, std::string>> toml_blocks() {
       std::string text;
       size_t j = i + 1;
       for (; j < lines.size() && lines[j] != "```"; ++j) text += lines[j] + "\n";
-      blocks.emplace_back(fs::relative(file, kSource).string() + ":" + std::to_string(i + 2),
-                          text);
+      blocks.emplace_back(fs::relative(file, kSource).string() + ":" + std::to_string(i + 2), text);
       i = j;
     }
   }
@@ -147,6 +148,14 @@ TEST(Docs, EveryCompleteConfigInTheDocsParses) {
   for (const auto& [where, text] : blocks) {
     if (text.rfind("# fragment", 0) == 0) continue;
     ++complete;
+    // The environment a reader would give it: a broker URL for *_URL variables, a word otherwise.
+    static const std::regex variable(R"(\$\{(\w+)\})");
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), variable);
+         it != std::sregex_iterator(); ++it) {
+      const std::string name = (*it)[1];
+      const bool url = name.find("URL") != std::string::npos;
+      ASSERT_EQ(setenv(name.c_str(), url ? "nats://127.0.0.1:4222" : "value", 0), 0);
+    }
     try {
       (void)parse_config(text, "example.toml");
     } catch (const ConfigError& e) {

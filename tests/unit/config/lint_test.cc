@@ -34,7 +34,7 @@ name = "worker"
 dead_letter = "dead.worker"
 subject = "a.e"
 ack_wait = "1m"
-sink = { type = "worker", command = ["/usr/bin/worker"], timeout = "1m" }
+sink = { type = "worker", command = ["/bin/sh"], timeout = "1m" }
 [[broadcast]]
 name = "b"
 subject = "a.b"
@@ -177,6 +177,38 @@ TEST(Lint, BroadcastShadowsWorkInOneConfigBuiltInCode) {
   EXPECT_EQ(findings[0].line, 8);
 }
 
+TEST(Lint, AWorkerWhoseProgramDoesNotRun) {
+  const auto findings = lint_others(parse_config(R"(name = "svc"
+servers = ["nats://10.0.0.1:4222"]
+[[work]]
+name = "missing"
+subject = "a.b"
+sink = { type = "worker", command = ["/nonexistent/natsfleet-worker"] }
+[[work]]
+name = "not-in-path"
+subject = "a.c"
+sink = { type = "worker", command = ["natsfleet-no-such-program"] }
+[[work]]
+name = "found-in-path"
+subject = "a.d"
+sink = { type = "worker", command = ["sh", "-c", "cat"] }
+[[work]]
+name = "a-directory"
+subject = "a.e"
+sink = { type = "worker", command = ["/tmp"] }
+)",
+                                                 "svc.toml"));
+  ASSERT_EQ(rules(findings),
+            (std::vector<std::string>{"worker-not-found", "worker-not-found", "worker-not-found"}));
+  EXPECT_EQ(findings[0].line, 6);
+  EXPECT_NE(findings[0].message.find("'/nonexistent/natsfleet-worker' is not an executable file"),
+            std::string::npos)
+      << findings[0].message;
+  EXPECT_EQ(findings[1].line, 10);
+  EXPECT_NE(findings[1].message.find("in PATH"), std::string::npos) << findings[1].message;
+  EXPECT_EQ(findings[2].line, 18);
+}
+
 TEST(Lint, AckWaitBelowSinkTimeout) {
   const auto findings = lint_others(parse_config(R"(name = "svc"
 servers = ["nats://10.0.0.1:4222"]
@@ -188,7 +220,7 @@ sink = { type = "http", url = "https://hooks.example.com/x" }
 [[work]]
 name = "worker"
 subject = "a.c"
-sink = { type = "worker", command = ["/usr/bin/worker"], timeout = "1m" }
+sink = { type = "worker", command = ["/bin/sh"], timeout = "1m" }
 )",
                                                  "svc.toml"));
   ASSERT_EQ(rules(findings), (std::vector<std::string>{"ack-wait-below-sink-timeout",
