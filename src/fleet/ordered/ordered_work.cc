@@ -183,7 +183,8 @@ bool OrderedWork::set_up() {
       *store, PartitionLeases::Options{.me = me_,
                                        .partitions = plan_.partitions(),
                                        .lease = spec_.lease,
-                                       .margin = spec_.lease / 5});
+                                       .margin = spec_.lease / 5,
+                                       .settle = 2 * spec_.lease});
   store_ = std::move(store);
   status_.set_location(
       stream_, partition_consumer(spec_.name, 0) + ".." + std::to_string(plan_.partitions() - 1));

@@ -92,13 +92,27 @@ Result<std::vector<std::string>> PartitionLeases::refresh_members(Clock::time_po
     const Seen& s = seen_[key];
     if (watched_ - s.since < options_.lease) {
       live.push_back(member);
+      live_since_.try_emplace(member, watched_);
     } else if (watched_ - s.since >= options_.forget_member_after) {
       (void)store_.remove(key);  // it comes back with its next round if it lives after all
       seen_.erase(key);
     }
   }
+  for (auto it = live_since_.begin(); it != live_since_.end();)
+    it = std::find(live.begin(), live.end(), it->first) == live.end() ? live_since_.erase(it)
+                                                                      : std::next(it);
   std::sort(live.begin(), live.end());
   return live;
+}
+
+std::vector<std::string> PartitionLeases::settled(const std::vector<std::string>& live) const {
+  std::vector<std::string> out;
+  for (const auto& m : live) {
+    auto it = live_since_.find(m);
+    if (m == options_.me || (it != live_since_.end() && watched_ - it->second >= options_.settle))
+      out.push_back(m);
+  }
+  return out;
 }
 
 PartitionLeases::Changes PartitionLeases::round(const std::function<uint64_t(int)>& checkpoint) {
@@ -125,7 +139,11 @@ void PartitionLeases::judge(int partition, const std::vector<std::string>& live,
   const bool assigned_here = assignee(live, partition) == options_.me;
   if (mine) {
     renew(partition, checkpoint(partition), changes);
-    if (!assigned_here && owned(partition)) changes.to_release.push_back(partition);
+    // Handed to a member only once it has been live for `settle`: a member that flaps (its key
+    // silent for a lease, then back) does not move partitions to and fro, each move a new
+    // reader on the broker.
+    if (assignee(settled(live), partition) != options_.me && owned(partition))
+      changes.to_release.push_back(partition);
     return;
   }
   if (!assigned_here) return;

@@ -20,7 +20,8 @@
 //   - act: an owner starts a handler only while may_act(): less than lease - margin since the
 //     last renewal of the lease, and of its membership, that succeeded was sent, so it stops
 //     before any taker can begin;
-//   - hand over: an owner whose partition is assigned elsewhere is told to release it; it stops
+//   - hand over: an owner whose partition is assigned to another member, live for `settle` at
+//     least (so a member that flaps moves nothing to and fro), is told to release it; it stops
 //     reading, lets its handlers finish, then release() commits the checkpoint and marks the
 //     lease released, which the new owner takes at once.
 //
@@ -64,6 +65,9 @@ class PartitionLeases {
     std::chrono::milliseconds margin{1000};
     // A member key unchanged this long is removed (a replica that died without leaving).
     std::chrono::milliseconds forget_member_after{60000};
+    // An owner hands a partition to a member only once that member has been live this long
+    // (watched time); free partitions go to any live member at once.
+    std::chrono::milliseconds settle{10000};
   };
   // A partition owned here.
   struct Owned {
@@ -116,6 +120,8 @@ class PartitionLeases {
   void note(const std::string& key, uint64_t revision);
   // Another member whose key this replica has seen unchanged for a whole lease.
   bool member_silent(const std::string& member) const;
+  // Of `live`, this replica and the members live for `settle` at least.
+  std::vector<std::string> settled(const std::vector<std::string>& live) const;
 
   LeaseStore& store_;
   const Options options_;
@@ -123,6 +129,7 @@ class PartitionLeases {
   // round() only.
   std::map<std::string, Seen> seen_;
   Clock::duration watched_{};
+  std::map<std::string, Clock::duration> live_since_;  // other members, while live
   std::optional<Clock::time_point> answered_at_;  // the last round the store answered, if this one
 
   mutable std::mutex mu_;

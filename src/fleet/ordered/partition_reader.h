@@ -10,7 +10,7 @@
 // it), so interest and work-queue streams let go of what is done.
 //
 // Threads: accept(), done() and lanes() under `Setup::mu`, held by the caller; open(), tick()
-// and stop() on the caller's supervisor thread without it (they take it when they need it, and
+// and stop() on the partition's tending thread without it (they take it when they need it, and
 // wait for nats.c's callbacks without it).
 #pragma once
 
@@ -68,7 +68,7 @@ class PartitionReader {
   void accept(std::vector<nats::InboundMessage>& batch, std::vector<std::string>& ready);
   // Under the lock: the key's front message is done (popped). True when its lane has more.
   bool done(const std::string& key);
-  // Supervisor upkeep: pulls, a rewind when one is due, the checkpoint's ack.
+  // Upkeep, every tick: pulls, a rewind when one is due, the checkpoint's ack.
   void tick();
   // The connection came back: the next tick pulls afresh (waiting requests may be gone).
   void reconnected() { reconnected_ = true; }
@@ -80,7 +80,7 @@ class PartitionReader {
   // Under the caller's lock.
   KeyLanes& lanes() { return lanes_; }
   uint64_t rewinds() const { return rewinds_.load(); }
-  // Why the reader last rewound (supervisor thread).
+  // Why the reader last rewound (tending thread).
   const std::string& last_rewind_why() const { return last_rewind_why_; }
   // The key of a message read from the partition (its key token).
   std::string key_of(const std::string& subject) const;
@@ -109,7 +109,7 @@ class PartitionReader {
   std::map<uint64_t, std::string> replies_;  // stream seq -> the current consumer's delivery
   uint64_t acked_ = 0;
 
-  // Supervisor thread.
+  // The tending thread.
   std::vector<std::string> to_delete_;
   std::atomic<uint64_t> rewinds_{0};
   std::chrono::steady_clock::time_point next_lookup_{};  // of the consumer, after a silence

@@ -63,6 +63,7 @@ class MemoryStore final : public LeaseStore {
 constexpr int kPartitions = 8;
 constexpr auto kLease = 5000ms;
 constexpr auto kMargin = 1000ms;
+constexpr auto kSettle = 3000ms;
 
 class Leases : public ::testing::Test {
  protected:
@@ -72,7 +73,8 @@ class Leases : public ::testing::Test {
                             .partitions = kPartitions,
                             .lease = kLease,
                             .margin = kMargin,
-                            .forget_member_after = 60s},
+                            .forget_member_after = 60s,
+                            .settle = kSettle},
                            [this] { return now; });
   }
   static uint64_t none(int) { return 0; }
@@ -107,9 +109,18 @@ TEST_F(Leases, AMemberThatJoinsGetsItsShareByAHandoverAndANewEpoch) {
   now += 1s;
   // b sees a live and its leases renewed: it takes nothing a holds.
   EXPECT_TRUE(b.round(none).taken.empty());
-  now += 1s;
-  auto handing = a.round([](int p) { return uint64_t(100 + p); });
+  // a first sees b in its next round, and hands b its share once b has been live for kSettle.
+  PartitionLeases::Changes handing;
+  Clock::time_point first_seen{};
+  for (int i = 0; i < 20 && handing.to_release.empty(); ++i) {
+    now += 500ms;
+    (void)b.round(none);
+    handing = a.round([](int p) { return uint64_t(100 + p); });
+    if (first_seen == Clock::time_point{}) first_seen = now;
+  }
   ASSERT_FALSE(handing.to_release.empty()) << "a sees b and gives up b's share";
+  EXPECT_GE(now - first_seen, kSettle) << "not before b has been live for kSettle";
+  EXPECT_LT(now - first_seen, kSettle + 1s);
   std::map<int, uint64_t> old_epochs;
   for (int p : handing.to_release) {
     EXPECT_EQ(PartitionLeases::assignee({"a", "b"}, p), "b");
@@ -128,6 +139,38 @@ TEST_F(Leases, AMemberThatJoinsGetsItsShareByAHandoverAndANewEpoch) {
   }
   // Each partition has exactly one owner.
   for (int p = 0; p < kPartitions; ++p) EXPECT_NE(a.may_act(p), b.may_act(p)) << p;
+}
+
+TEST_F(Leases, AMemberThatFlapsMovesNothingUntilItHasBeenLiveForTheSettleTime) {
+  auto a = replica("a");
+  auto b = replica("b");
+  (void)a.round(none);
+  (void)b.round(none);
+  for (int i = 0; i < 8; ++i) {  // b live long enough: its share moves to it
+    now += 500ms;
+    (void)b.round(none);
+    for (int p : a.round(none).to_release) ASSERT_TRUE(a.release(p, 0));
+  }
+  (void)b.round(none);
+  const auto bs = b.owned_partitions().size();
+  ASSERT_GT(bs, 0u);
+  // b's key goes silent for a lease (its link cut): a takes b's share back.
+  for (int i = 0; i < 12; ++i) {
+    now += 500ms;
+    (void)a.round(none);
+  }
+  ASSERT_EQ(a.owned_partitions().size(), size_t{kPartitions});
+  // b is back. a keeps everything until b has been live for kSettle again.
+  for (int i = 0; i < 5; ++i) {
+    now += 500ms;
+    (void)b.round(none);
+    EXPECT_TRUE(a.round(none).to_release.empty()) << "b live for " << (i + 1) * 500 << " ms";
+  }
+  now += 500ms;
+  (void)b.round(none);
+  now += 500ms;
+  (void)b.round(none);
+  EXPECT_EQ(a.round(none).to_release.size(), bs) << "b settled: its share moves to it";
 }
 
 TEST_F(Leases, EpochsRiseAcrossOwners) {
