@@ -7,12 +7,12 @@
 namespace natsfleet::health {
 
 struct ProcessStats {
-  double cpu_seconds = 0;         // user + system
+  double cpu_seconds = 0;  // user + system
   uint64_t resident_bytes = 0;
   uint64_t virtual_bytes = 0;
   double start_time_seconds = 0;  // since the Unix epoch
   uint64_t open_fds = 0;
-  uint64_t max_fds = 0;           // the soft limit
+  uint64_t max_fds = 0;  // the soft limit
 };
 
 // Nothing when /proc cannot be read (not Linux, or hidden).
