@@ -295,7 +295,9 @@ TEST(JsonLog, EveryLineOfARunIsJsonWithTypedFields) {
       EXPECT_TRUE(j.contains("work") || j.contains("broadcast")) << line;
       EXPECT_TRUE(j["from"].is_string() && j["to"].is_string()) << line;
     }
-    if (event == "health-endpoints") EXPECT_EQ(j["server"], "health") << line;
+    if (event == "health-endpoints") {
+      EXPECT_EQ(j["server"], "health") << line;
+    }
   }
   EXPECT_GT(count, 40);
   EXPECT_EQ(events["received"], 20) << d.log();
