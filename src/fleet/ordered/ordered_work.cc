@@ -22,7 +22,14 @@ using std::chrono::milliseconds;
 
 constexpr int kProbeAttempts = 3;
 constexpr milliseconds kProbeTimeout{2000};
+// The lease bucket's calls: a renewal that times out may have been applied, and the next one
+// is then refused for its revision, so they get time.
 constexpr milliseconds kApiTimeout{5000};
+// A reader's calls (consumers made, looked up, deleted): what times out is tried again, so a
+// short timeout finds the broker back (a meta leader elected again) sooner.
+constexpr milliseconds kReaderApiTimeout{2000};
+// The most a reader waits before it tries again to open after a refusal.
+constexpr milliseconds kMaxOpenBackoff{1000};
 constexpr milliseconds kTick{100};
 // A handler not started because the lease may have lapsed looks again this soon.
 constexpr milliseconds kLeaseRecheck{100};
@@ -54,7 +61,8 @@ OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& conte
       plan_(PartitionPlan::make(spec_.subject, spec_.key_token, spec_.partitions).value()),
       me_(member_id()),
       status_(spec_.name, "work", spec_.subject, context.log),
-      api_(*context.connection, kApiTimeout) {}
+      api_(*context.connection, kApiTimeout),
+      reader_api_(*context.connection, kReaderApiTimeout) {}
 
 OrderedWork::~OrderedWork() {
   begin_shutdown();
@@ -253,7 +261,7 @@ void OrderedWork::take(int partition) {
   ++leases_taken_;
   PartitionReader::Setup setup{.mu = &mu_,
                                .connection = ctx_.connection,
-                               .api = &api_,
+                               .api = &reader_api_,
                                .plan = &plan_,
                                .spec = &spec_,
                                .stream = stream_,
@@ -354,7 +362,7 @@ void OrderedWork::tend(int partition, const std::shared_ptr<PartitionReader>& re
       it->second.opened = true;
     } else {
       status_.warn("partition " + std::to_string(partition) + ": " + open.error().describe());
-      it->second.open_backoff = std::min(it->second.open_backoff * 2, milliseconds(5000));
+      it->second.open_backoff = std::min(it->second.open_backoff * 2, kMaxOpenBackoff);
       it->second.next_open = Clock::now() + it->second.open_backoff;
     }
     return;

@@ -103,7 +103,8 @@ class OrderedWork final : public Supervised {
   const PartitionPlan plan_;
   const std::string me_;
   SubscriptionStatus status_;
-  nats::JetStreamApi api_;
+  nats::JetStreamApi api_;         // the lease bucket, the stream, dead letters
+  nats::JetStreamApi reader_api_;  // the readers' consumers
   std::string stream_;
   nats::RetentionPolicy retention_ = nats::RetentionPolicy::limits;
   std::unique_ptr<StreamLeaseStore> store_;

@@ -260,7 +260,7 @@ void PartitionReader::rewind(const std::string& why) {
   }
   ++rewinds_;
   if (auto made = make_consumer(start); !made) {
-    make_backoff_ = std::min(make_backoff_ * 2, milliseconds(5000));
+    make_backoff_ = std::min(make_backoff_ * 2, milliseconds(1000));
     next_make_ = std::chrono::steady_clock::now() + make_backoff_;
     return;
   }
