@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "chaos/history.h"
@@ -410,8 +413,13 @@ class Nemesis {
         break;
       case FaultKind::sink_outage: {
         auto& r = replicas_[static_cast<size_t>(f.target)];
-        fs::remove(r.sink_dir);
-        fs::rename(r.sink_dir + ".away", r.sink_dir);
+        // The folder comes back in one step, exchanged with the plain file: the sink retries
+        // all the while, and between a remove and a rename it would make a folder of its own.
+        if (::renameat2(AT_FDCWD, (r.sink_dir + ".away").c_str(), AT_FDCWD, r.sink_dir.c_str(),
+                        RENAME_EXCHANGE) != 0)
+          throw fs::filesystem_error("cannot swap the sink folder back", r.sink_dir,
+                                     std::error_code(errno, std::generic_category()));
+        fs::remove(r.sink_dir + ".away");
         break;
       }
       case FaultKind::node_kill:
