@@ -177,6 +177,17 @@ TEST(Lint, FindingsExitOneCleanExitsZeroUnreadableExitsTwo) {
   EXPECT_EQ(missing.code, 2) << missing.output;
 }
 
+// Whether the daemon's /readyz on `port` answers 200 within `limit`.
+bool ready_within(int port, std::chrono::milliseconds limit) {
+  return wait_for(
+      [&] {
+        int status = 0;
+        http_get(port, "/readyz", &status);
+        return status == 200;
+      },
+      limit);
+}
+
 std::string daemon_config(int health_port, const std::string& extra_top = {}) {
   return "name = \"contract\"\n" + extra_top +
          "[health]\nlisten = \"127.0.0.1:" + std::to_string(health_port) +
@@ -195,14 +206,7 @@ TEST(Metrics, ParseAsPrometheusTextAndCountersMatchWhatWasHandled) {
   const int port = free_loopback_port();
   DaemonProcess d(dir.path(), "m", daemon_config(port), {"--server", server.url()});
   d.start();
-  int status = 0;
-  ASSERT_TRUE(wait_for(
-      [&] {
-        http_get(port, "/readyz", &status);
-        return status == 200;
-      },
-      15s))
-      << d.log();
+  ASSERT_TRUE(ready_within(port, 15s)) << d.log();
   admin.publish_many("jobs.run", 250);
   for (int i = 0; i < 7; ++i)
     ASSERT_TRUE(admin.connection().publish("member." + std::to_string(i) + ".status", "{}"));
@@ -212,6 +216,7 @@ TEST(Metrics, ParseAsPrometheusTextAndCountersMatchWhatWasHandled) {
   ASSERT_TRUE(
       wait_for([&] { return read_sink_file(dir.path() + "/status.jsonl").records == 7; }, 15s));
 
+  int status = 0;
   const std::string body = http_get(port, "/metrics", &status);
   ASSERT_EQ(status, 200);
   ParsedMetrics metrics;
@@ -251,25 +256,12 @@ TEST(JsonLog, EveryLineOfARunIsJsonWithTypedFields) {
                   daemon_config(port, "log_format = \"json\"\nlog_level = \"debug\"\n"),
                   {"--server", server.url()});
   d.start();
-  int status = 0;
-  ASSERT_TRUE(wait_for(
-      [&] {
-        http_get(port, "/readyz", &status);
-        return status == 200;
-      },
-      15s))
-      << d.log();
+  ASSERT_TRUE(ready_within(port, 15s)) << d.log();
   admin.publish_many("jobs.run", 20);
   ASSERT_TRUE(
       wait_for([&] { return read_sink_file(dir.path() + "/out.jsonl").records == 20; }, 15s));
   server.restart();  // a disconnect and a reconnect in the log
-  ASSERT_TRUE(wait_for(
-      [&] {
-        http_get(port, "/readyz", &status);
-        return status == 200;
-      },
-      30s))
-      << d.log();
+  ASSERT_TRUE(ready_within(port, 30s)) << d.log();
   d.signal(SIGTERM);
   ASSERT_EQ(d.wait_exit(10s), 0);
 
