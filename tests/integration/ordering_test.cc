@@ -458,6 +458,46 @@ TEST(OrderedWork, AReaderWhoseConsumerIsDeletedReadsAgainLosingAndReorderingNoth
   EXPECT_GT(f.health().rewinds, 0u);
 }
 
+TEST(OrderedWork, ATakeoverReadsOnThroughTheKilledOwnersConsumersAndAgainWhatTheyHeld) {
+  OrderedBroker b;
+  const std::string out = "/tmp/natsfleet-adopt-" + std::to_string(getpid());
+  std::remove(out.c_str());
+  auto owner = base::ChildProcess::start(
+      {NATSFLEET_REPLICA_BIN, "--server", b.server.url(), "--work", "orders", "--subject",
+       "orders.*", "--out", out, "--key-token", "2", "--handle-ms", "20", "--concurrency", "4",
+       "--lease-ms", "1500"},
+      {.search_path = false});
+  ASSERT_TRUE(owner) << owner.error().describe();
+  publish_keys(b.admin, 20, 0, 20);
+  // Each handler takes 20 ms after writing its line: the owner dies with most of each
+  // partition delivered to it and not done.
+  ASSERT_TRUE(wait_for([&] { return read_handled({out}).size() >= 50; }, 30s));
+  owner->kill();
+  auto names = [&] {
+    auto n = b.admin.api().consumer_names("ORDERS").value();
+    std::sort(n.begin(), n.end());
+    return n;
+  };
+  const auto readers = names();
+  ASSERT_EQ(readers.size(), 16u);
+  OrderedFleet f(b.server.url());
+  std::set<uint64_t> by_owner;
+  for (const auto& h : read_handled({out})) by_owner.insert(h.seq);
+  auto handled = [&] {
+    auto all = by_owner;
+    for (const auto& s : f.seen()) all.insert(s.seq);
+    return all.size();
+  };
+  ASSERT_TRUE(wait_for([&] { return handled() == 400; }, 60s)) << handled() << " of 400";
+  EXPECT_EQ(names(), readers) << "the new owner made consumers instead of adopting";
+  EXPECT_TRUE(out_of_order(f.seen()).empty());
+  size_t again = 0;
+  for (const auto& s : f.seen()) again += by_owner.count(s.seq);
+  EXPECT_GT(again, 0u) << "the owner held nothing when it died";
+  EXPECT_EQ(f.health().rewinds, 0u);
+  std::remove(out.c_str());
+}
+
 TEST(OrderedWork, ADownstreamThatIsDownHoldsTheMessagesAndUsesNoDelivery) {
   OrderedBroker b;
   std::atomic<bool> down{true};

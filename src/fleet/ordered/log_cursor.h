@@ -27,6 +27,12 @@ class LogCursor {
   const std::string& hole_why() const { return hole_why_; }
   // A new consumer: its first delivery carries consumer sequence 1.
   void reset() { *this = LogCursor(); }
+  // An adopted consumer: `consumer_seq` delivered, `pending` left after it.
+  void resume(uint64_t consumer_seq, uint64_t pending) {
+    *this = LogCursor();
+    last_consumer_seq_ = consumer_seq;
+    last_pending_ = pending;
+  }
 
  private:
   uint64_t last_consumer_seq_ = 0;

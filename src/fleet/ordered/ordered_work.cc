@@ -150,7 +150,7 @@ void OrderedWork::release_drained() {
       if (o.drained) drained.push_back(p);
   }
   for (int p : drained) {
-    const uint64_t done = checkpoint(p);
+    const Progress done = progress(p);
     drop(p);
     if (auto released = leases_->release(p, done); !released)
       base::log_event(*ctx_.log, spdlog::level::warn,
@@ -205,18 +205,19 @@ bool OrderedWork::set_up() {
   return true;
 }
 
-uint64_t OrderedWork::checkpoint(int partition) {
+Progress OrderedWork::progress(int partition) {
   {
     std::lock_guard lock(mu_);
     auto it = owned_.find(partition);
-    if (it != owned_.end() && it->second.opened) return it->second.reader->lanes().checkpoint();
+    if (it != owned_.end() && it->second.opened)
+      return {it->second.reader->lanes().checkpoint(), it->second.reader->consumer()};
   }
   auto lease = leases_->owned(partition);
-  return lease ? lease->checkpoint : 0;
+  return lease ? Progress{lease->checkpoint, lease->reader} : Progress{};
 }
 
 void OrderedWork::round() {
-  auto changes = leases_->round([this](int p) { return checkpoint(p); });
+  auto changes = leases_->round([this](int p) { return progress(p); });
   const Clock::time_point now = Clock::now();
   if (changes.error) {
     round_error_ = changes.error->describe();
@@ -270,6 +271,7 @@ void OrderedWork::take(int partition) {
                                .epoch = lease->epoch,
                                .checkpoint = lease->checkpoint,
                                .first_term = lease->first,
+                               .adopt = lease->reader,
                                .window = std::max(64, spec_.batch)};
   auto reader = std::make_shared<PartitionReader>(
       setup, [this](PartitionReader& r, std::vector<nats::InboundMessage>& batch) {
@@ -354,12 +356,16 @@ void OrderedWork::tend(int partition, const std::shared_ptr<PartitionReader>& re
       auto it = owned_.find(partition);
       if (it == owned_.end() || Clock::now() < it->second.next_open) return;
     }
-    auto open = reader->open();
+    std::vector<std::string> keys;
+    auto open = reader->open(keys);
+    log_open(partition, *reader, open);
     std::lock_guard lock(mu_);
     auto it = owned_.find(partition);
     if (it == owned_.end() || it->second.reader != reader) return;
     if (open) {
       it->second.opened = true;
+      for (auto& k : keys) ready_.push_back(Ready{partition, std::move(k), reader.get()});
+      if (!keys.empty()) wake_.notify_all();
     } else {
       status_.warn("partition " + std::to_string(partition) + ": " + open.error().describe());
       it->second.open_backoff = std::min(it->second.open_backoff * 2, kMaxOpenBackoff);
@@ -377,6 +383,35 @@ void OrderedWork::tend(int partition, const std::shared_ptr<PartitionReader>& re
                      {"error", reader->last_rewind_why()}},
                     "work {}: partition {}: read again from its checkpoint: {}", spec_.name,
                     partition, reader->last_rewind_why());
+}
+
+void OrderedWork::log_open(int partition, PartitionReader& reader, const Result<void>& open) {
+  std::string consumer;
+  size_t waiting = 0;
+  {
+    std::lock_guard lock(mu_);
+    consumer = reader.consumer();
+    waiting = reader.lanes().waiting();
+  }
+  if (!reader.adopt_error().empty())
+    base::log_event(*ctx_.log, spdlog::level::info,
+                    {{"work", spec_.name},
+                     {"event", "reader-not-adopted"},
+                     {"partition", partition},
+                     {"error", reader.adopt_error()}},
+                    "work {}: partition {}: the last owner's consumer cannot be adopted ({}); "
+                    "making one",
+                    spec_.name, partition, reader.adopt_error());
+  if (!open) return;
+  if (reader.adopted())
+    base::log_event(*ctx_.log, spdlog::level::info,
+                    {{"work", spec_.name},
+                     {"event", "reader-adopted"},
+                     {"partition", partition},
+                     {"consumer", consumer}},
+                    "work {}: partition {}: reading on through {}, the last owner's consumer ({} "
+                    "of its deliveries not done, read again)",
+                    spec_.name, partition, consumer, waiting);
 }
 
 bool OrderedWork::next_ready(std::unique_lock<std::mutex>& lock, Ready& out) {
@@ -566,8 +601,8 @@ bool OrderedWork::finish_handlers(Clock::time_point deadline) {
     done = wake_.wait_until(lock, deadline, idle) || idle();
   }
   if (leases_) {
-    std::map<int, uint64_t> done_to;
-    for (int p : leases_->owned_partitions()) done_to[p] = checkpoint(p);
+    std::map<int, Progress> done_to;
+    for (int p : leases_->owned_partitions()) done_to[p] = progress(p);
     leases_->leave([&](int p) { return done_to[p]; });
   }
   return done;

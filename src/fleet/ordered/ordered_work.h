@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "fleet/ordered/partition_leases.h"
 #include "fleet/ordered/partition_plan.h"
 #include "fleet/subscription_status.h"
 #include "fleet/supervised.h"
@@ -87,14 +88,16 @@ class OrderedWork final : public Supervised {
   void retire_locked(Owned& o);
   void join_retired();
   void work_loop();
+  // Says how a reader opened: the last owner's consumer adopted, or why not.
+  void log_open(int partition, PartitionReader& reader, const Result<void>& open);
   // Under mu_: the next lane that may run now (due retries first become ready).
   bool next_ready(std::unique_lock<std::mutex>& lock, Ready& out);
   // The lane's front message through the handler (mu_ released meanwhile), then its verdict.
   void run_one(std::unique_lock<std::mutex>& lock, Ready lane);
   // Under mu_: the lane runs again after `delay`.
   void wake_later(Ready lane, std::chrono::milliseconds delay);
-  // Every message of the partition at or below it is done (the lease's while nothing is read).
-  uint64_t checkpoint(int partition);
+  // The partition's checkpoint and the consumer read through (the lease's while nothing is read).
+  Progress progress(int partition);
   void wait_for(std::chrono::milliseconds d);
 
   const WorkSpec spec_;

@@ -30,7 +30,7 @@ std::string member_key(const std::string& member) { return std::string(kMembers)
 
 std::string LeaseValue::encode() const {
   return owner + ' ' + std::to_string(epoch) + ' ' + std::to_string(checkpoint) + ' ' +
-         (released ? "released" : "held");
+         (released ? "released" : "held") + (reader.empty() ? "" : ' ' + reader);
 }
 
 std::optional<LeaseValue> LeaseValue::decode(const std::string& text) {
@@ -40,6 +40,7 @@ std::optional<LeaseValue> LeaseValue::decode(const std::string& text) {
   if (!(in >> v.owner >> v.epoch >> v.checkpoint >> state)) return std::nullopt;
   if (state != "held" && state != "released") return std::nullopt;
   v.released = state == "released";
+  in >> v.reader;  // absent in a lease written before readers were named
   return v;
 }
 
@@ -115,30 +116,30 @@ std::vector<std::string> PartitionLeases::settled(const std::vector<std::string>
   return out;
 }
 
-PartitionLeases::Changes PartitionLeases::round(const std::function<uint64_t(int)>& checkpoint) {
+PartitionLeases::Changes PartitionLeases::round(const std::function<Progress(int)>& progress) {
   Changes changes;
   const Clock::time_point now = now_();
   auto live = refresh_members(now);
   if (!live) {
     changes.error = live.error();
     // Leases owned here are still renewed: an unreadable membership must not cost them.
-    for (int p : owned_partitions()) renew(p, checkpoint(p), changes);
+    for (int p : owned_partitions()) renew(p, progress(p), changes);
     return changes;
   }
   {
     std::lock_guard lock(mu_);
     members_ = *live;
   }
-  for (int p = 0; p < options_.partitions; ++p) judge(p, *live, checkpoint, changes);
+  for (int p = 0; p < options_.partitions; ++p) judge(p, *live, progress, changes);
   return changes;
 }
 
 void PartitionLeases::judge(int partition, const std::vector<std::string>& live,
-                            const std::function<uint64_t(int)>& checkpoint, Changes& changes) {
+                            const std::function<Progress(int)>& progress, Changes& changes) {
   const bool mine = owned(partition).has_value();
   const bool assigned_here = assignee(live, partition) == options_.me;
   if (mine) {
-    renew(partition, checkpoint(partition), changes);
+    renew(partition, progress(partition), changes);
     // Handed to a member only once it has been live for `settle`: a member that flaps (its key
     // silent for a lease, then back) does not move partitions to and fro, each move a new
     // reader on the broker.
@@ -169,7 +170,8 @@ void PartitionLeases::take(int partition, const std::optional<StoredValue>& curr
   LeaseValue mine{.owner = options_.me,
                   .epoch = 0,
                   .checkpoint = lease ? lease->checkpoint : 0,
-                  .released = false};
+                  .released = false,
+                  .reader = lease ? lease->reader : std::string()};
   const Clock::time_point sent = now_();
   auto revision =
       store_.put_if(lease_key(partition), mine.encode(), current ? current->revision : uint64_t{0});
@@ -181,18 +183,20 @@ void PartitionLeases::take(int partition, const std::optional<StoredValue>& curr
   owned_[partition] = Owned{.epoch = *revision,
                             .revision = *revision,
                             .checkpoint = mine.checkpoint,
+                            .reader = mine.reader,
                             .valid_until = sent + options_.lease - options_.margin,
                             .first = !current};
   changes.taken.push_back(partition);
 }
 
-void PartitionLeases::renew(int partition, uint64_t checkpoint, Changes& changes) {
+void PartitionLeases::renew(int partition, const Progress& progress, Changes& changes) {
   auto held = owned(partition);
   if (!held) return;
   const LeaseValue value{.owner = options_.me,
                          .epoch = held->epoch,
-                         .checkpoint = std::max(checkpoint, held->checkpoint),
-                         .released = false};
+                         .checkpoint = std::max(progress.checkpoint, held->checkpoint),
+                         .released = false,
+                         .reader = progress.reader.empty() ? held->reader : progress.reader};
   const Clock::time_point sent = now_();
   auto revision = store_.put_if(lease_key(partition), value.encode(), held->revision);
   std::lock_guard lock(mu_);
@@ -201,6 +205,7 @@ void PartitionLeases::renew(int partition, uint64_t checkpoint, Changes& changes
   if (revision) {
     it->second.revision = *revision;
     it->second.checkpoint = value.checkpoint;
+    it->second.reader = value.reader;
     it->second.valid_until = sent + options_.lease - options_.margin;
   } else if (refused_for_revision(revision.error())) {
     owned_.erase(it);
@@ -210,7 +215,7 @@ void PartitionLeases::renew(int partition, uint64_t checkpoint, Changes& changes
   }
 }
 
-Result<void> PartitionLeases::release(int partition, uint64_t checkpoint) {
+Result<void> PartitionLeases::release(int partition, const Progress& progress) {
   auto held = owned(partition);
   if (!held) return {};
   {
@@ -219,15 +224,16 @@ Result<void> PartitionLeases::release(int partition, uint64_t checkpoint) {
   }
   const LeaseValue value{.owner = options_.me,
                          .epoch = held->epoch,
-                         .checkpoint = std::max(checkpoint, held->checkpoint),
-                         .released = true};
+                         .checkpoint = std::max(progress.checkpoint, held->checkpoint),
+                         .released = true,
+                         .reader = progress.reader.empty() ? held->reader : progress.reader};
   auto revision = store_.put_if(lease_key(partition), value.encode(), held->revision);
   if (!revision) return revision.error();  // it lapses; the next owner takes it after a lease
   return {};
 }
 
-void PartitionLeases::leave(const std::function<uint64_t(int)>& checkpoint) {
-  for (int p : owned_partitions()) (void)release(p, checkpoint(p));
+void PartitionLeases::leave(const std::function<Progress(int)>& progress) {
+  for (int p : owned_partitions()) (void)release(p, progress(p));
   (void)store_.remove(member_key(options_.me));
 }
 

@@ -14,9 +14,9 @@
 //     revision this replica has seen unchanged for a whole lease time, or held by a member whose
 //     key it has seen unchanged that long (the owner stopped renewing and, its last write sent
 //     before it was seen, stopped acting a margin before that);
-//   - renew: the owner rewrites its lease every round with its checkpoint (every message of the
-//     partition at or below it is done); a renewal refused for its revision means another replica
-//     took the lease: the partition is lost at once;
+//   - renew: the owner rewrites its lease every round with its progress (every message of the
+//     partition at or below the checkpoint is done; the consumer it reads through); a renewal
+//     refused for its revision means another replica took the lease: the partition is lost at once;
 //   - act: an owner starts a handler only while may_act(): less than lease - margin since the
 //     last renewal of the lease, and of its membership, that succeeded was sent, so it stops
 //     before any taker can begin;
@@ -26,7 +26,7 @@
 //     lease released, which the new owner takes at once.
 //
 //   PartitionLeases leases(store, {.me = id, .partitions = 16});
-//   auto changes = leases.round([&](int p) { return checkpoint(p); });  // a few times a lease
+//   auto changes = leases.round([&](int p) { return progress(p); });  // a few times a lease
 #pragma once
 
 #include <chrono>
@@ -42,12 +42,21 @@
 
 namespace natsfleet::fleet {
 
-// A lease as written in the store: "<owner> <epoch> <checkpoint> held|released".
+// What an owner commits with its lease: every message of the partition at or below `checkpoint`
+// is done, and `reader` names the consumer it reads through (empty: none), which the next owner
+// may adopt instead of making one.
+struct Progress {
+  uint64_t checkpoint = 0;
+  std::string reader;
+};
+
+// A lease as written in the store: "<owner> <epoch> <checkpoint> held|released [<reader>]".
 struct LeaseValue {
   std::string owner;
   uint64_t epoch = 0;  // 0 in the write that takes it: the epoch is that write's revision
   uint64_t checkpoint = 0;
   bool released = false;
+  std::string reader;
 
   std::string encode() const;
   static std::optional<LeaseValue> decode(const std::string& text);
@@ -74,6 +83,7 @@ class PartitionLeases {
     uint64_t epoch = 0;
     uint64_t revision = 0;  // of the lease's last write here
     uint64_t checkpoint = 0;
+    std::string reader;               // the consumer named by the lease's last write
     Clock::time_point valid_until{};  // starts no handler from then on
     bool first = false;               // no lease had been written: the partition's first owner
   };
@@ -88,13 +98,13 @@ class PartitionLeases {
   PartitionLeases(LeaseStore& store, Options options,
                   std::function<Clock::time_point()> now = &Clock::now);
 
-  // One round: membership, then each partition's lease. `checkpoint(p)` is committed with the
+  // One round: membership, then each partition's lease. `progress(p)` is committed with the
   // renewal of a partition owned here. Called from one thread.
-  Changes round(const std::function<uint64_t(int)>& checkpoint);
-  // Commits `checkpoint` and marks the lease released; the partition is no longer owned here.
-  Result<void> release(int partition, uint64_t checkpoint);
-  // Gives up every partition's lease as released (with its checkpoint) and the membership.
-  void leave(const std::function<uint64_t(int)>& checkpoint);
+  Changes round(const std::function<Progress(int)>& progress);
+  // Commits `progress` and marks the lease released; the partition is no longer owned here.
+  Result<void> release(int partition, const Progress& progress);
+  // Gives up every partition's lease as released (with its progress) and the membership.
+  void leave(const std::function<Progress(int)>& progress);
 
   // Whether a handler of `partition` may start now. Any thread.
   bool may_act(int partition) const;
@@ -113,10 +123,10 @@ class PartitionLeases {
   };
   Result<std::vector<std::string>> refresh_members(Clock::time_point now);
   void judge(int partition, const std::vector<std::string>& live,
-             const std::function<uint64_t(int)>& checkpoint, Changes& changes);
+             const std::function<Progress(int)>& progress, Changes& changes);
   void take(int partition, const std::optional<StoredValue>& current,
             const std::optional<LeaseValue>& lease, Changes& changes);
-  void renew(int partition, uint64_t checkpoint, Changes& changes);
+  void renew(int partition, const Progress& progress, Changes& changes);
   void note(const std::string& key, uint64_t revision);
   // Another member whose key this replica has seen unchanged for a whole lease.
   bool member_silent(const std::string& member) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/subject_tokens.h"
+#include "base/utc_time.h"
 #include "consume/ack_metadata.h"
 #include "fleet/consumer_shape.h"
 #include "fleet/ordered/partition_plan.h"
@@ -14,6 +15,9 @@ using std::chrono::milliseconds;
 
 // Acks of the checkpoint go out at most this often (and on stop and before a rewind).
 constexpr milliseconds kAckEvery{100};
+// The partition's consumers are listed this often: one left by an owner that acted late goes
+// (on an interest stream it would hold every message).
+constexpr milliseconds kSweepEvery{30'000};
 
 }  // namespace
 
@@ -35,7 +39,13 @@ std::string PartitionReader::key_of(const std::string& subject) const {
   return at < tokens.size() ? std::string(tokens[at]) : subject;
 }
 
-Result<void> PartitionReader::open() {
+Result<void> PartitionReader::open(std::vector<std::string>& ready) {
+  if (!setup_.adopt.empty()) {
+    auto adopted = adopt(ready);
+    adopted_ = static_cast<bool>(adopted);
+    if (adopted) return start_engine();
+    adopt_error_ = adopted.error().describe();
+  }
   nats::JetStreamApi& api = *setup_.api;
   auto names = api.consumer_names(setup_.stream);
   if (!names) return names.error();
@@ -62,8 +72,66 @@ Result<void> PartitionReader::open() {
     start = oldest_floor + 1;
   }
   lanes_ = KeyLanes(done);
+  next_sweep_ = std::chrono::steady_clock::now() + kSweepEvery;
   if (auto made = make_consumer(start); !made) return made;
   return start_engine();
+}
+
+Result<void> PartitionReader::adopt(std::vector<std::string>& ready) {
+  nats::JetStreamApi& api = *setup_.api;
+  auto info = api.consumer_info(setup_.stream, setup_.adopt);
+  if (!info) return info.error();
+  const std::string filter = setup_.plan->filter(setup_.partition);
+  const bool work_queue = setup_.retention == nats::RetentionPolicy::work_queue;
+  const auto ack = work_queue ? nats::AckPolicy::explicit_ack : nats::AckPolicy::all;
+  if (!info->is_pull() || info->config.filter_subject != filter || info->config.ack_policy != ack)
+    return Result<void>(Errc::invalid_argument, setup_.adopt + " is not a reader of the partition");
+  // Delivered to the last owner and not done: read again, in stream order, before any delivery.
+  const uint64_t done = std::max(setup_.checkpoint, info->ack_floor_stream_seq);
+  std::vector<nats::StoredMessage> unfinished;
+  for (uint64_t seq = done + 1; seq <= info->delivered_stream_seq;) {
+    auto m = api.get_message(setup_.stream, seq, filter);
+    if (!m && m.error().is_jetstream(nats::kJsNoMessageFound)) break;
+    if (!m) return m.error();
+    if (m->seq > info->delivered_stream_seq) break;
+    seq = m->seq + 1;
+    unfinished.push_back(std::move(*m));
+  }
+  std::lock_guard lock(*setup_.mu);
+  lanes_ = KeyLanes(done);
+  for (auto& m : unfinished) {
+    std::string key = key_of(m.subject);
+    Delivery d{.stream = setup_.stream,
+               .consumer = prefix_,
+               .stream_seq = m.seq,
+               .delivered = 1,
+               .timestamp_ns = base::parse_rfc3339_nanos(m.time).value_or(0)};
+    Message message(std::move(m.subject), std::move(m.data), std::move(m.headers), std::move(d), {},
+                    nullptr, FencingToken{.partition = setup_.partition, .epoch = setup_.epoch});
+    // Not this reader's delivery: done() counts it off like one of an earlier consumer.
+    if (lanes_.push(key, KeyLanes::Item{.message = std::move(message), .generation = UINT64_MAX}))
+      ready.push_back(std::move(key));
+  }
+  inherited_ = lanes_.waiting();
+  consumer_ = setup_.adopt;
+  cursor_.resume(info->delivered_consumer_seq, info->num_pending);
+  next_sweep_ = {};  // the partition's other consumers go, off the way of reading
+  return {};
+}
+
+void PartitionReader::sweep() {
+  next_sweep_ = std::chrono::steady_clock::now() + kSweepEvery;
+  auto names = setup_.api->consumer_names(setup_.stream);
+  if (!names) return;
+  std::string current;
+  {
+    std::lock_guard lock(*setup_.mu);
+    current = consumer_;
+  }
+  for (const auto& name : *names)
+    if ((name == prefix_ || name.starts_with(prefix_ + "-e")) && name != current &&
+        std::find(to_delete_.begin(), to_delete_.end(), name) == to_delete_.end())
+      to_delete_.push_back(name);
 }
 
 Result<void> PartitionReader::make_consumer(uint64_t start) {
@@ -104,9 +172,14 @@ Result<void> PartitionReader::make_consumer(uint64_t start) {
 }
 
 void PartitionReader::delete_old_consumers() {
+  std::string current;
+  {
+    std::lock_guard lock(*setup_.mu);
+    current = consumer_;
+  }
   std::vector<std::string> left;
   for (const auto& old : to_delete_) {
-    if (old == consumer_name(generation_)) continue;
+    if (old == current || old == consumer_name(generation_)) continue;
     auto gone = setup_.api->delete_consumer(setup_.stream, old);
     if (!gone && !gone.error().is_consumer_not_found()) left.push_back(old);
   }
@@ -116,7 +189,10 @@ void PartitionReader::delete_old_consumers() {
 Result<void> PartitionReader::start_engine() {
   consume::PullEngine::Options o;
   o.stream = setup_.stream;
-  o.consumer = consumer_name(generation_);
+  {
+    std::lock_guard lock(*setup_.mu);
+    o.consumer = consumer_;
+  }
   o.batch = setup_.window;
   o.expires = setup_.spec->pull_expires;
   o.heartbeat = setup_.spec->heartbeat;
@@ -215,7 +291,12 @@ void PartitionReader::tick() {
   // while. Only a lookup that finds no consumer makes a new one; otherwise pull afresh.
   if (why.empty() && (lost || missed) && now >= next_lookup_) {
     next_lookup_ = now + std::max<milliseconds>(setup_.spec->heartbeat, milliseconds(1000));
-    auto info = setup_.api->consumer_info(setup_.stream, consumer_name(generation_));
+    std::string current;
+    {
+      std::lock_guard lock(*setup_.mu);
+      current = consumer_;
+    }
+    auto info = setup_.api->consumer_info(setup_.stream, current);
     if (!info && info.error().is_consumer_not_found())
       why = "its consumer is gone";
     else
@@ -224,6 +305,7 @@ void PartitionReader::tick() {
   if (!why.empty()) return rewind(why);
   if (reconnected_.exchange(false)) engine->restart_pulls();
   engine->tick();  // only this thread replaces the engine
+  if (now >= next_sweep_) sweep();
   if (!to_delete_.empty()) delete_old_consumers();
 }
 

@@ -1,6 +1,9 @@
 // An owner reading its partition as a log, for one epoch of its lease. The partition is read
-// through a consumer of this reader's own (`<work>-p<p>-e<epoch>g<n>`, acked with AckAll), so
-// nobody else's deliveries or redeliveries interleave with it; deliveries come
+// through one consumer (`<work>-p<p>-e<epoch>g<n>`, acked with AckAll) that nobody else pulls
+// from, so nobody else's deliveries or redeliveries interleave with it. A new owner adopts the
+// consumer its predecessor read through (named in the lease) when its server answers: what that
+// consumer delivered past the checkpoint is read again with gets by subject, the rest follows
+// from its next delivery, and nothing is made through the meta leader. Deliveries come
 // pipelined (consume::PullEngine), many in flight, and follow the log rule (LogCursor): after a
 // hole nothing is taken and the reader rewinds: a new consumer from the checkpoint + 1, the old
 // one deleted. A message at or below what was read already is known: skipped (its delivery is
@@ -50,7 +53,8 @@ class PartitionReader {
     uint64_t checkpoint = 0;  // the lease's: every message at or below it is done
     // No lease was ever written for the partition: where to begin (WorkSpec::start).
     bool first_term = false;
-    int window = 256;  // messages read and not done, at most
+    std::string adopt;  // the consumer the last owner read through (the lease's); empty: none
+    int window = 256;   // messages read and not done, at most
   };
   // Called from nats.c's thread with this reader's deliveries; it takes the caller's lock and
   // calls accept().
@@ -61,9 +65,10 @@ class PartitionReader {
   PartitionReader(const PartitionReader&) = delete;
   PartitionReader& operator=(const PartitionReader&) = delete;
 
-  // Finds where to resume (the lease's checkpoint, the ack floors of the partition's older
-  // consumers), makes this reader's consumer, deletes the older ones, starts reading.
-  Result<void> open();
+  // Adopts the last owner's consumer, or finds where to resume (the lease's checkpoint, the ack
+  // floors of the partition's consumers), makes a consumer and deletes the older ones; then starts
+  // reading. The keys whose lanes it filled (read before any delivery) go to `ready`.
+  Result<void> open(std::vector<std::string>& ready);
   // Under the caller's lock: the log rule above; the keys whose lanes became ready go to `ready`.
   void accept(std::vector<nats::InboundMessage>& batch, std::vector<std::string>& ready);
   // Under the lock: the key's front message is done (popped). True when its lane has more.
@@ -76,10 +81,15 @@ class PartitionReader {
   void stop();
 
   int partition() const { return setup_.partition; }
+  // Under the caller's lock: the consumer read through (empty while there is none).
+  const std::string& consumer() const { return consumer_; }
   uint64_t epoch() const { return setup_.epoch; }
   // Under the caller's lock.
   KeyLanes& lanes() { return lanes_; }
   uint64_t rewinds() const { return rewinds_.load(); }
+  // Whether open() adopted the last owner's consumer, and why not when it tried (tending thread).
+  bool adopted() const { return adopted_; }
+  const std::string& adopt_error() const { return adopt_error_; }
   // Why the reader last rewound (tending thread).
   const std::string& last_rewind_why() const { return last_rewind_why_; }
   // The key of a message read from the partition (its key token).
@@ -87,6 +97,11 @@ class PartitionReader {
 
  private:
   std::string consumer_name(uint64_t generation) const;
+  // Takes over Setup::adopt from its next delivery, the messages it delivered past the
+  // checkpoint read with gets by subject. Fails, changing nothing, when it cannot.
+  Result<void> adopt(std::vector<std::string>& ready);
+  // Lists the partition's consumers and marks all but this reader's for deletion.
+  void sweep();
   // Makes consumer `generation` reading from `start`, and deletes the others of the partition.
   Result<void> make_consumer(uint64_t start);
   Result<void> start_engine();
@@ -116,7 +131,10 @@ class PartitionReader {
   std::chrono::steady_clock::time_point next_make_{};    // of a consumer the broker refused
   std::chrono::milliseconds make_backoff_{125};
   std::string last_rewind_why_;
+  bool adopted_ = false;
+  std::string adopt_error_;
   std::chrono::steady_clock::time_point acked_at_{};
+  std::chrono::steady_clock::time_point next_sweep_{};  // of the partition's other consumers
   std::mutex signal_mu_;
   bool lost_consumer_ = false;  // a status said it is gone
   std::atomic<bool> reconnected_{false};

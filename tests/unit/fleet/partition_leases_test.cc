@@ -77,7 +77,7 @@ class Leases : public ::testing::Test {
                             .settle = kSettle},
                            [this] { return now; });
   }
-  static uint64_t none(int) { return 0; }
+  static Progress none(int) { return {}; }
 
   MemoryStore store;
   Clock::time_point now{Clock::duration(1'000'000'000)};
@@ -115,7 +115,7 @@ TEST_F(Leases, AMemberThatJoinsGetsItsShareByAHandoverAndANewEpoch) {
   for (int i = 0; i < 20 && handing.to_release.empty(); ++i) {
     now += 500ms;
     (void)b.round(none);
-    handing = a.round([](int p) { return uint64_t(100 + p); });
+    handing = a.round([](int p) { return Progress{.checkpoint = uint64_t(100 + p)}; });
     if (first_seen == Clock::time_point{}) first_seen = now;
   }
   ASSERT_FALSE(handing.to_release.empty()) << "a sees b and gives up b's share";
@@ -125,7 +125,7 @@ TEST_F(Leases, AMemberThatJoinsGetsItsShareByAHandoverAndANewEpoch) {
   for (int p : handing.to_release) {
     EXPECT_EQ(PartitionLeases::assignee({"a", "b"}, p), "b");
     old_epochs[p] = a.owned(p)->epoch;
-    ASSERT_TRUE(a.release(p, 100 + p));
+    ASSERT_TRUE(a.release(p, {.checkpoint = uint64_t(100 + p)}));
     EXPECT_FALSE(a.may_act(p));
     EXPECT_TRUE(store.lease(p).released);
   }
@@ -149,7 +149,7 @@ TEST_F(Leases, AMemberThatFlapsMovesNothingUntilItHasBeenLiveForTheSettleTime) {
   for (int i = 0; i < 8; ++i) {  // b live long enough: its share moves to it
     now += 500ms;
     (void)b.round(none);
-    for (int p : a.round(none).to_release) ASSERT_TRUE(a.release(p, 0));
+    for (int p : a.round(none).to_release) ASSERT_TRUE(a.release(p, {}));
   }
   (void)b.round(none);
   const auto bs = b.owned_partitions().size();
@@ -177,7 +177,7 @@ TEST_F(Leases, EpochsRiseAcrossOwners) {
   auto a = replica("a");
   (void)a.round(none);
   const uint64_t first = a.owned(3)->epoch;
-  ASSERT_TRUE(a.release(3, 7));
+  ASSERT_TRUE(a.release(3, {.checkpoint = 7}));
   auto b = replica("b");
   now += 1s;
   (void)b.round(none);  // b alone sees itself and a: a's share stays a's, a released p3
@@ -299,7 +299,7 @@ TEST_F(Leases, AStaleOwnersRenewalFailsAndItStopsAtOnce) {
   (void)b.round(none);
   ASSERT_EQ(b.owned_partitions().size(), size_t{kPartitions});
   // a resumes: its clock moved too; its renewals are refused, and it stops.
-  auto resumed = a.round([](int) { return uint64_t{999}; });
+  auto resumed = a.round([](int) { return Progress{.checkpoint = 999}; });
   EXPECT_EQ(sorted(resumed.lost).size(), size_t{kPartitions});
   for (int p = 0; p < kPartitions; ++p) {
     EXPECT_FALSE(a.may_act(p));
@@ -328,7 +328,7 @@ TEST_F(Leases, ACheckpointCommitsWithTheRenewal) {
   auto a = replica("a");
   (void)a.round(none);
   now += 1s;
-  (void)a.round([](int p) { return uint64_t(40 + p); });
+  (void)a.round([](int p) { return Progress{.checkpoint = uint64_t(40 + p)}; });
   for (int p = 0; p < kPartitions; ++p) EXPECT_EQ(store.lease(p).checkpoint, uint64_t(40 + p));
   (void)a.round(none);
   EXPECT_EQ(store.lease(2).checkpoint, uint64_t{42}) << "a checkpoint never goes back";
@@ -342,10 +342,10 @@ TEST_F(Leases, LeavingReleasesEveryLeaseForTheSurvivorAtOnce) {
   (void)a.round(none);
   for (int p : a.owned_partitions())
     if (PartitionLeases::assignee({"a", "b"}, p) == "b") {
-      ASSERT_TRUE(a.release(p, 0));
+      ASSERT_TRUE(a.release(p, {}));
     }
   (void)b.round(none);
-  a.leave([](int) { return uint64_t{5}; });
+  a.leave([](int) { return Progress{.checkpoint = 5}; });
   now += 1ms;
   (void)b.round(none);  // a's member key is gone: b is the only member, its leases released
   EXPECT_EQ(b.owned_partitions().size(), size_t{kPartitions});
@@ -378,7 +378,30 @@ TEST(LeaseValue, ReadsWhatItWrites) {
   EXPECT_EQ(back->epoch, uint64_t{12});
   EXPECT_EQ(back->checkpoint, uint64_t{900});
   EXPECT_TRUE(back->released);
+  EXPECT_TRUE(back->reader.empty());
   EXPECT_FALSE(LeaseValue::decode("garbage"));
+  const LeaseValue named{.owner = "a", .epoch = 3, .checkpoint = 4, .reader = "orders-p1-e3g0"};
+  EXPECT_EQ(LeaseValue::decode(named.encode())->reader, "orders-p1-e3g0");
+}
+
+TEST_F(Leases, TheNextOwnerLearnsWhichConsumerTheLastOneReadThrough) {
+  auto a = replica("a");
+  auto b = replica("b");
+  auto named = [](int p) { return Progress{.checkpoint = 10, .reader = "r" + std::to_string(p)}; };
+  (void)a.round(named);  // takes every lease
+  now += 500ms;
+  (void)a.round(named);  // renews them with its progress
+  for (int p = 0; p < kPartitions; ++p) EXPECT_EQ(store.lease(p).reader, "r" + std::to_string(p));
+  // Before its reader is open a new owner commits the name it inherited.
+  ASSERT_TRUE(a.release(0, {.checkpoint = 11}));
+  EXPECT_EQ(store.lease(0).reader, "r0");
+  a.leave([](int) { return Progress{.checkpoint = 12, .reader = "gone"}; });
+  now += 1s;
+  (void)b.round(none);
+  for (int p = 0; p < kPartitions; ++p) {
+    ASSERT_TRUE(b.owned(p)) << p;
+    EXPECT_EQ(b.owned(p)->reader, p == 0 ? "r0" : "gone") << p;
+  }
 }
 
 }  // namespace
