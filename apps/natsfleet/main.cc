@@ -128,6 +128,7 @@ int audit(const AuditFlags& flags) {
       return 2;
     }
     options.credentials_file = options.config->fleet.credentials_file;
+    options.auth = options.config->fleet.auth;
     options.tls = options.config->fleet.tls;
   }
   options.servers = natsfleet::audit::audit_servers(
@@ -179,6 +180,7 @@ int dead_letters(const std::string& command, const DeadLetterFlags& flags) {
       return natsfleet::deadletters::kExitCannot;
     }
     options.credentials_file = config->fleet.credentials_file;
+    options.auth = config->fleet.auth;
     options.tls = config->fleet.tls;
   }
   options.servers = !flags.servers.empty() ? flags.servers

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "natsfleet/broker_auth.h"
 #include "natsfleet/error.h"
 #include "natsfleet/export.h"
 #include "natsfleet/health.h"
@@ -35,6 +36,7 @@ struct FleetOptions {
   std::string name = "natsfleet";  // client name, logs, metrics label
   std::vector<std::string> servers;
   std::string credentials_file;  // a NATS .creds file (JWT + seed)
+  BrokerAuth auth;
   TlsFiles tls;
   // Reconnect waits grow from min to max with jitter. Reconnects never stop unless
   // max_reconnect is set to a non-negative number (tests use that to close a connection).

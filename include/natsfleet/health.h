@@ -79,6 +79,9 @@ struct FleetHealth {
   bool ready = false;  // every subscription bound
   bool connected = false;
   uint64_t reconnects = 0;
+  // While not connected: why the broker cannot be reached, per server (a name that does not
+  // resolve, a refused port, no answer, no NATS handshake) and as the client last reported it.
+  std::string broker_error;
   std::string fatal_reason;
   std::vector<SubscriptionHealth> subscriptions;
 };

@@ -64,6 +64,7 @@ Result<AuditReport> run_audit(const AuditOptions& options) {
   auto connection = connect_once({.servers = options.servers,
                                   .name = "natsfleet-audit",
                                   .credentials_file = options.credentials_file,
+                                  .auth = options.auth,
                                   .tls = options.tls,
                                   .timeout = options.timeout},
                                  deadline);

@@ -25,6 +25,7 @@ inline constexpr const char* kDefaultServer = "nats://127.0.0.1:4222";
 struct AuditOptions {
   std::vector<std::string> servers;
   std::string credentials_file;
+  BrokerAuth auth;
   TlsFiles tls;
   std::chrono::milliseconds interval{3000};  // between the two samples
   std::chrono::milliseconds timeout{20000};  // for everything, connecting included

@@ -6,8 +6,8 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "audit/unreachable_reason.h"
 #include "base/duration.h"
+#include "nats/unreachable_reason.h"
 #include "natsfleet/redact.h"
 
 namespace natsfleet::audit {
@@ -32,6 +32,7 @@ nats::ConnectOptions connect_options(const ToolConnectOptions& options) {
   c.servers = options.servers;
   c.name = options.name;
   c.credentials_file = options.credentials_file;
+  c.auth = options.auth;
   c.tls_ca = options.tls.ca;
   c.tls_cert = options.tls.cert;
   c.tls_key = options.tls.key;
@@ -48,7 +49,7 @@ std::string unreachable(const ToolConnectOptions& options, steady_clock::time_po
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
     reasons.push_back(fmt::format(
         "{}: {}", redact_url(server),
-        left > milliseconds(0) ? unreachable_reason(server, std::min(left, kConnectTimeout))
+        left > milliseconds(0) ? nats::unreachable_reason(server, std::min(left, kConnectTimeout))
                                : "no connection within " + base::format_duration(options.timeout)));
   }
   return fmt::format("{}", fmt::join(reasons, "; "));

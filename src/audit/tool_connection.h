@@ -21,6 +21,7 @@ struct ToolConnectOptions {
   std::vector<std::string> servers;
   std::string name;  // the client name the broker shows (in /connz)
   std::string credentials_file;
+  BrokerAuth auth;
   TlsFiles tls;
   std::chrono::milliseconds timeout{20000};  // the command's, reported when it runs out
 };

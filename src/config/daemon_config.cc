@@ -30,9 +30,10 @@ namespace {
 using std::chrono::milliseconds;
 using Names = std::span<const std::string_view>;
 
-constexpr std::string_view kTopKeys[] = {"name",       "servers",   "credentials",      "tls",
-                                         "log_format", "log_level", "shutdown_timeout", "health",
-                                         "work",       "broadcast"};
+constexpr std::string_view kTopKeys[] = {
+    "name", "servers",  "credentials", "user",      "password_file",    "token_file",
+    "nkey", "tls",      "log_format",  "log_level", "shutdown_timeout", "health",
+    "work", "broadcast"};
 constexpr std::string_view kTlsKeys[] = {"ca", "cert", "key"};
 constexpr std::string_view kHealthKeys[] = {"listen"};
 constexpr std::string_view kWorkKeys[] = {
@@ -392,6 +393,7 @@ class ConfigParser {
 
     if (auto credentials = top.non_empty_string("credentials"))
       config.fleet.credentials_file = resolve(*credentials);
+    read_auth(top, config.fleet);
 
     if (const toml::table* tls_table = top.table("tls")) {
       TableReader tls(file_, *tls_table, "tls");
@@ -407,6 +409,28 @@ class ConfigParser {
       if (cert) config.fleet.tls.cert = resolve(*cert);
       if (key) config.fleet.tls.key = resolve(*key);
     }
+  }
+
+  // user with password_file, token_file or nkey: one way to authenticate, credentials included.
+  void read_auth(const TableReader& top, FleetOptions& fleet) const {
+    auto user = top.non_empty_string("user");
+    auto password = top.non_empty_string("password_file");
+    auto token = top.non_empty_string("token_file");
+    auto nkey = top.non_empty_string("nkey");
+    if (user && !password) top.fail("user", "needs password_file, the file holding its password");
+    if (password && !user) top.fail("password_file", "needs user, whose password it holds");
+    std::vector<std::string> ways;
+    for (const auto& [key, given] : {std::pair{"credentials", !fleet.credentials_file.empty()},
+                                     {"user", user.has_value()},
+                                     {"token_file", token.has_value()},
+                                     {"nkey", nkey.has_value()}})
+      if (given) ways.push_back(key);
+    if (ways.size() > 1)
+      top.fail(ways[1], "and " + ways[0] + " both given: choose one way to authenticate");
+    if (user) fleet.auth.user = *user;
+    if (password) fleet.auth.password_file = resolve(*password);
+    if (token) fleet.auth.token_file = resolve(*token);
+    if (nkey) fleet.auth.nkey_seed_file = resolve(*nkey);
   }
 
   void read_health(const TableReader& top, DaemonConfig& config) const {

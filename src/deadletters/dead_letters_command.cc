@@ -73,6 +73,7 @@ class Session {
     auto connection = audit::connect_once({.servers = options_.servers,
                                            .name = "natsfleet-dead-letters",
                                            .credentials_file = options_.credentials_file,
+                                           .auth = options_.auth,
                                            .tls = options_.tls,
                                            .timeout = options_.timeout},
                                           deadline_);

@@ -28,6 +28,7 @@ inline constexpr int kExitCannot = 2;
 struct DeadLettersOptions {
   std::vector<std::string> servers;
   std::string credentials_file;
+  BrokerAuth auth;
   TlsFiles tls;
   std::vector<std::string> subjects;  // dead-letter subjects, no wildcards
   std::chrono::milliseconds timeout{30000};

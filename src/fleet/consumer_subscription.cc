@@ -537,10 +537,20 @@ void ConsumerSubscription::run_bound() {
     if (const uint64_t gaps = engine_->gaps(); gaps != gaps_logged_) {
       gaps_logged_ = gaps;
       resend_recent_acks();  // the silence may have been a leader moving
-      status_.warn(fmt::format(
-          "nothing arrived for {} ms or more (this process was paused or its link cut): "
-          "deliveries sent before are skipped, the broker redelivers them ({} so far)",
-          stale_after_.count(), engine_->stale_dropped() + stale_skipped_.load()));
+      // A connection that went down or came back within the silence explains it: no warning.
+      const Clock::time_point link_changed{Clock::duration(link_changed_.load())};
+      const uint64_t skipped = engine_->stale_dropped() + stale_skipped_.load();
+      if (Clock::now() - link_changed <= 2 * stale_after_)
+        base::log_event(*ctx_.log, spdlog::level::info,
+                        {{"work", spec_.name}, {"event", "gap-after-outage"}},
+                        "work {}: deliveries sent before the connection came back are skipped; "
+                        "the broker redelivers them ({} so far)",
+                        spec_.name, skipped);
+      else
+        status_.warn(fmt::format(
+            "nothing arrived for {} ms or more (this process was paused or its link cut): "
+            "deliveries sent before are skipped, the broker redelivers them ({} so far)",
+            stale_after_.count(), skipped));
     }
   }
   if (missed) {

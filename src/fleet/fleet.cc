@@ -11,6 +11,7 @@
 
 #include "base/log_event.h"
 #include "fleet/broadcast_subscription.h"
+#include "fleet/broker_watch.h"
 #include "fleet/consumer_subscription.h"
 #include "fleet/jetstream_broadcast.h"
 #include "fleet/ordered/ordered_work.h"
@@ -122,6 +123,7 @@ class Fleet::Impl {
         .servers = o.servers,
         .name = o.name,
         .credentials_file = o.credentials_file,
+        .auth = o.auth,
         .tls_ca = o.tls.ca,
         .tls_cert = o.tls.cert,
         .tls_key = o.tls.key,
@@ -144,11 +146,25 @@ class Fleet::Impl {
     // Fatal reports are allowed from here on: a closed handler fires only once the connection
     // exists, and everything before this line only validates.
     started_ = true;
+    try {
+      watch_ = std::make_unique<fleet::BrokerWatch>(
+          fleet::BrokerWatch::Options{.servers = o.servers, .probe_timeout = o.connect_timeout},
+          [this] {
+            std::lock_guard subs_lock(subs_mu_);
+            return connection_ ? connection_->last_error() : std::string();
+          },
+          *context_.log);
+    } catch (const std::system_error& e) {
+      started_ = false;
+      return Result<void>(Errc::no_resources,
+                          std::string("cannot start the broker watch: ") + e.what());
+    }
     auto conn = nats::Connection::open(connect, std::move(events));
     if (!conn) {
       // Back to where start() found the fleet, so it may be called again: nothing reported, no
       // reporter thread (a second one would be assigned over a joinable std::thread).
       started_ = false;
+      watch_.reset();
       pending_report_.reset();
       std::lock_guard fatal_lock(fatal_mu_);
       fatal_reason_.clear();
@@ -264,6 +280,7 @@ class Fleet::Impl {
     }
     std::lock_guard lock(subs_mu_);
     h.connected = connection_ && connection_->connected();
+    if (!h.connected && watch_) h.broker_error = watch_->cause();
     h.reconnects = connection_ ? connection_->reconnects() : 0;
     h.ready = h.live && h.connected;
     for (const auto& sub : subs_) {
@@ -288,6 +305,7 @@ class Fleet::Impl {
       std::lock_guard lock(subs_mu_);
       for (auto& sub : subs_) subs.push_back(sub.get());
     }
+    if (watch_) watch_->stop();  // the disconnect that shutting down makes is no outage
     base::log_event(*context_.log, spdlog::level::info,
                     {{"event", "shutting-down"}, {"deadline_ms", deadline.count()}},
                     "shutting down (deadline {} ms)", deadline.count());
@@ -335,6 +353,7 @@ class Fleet::Impl {
   }
 
   void on_connection(bool connected) {
+    if (watch_) connected ? watch_->connected() : watch_->disconnected();
     if (connected)
       base::log_event(*context_.log, spdlog::level::info, {{"event", "connected"}},
                       "connected to the broker");
@@ -347,8 +366,11 @@ class Fleet::Impl {
 
   void on_closed(const std::string& why) {
     if (shutting_down_) return;
+    // nats.c's last error is mostly "No server available for connection": the watch says why.
+    const std::string cause = watch_ ? watch_->cause_now() : std::string();
     report_fatal("", "the connection to the broker closed and will not reconnect" +
-                         (why.empty() ? std::string() : " (last error: " + why + ")"));
+                         (why.empty() ? std::string() : " (last error: " + why + ")") +
+                         (cause.empty() ? std::string() : ": " + cause));
   }
 
   void report_fatal(const std::string& subscription, const std::string& reason) {
@@ -407,6 +429,8 @@ class Fleet::Impl {
   mutable std::mutex subs_mu_;
   std::unique_ptr<nats::Connection> connection_;
   std::vector<std::unique_ptr<fleet::Supervised>> subs_;
+  // Made in start() before the connection, kept until the end (its events may come any time).
+  std::unique_ptr<fleet::BrokerWatch> watch_;
 
   fleet::SubjectStreamCache stream_holders_;  // publish_to_stream: which subjects a stream holds
 };

@@ -54,6 +54,7 @@ std::string render_status(const FleetHealth& health, const std::string& service)
       {"fatal_reason", health.fatal_reason},
       {"subscriptions", std::move(subscriptions)},
   };
+  if (!health.broker_error.empty()) doc["broker_error"] = health.broker_error;
   return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "base/backoff.h"
+#include "nats/auth.h"
 #include "nats/handles.h"
 #include "nats/status.h"
 
@@ -72,6 +73,7 @@ struct Connection::Shared {
   std::atomic<bool> ever_connected{false};
   std::mutex versions_mu;
   std::map<std::string, ServerVersion> versions;  // by the server's URL
+  std::string token;  // as last read from options.token_file (nats.c's connecting thread)
 };
 
 namespace {
@@ -143,6 +145,48 @@ int64_t reconnect_delay(natsConnection*, int attempts, void* closure) {
 Result<void> check(natsStatus s, const char* what) {
   if (s == NATS_OK) return {};
   return status_error(s, what);
+}
+
+// The token for this connection attempt: the file's text now, or the last one read when it
+// cannot be read (a secret being replaced).
+const char* token_from_file(void* closure) {
+  auto* s = shared_of(closure);
+  guarded("token", [&] {
+    if (auto token = read_secret_file(s->options.auth.token_file, "token file")) s->token = *token;
+  });
+  return s->token.c_str();
+}
+
+// The user and password, token or NKey the options name (config validation allows one).
+Result<void> set_auth(natsOptions* o, Connection::Shared& shared) {
+  const BrokerAuth& options = shared.options.auth;
+  if (!options.user.empty()) {
+    auto password = read_secret_file(options.password_file, "password file");
+    if (!password) return password.error();
+    if (auto r = check(natsOptions_SetUserInfo(o, options.user.c_str(), password->c_str()),
+                       "user and password");
+        !r)
+      return r;
+  }
+  if (!options.token_file.empty()) {
+    auto token = read_secret_file(options.token_file, "token file");
+    if (!token) return token.error();
+    shared.token = *token;
+    if (auto r = check(natsOptions_SetTokenHandler(o, token_from_file, &shared), "token"); !r)
+      return r;
+  }
+  if (!options.nkey_seed_file.empty()) {
+    auto seed = read_secret_file(options.nkey_seed_file, "NKey seed file");
+    if (!seed) return seed.error();
+    auto key = nkey_public_key(*seed);
+    if (!key)
+      return Error{key.error().code, options.nkey_seed_file + ": " + key.error().describe()};
+    if (auto r = check(natsOptions_SetNKeyFromSeed(o, key->c_str(), options.nkey_seed_file.c_str()),
+                       "nkey");
+        !r)
+      return r;
+  }
+  return {};
 }
 
 void copy_message(natsMsg* msg, InboundMessage& out) {
@@ -328,6 +372,7 @@ Result<std::unique_ptr<Connection>> Connection::open(const ConnectOptions& optio
               "credentials file");
     if (!r) return r.error();
   }
+  if (auto r = set_auth(o, *shared); !r) return r.error();
   if (!options.tls_ca.empty() || !options.tls_cert.empty()) {
     if (auto r = check(natsOptions_SetSecure(o, true), "tls"); !r) return r.error();
     if (!options.tls_ca.empty()) {
@@ -381,6 +426,13 @@ ConnectionState Connection::state() const {
 }
 
 uint64_t Connection::reconnects() const { return shared_->reconnects.load(); }
+
+std::string Connection::last_error() const {
+  const char* text = nullptr;
+  const natsStatus s = natsConnection_GetLastError(shared_->nc, &text);
+  if (s == NATS_OK) return {};
+  return text != nullptr && *text != '\0' ? std::string(text) : std::string(natsStatus_GetText(s));
+}
 
 Result<void> Connection::publish(const std::string& subject, const std::string& data,
                                  const std::string& reply) {

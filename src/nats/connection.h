@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "nats/server_version.h"
+#include "natsfleet/broker_auth.h"
 #include "natsfleet/error.h"
 #include "natsfleet/message.h"
 
@@ -22,6 +23,7 @@ struct ConnectOptions {
   std::vector<std::string> servers;
   std::string name;
   std::string credentials_file;
+  BrokerAuth auth;
   std::string tls_ca;
   std::string tls_cert;
   std::string tls_key;
@@ -106,6 +108,9 @@ class Connection {
   ConnectionState state() const;
   bool connected() const { return state() == ConnectionState::connected; }
   uint64_t reconnects() const;
+  // What nats.c last reported failing on this connection (an authorization refused, a TLS
+  // handshake, no server available), or empty.
+  std::string last_error() const;
 
   Result<void> publish(const std::string& subject, const std::string& data,
                        const std::string& reply = {});

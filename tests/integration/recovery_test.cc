@@ -2,7 +2,12 @@
 // loses the consumer; natsfleet recovers by itself or reports fatal exactly once.
 #include <gtest/gtest.h>
 
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <atomic>
+#include <memory>
 #include <thread>
 
 #include "natsfleet/fleet.h"
@@ -305,6 +310,61 @@ TEST(Restart, WorkFinishedDuringALongOutageSendsNoFreshMessageToAForsakenInbox) 
   admin.publish_many("jobs.run", 20, "after-");
   ASSERT_TRUE(seen.wait_distinct(28, 20s)) << fleet.health().subscriptions.at(0).last_error;
   EXPECT_EQ(seen.redelivered(), 0u) << "messages published after the outage reached a dead inbox";
+}
+
+// The fleet's log lines while it lives: spdlog's default logger (which a fleet clones at
+// construction) writes to a ring as well.
+class LogRing {
+ public:
+  LogRing()
+      : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(2000)),
+        old_(spdlog::default_logger()) {
+    auto logger = std::make_shared<spdlog::logger>("ring", sink_);
+    logger->set_level(spdlog::level::debug);
+    spdlog::set_default_logger(logger);
+  }
+  ~LogRing() { spdlog::set_default_logger(old_); }
+  size_t lines_with(const std::string& text) const {
+    const auto lines = sink_->last_formatted();
+    return static_cast<size_t>(std::count_if(lines.begin(), lines.end(), [&](const auto& l) {
+      return l.find(text) != std::string::npos;
+    }));
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
+  std::shared_ptr<spdlog::logger> old_;
+};
+
+// A broker that stops is an outage the connection saw: its cause is named in the health (and so
+// in /status) and in a warning while it lasts; the silence it made is not called a pause.
+TEST(Outage, ItsCauseIsNamedAndItsSilenceIsNotCalledAPause) {
+  LogRing log;
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  Replica r(server.url());
+  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  EXPECT_TRUE(r.fleet.health().broker_error.empty());
+  admin.publish_many("jobs.run", 10, "before-");
+  ASSERT_TRUE(r.seen.wait_distinct(10, 10s));
+
+  server.stop();
+  ASSERT_TRUE(wait_for(
+      [&] { return r.fleet.health().broker_error.find("Connection refused") != std::string::npos; },
+      10s))
+      << r.fleet.health().broker_error;
+  EXPECT_NE(r.fleet.health().broker_error.find(server.url()), std::string::npos);
+  // The first warning comes 5 s into the outage, which outlasts a gap (ack_wait 2 s).
+  ASSERT_TRUE(wait_for([&] { return log.lines_with("no broker for") > 0; }, 15s));
+  EXPECT_EQ(log.lines_with("Connection refused; still trying"), log.lines_with("no broker for"));
+  server.restart();
+  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 15s)) << r.sub().last_error;
+  EXPECT_TRUE(r.fleet.health().broker_error.empty());
+  admin.publish_many("jobs.run", 10, "after-");
+  ASSERT_TRUE(r.seen.wait_distinct(20, 10s));
+  EXPECT_EQ(log.lines_with("the broker answers again after"), 1u);
+  EXPECT_EQ(log.lines_with("paused or its link cut"), 0u);
 }
 
 TEST(Pause, PausedBrokerIsAWarningNotFatalAndConsumptionResumes) {

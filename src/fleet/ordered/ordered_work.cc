@@ -321,6 +321,7 @@ void OrderedWork::drop(int partition) {
   auto it = owned_.find(partition);
   if (it == owned_.end()) return;
   reader = it->second.reader;
+  reader->retire();
   reader->lanes().clear();
   rewinds_ += reader->rewinds();
   retire_locked(it->second);  // its thread stops the reader: the only one that calls into it

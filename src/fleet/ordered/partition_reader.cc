@@ -77,6 +77,28 @@ Result<void> PartitionReader::open(std::vector<std::string>& ready) {
   return start_engine();
 }
 
+Result<std::vector<nats::StoredMessage>> read_delivered(const GetNext& get, uint64_t floor,
+                                                        uint64_t done, uint64_t delivered,
+                                                        uint64_t pending) {
+  std::vector<nats::StoredMessage> out;
+  uint64_t found = 0;
+  for (uint64_t seq = floor + 1; seq <= delivered;) {
+    auto m = get(seq);
+    if (!m && m.error().is_jetstream(nats::kJsNoMessageFound)) break;
+    if (!m) return m.error();
+    if (m->seq > delivered) break;
+    seq = m->seq + 1;
+    ++found;
+    if (m->seq > done) out.push_back(std::move(*m));
+  }
+  if (found != pending)
+    return Error{make_error_code(Errc::protocol),
+                 "the stream returned " + std::to_string(found) +
+                     " of the partition's messages up to sequence " + std::to_string(delivered) +
+                     " where the consumer has " + std::to_string(pending) + " waiting for an ack"};
+  return out;
+}
+
 Result<void> PartitionReader::adopt(std::vector<std::string>& ready) {
   nats::JetStreamApi& api = *setup_.api;
   auto info = api.consumer_info(setup_.stream, setup_.adopt);
@@ -88,18 +110,13 @@ Result<void> PartitionReader::adopt(std::vector<std::string>& ready) {
     return Result<void>(Errc::invalid_argument, setup_.adopt + " is not a reader of the partition");
   // Delivered to the last owner and not done: read again, in stream order, before any delivery.
   const uint64_t done = std::max(setup_.checkpoint, info->ack_floor_stream_seq);
-  std::vector<nats::StoredMessage> unfinished;
-  for (uint64_t seq = done + 1; seq <= info->delivered_stream_seq;) {
-    auto m = api.get_message(setup_.stream, seq, filter);
-    if (!m && m.error().is_jetstream(nats::kJsNoMessageFound)) break;
-    if (!m) return m.error();
-    if (m->seq > info->delivered_stream_seq) break;
-    seq = m->seq + 1;
-    unfinished.push_back(std::move(*m));
-  }
+  auto unfinished = read_delivered(
+      [&](uint64_t seq) { return api.get_message(setup_.stream, seq, filter); },
+      info->ack_floor_stream_seq, done, info->delivered_stream_seq, info->num_ack_pending);
+  if (!unfinished) return unfinished.error();
   std::lock_guard lock(*setup_.mu);
   lanes_ = KeyLanes(done);
-  for (auto& m : unfinished) {
+  for (auto& m : *unfinished) {
     std::string key = key_of(m.subject);
     Delivery d{.stream = setup_.stream,
                .consumer = prefix_,
@@ -120,6 +137,7 @@ Result<void> PartitionReader::adopt(std::vector<std::string>& ready) {
 }
 
 void PartitionReader::sweep() {
+  if (retired_) return;
   next_sweep_ = std::chrono::steady_clock::now() + kSweepEvery;
   auto names = setup_.api->consumer_names(setup_.stream);
   if (!names) return;
@@ -172,6 +190,7 @@ Result<void> PartitionReader::make_consumer(uint64_t start) {
 }
 
 void PartitionReader::delete_old_consumers() {
+  if (retired_) return;
   std::string current;
   {
     std::lock_guard lock(*setup_.mu);
@@ -302,6 +321,7 @@ void PartitionReader::tick() {
     else
       engine->restart_pulls();
   }
+  if (retired_) return;
   if (!why.empty()) return rewind(why);
   if (reconnected_.exchange(false)) engine->restart_pulls();
   engine->tick();  // only this thread replaces the engine

@@ -38,6 +38,16 @@ namespace natsfleet::fleet {
 
 class PartitionPlan;
 
+// The partition's next message at or after a stream sequence (a get by subject).
+using GetNext = std::function<Result<nats::StoredMessage>(uint64_t seq)>;
+// What a consumer delivered after its ack `floor` up to `delivered`, read with `get`, of which
+// those above `done` are returned. Every delivery after the floor waits for its ack, so the reads
+// must find `pending` messages: fewer means the stream's leader has not yet stored what the
+// consumer's server delivered from its own copy (an error: what it lacks would be lost).
+Result<std::vector<nats::StoredMessage>> read_delivered(const GetNext& get, uint64_t floor,
+                                                        uint64_t done, uint64_t delivered,
+                                                        uint64_t pending);
+
 class PartitionReader {
  public:
   struct Setup {
@@ -79,6 +89,9 @@ class PartitionReader {
   void reconnected() { reconnected_ = true; }
   // Stops reading (no deliveries once it returns) and acks the checkpoint.
   void stop();
+  // The partition is given up (any thread): from now on the reader makes and deletes no consumer,
+  // so a tick that was under way cannot replace the next owner's.
+  void retire() { retired_ = true; }
 
   int partition() const { return setup_.partition; }
   // Under the caller's lock: the consumer read through (empty while there is none).
@@ -138,6 +151,7 @@ class PartitionReader {
   std::mutex signal_mu_;
   bool lost_consumer_ = false;  // a status said it is gone
   std::atomic<bool> reconnected_{false};
+  std::atomic<bool> retired_{false};
 };
 
 }  // namespace natsfleet::fleet

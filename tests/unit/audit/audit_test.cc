@@ -7,7 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "audit/unreachable_reason.h"
+#include "nats/unreachable_reason.h"
 #include "support/nats_server.h"
 
 namespace natsfleet::audit {
@@ -36,12 +36,12 @@ TEST(RunAudit, RefusesAnIntervalThatLeavesNoTimeForTheSecondSample) {
 
 TEST(UnreachableReason, APortNobodyListensOnIsRefused) {
   const int port = testing::free_loopback_port();
-  EXPECT_EQ(unreachable_reason("nats://127.0.0.1:" + std::to_string(port), 1s),
+  EXPECT_EQ(nats::unreachable_reason("nats://127.0.0.1:" + std::to_string(port), 1s),
             "Connection refused");
 }
 
 TEST(UnreachableReason, ANameThatDoesNotResolve) {
-  EXPECT_NE(unreachable_reason("nats://no-such-host.invalid:4222", 1s).find("cannot resolve"),
+  EXPECT_NE(nats::unreachable_reason("nats://no-such-host.invalid:4222", 1s).find("cannot resolve"),
             std::string::npos);
 }
 
@@ -56,7 +56,8 @@ TEST(UnreachableReason, APortThatAcceptsButSpeaksNoNats) {
   socklen_t length = sizeof address;
   ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
   const std::string url = "nats://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
-  EXPECT_NE(unreachable_reason(url, 1s).find("NATS handshake did not complete"), std::string::npos);
+  EXPECT_NE(nats::unreachable_reason(url, 1s).find("NATS handshake did not complete"),
+            std::string::npos);
   ::close(fd);
 }
 

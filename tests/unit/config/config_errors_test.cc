@@ -864,6 +864,31 @@ subject = "a.b"
 sink = { type = "stdout" }
 )",
      2, "credentials", "empty"},
+    {"UserWithoutPasswordFile", R"(name = "svc"
+user = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "stdout" }
+)",
+     2, "user", "needs password_file"},
+    {"PasswordFileWithoutUser", R"(name = "svc"
+password_file = "pw"
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "stdout" }
+)",
+     2, "password_file", "needs user"},
+    {"TwoWaysToAuthenticate", R"(name = "svc"
+credentials = "svc.creds"
+token_file = "token"
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "stdout" }
+)",
+     3, "token_file", "and credentials both given"},
     {"TlsKeyWithoutCert", R"(name = "svc"
 tls = { ca = "ca.pem", key = "key.pem" }
 [[work]]

@@ -466,6 +466,30 @@ TEST(DaemonConfig, LoadConfigReadsTheFileAndResolvesItsPaths) {
   EXPECT_EQ(config.broadcast.at(0).spec.subject, "member.*.status");
 }
 
+TEST(DaemonConfig, SecretFilesAreResolvedAgainstTheConfigsFolder) {
+  const auto config = parse_config(R"(name = "svc"
+user = "svc"
+password_file = "secrets/pw"
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "stdout" }
+)",
+                                   "/etc/natsfleet/svc.toml");
+  EXPECT_EQ(config.fleet.auth.user, "svc");
+  EXPECT_EQ(config.fleet.auth.password_file, "/etc/natsfleet/secrets/pw");
+  const auto nkey = parse_config(R"(name = "svc"
+nkey = "/run/secrets/svc.nk"
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "stdout" }
+)",
+                                 "/etc/natsfleet/svc.toml");
+  EXPECT_EQ(nkey.fleet.auth.nkey_seed_file, "/run/secrets/svc.nk");
+  EXPECT_TRUE(nkey.fleet.auth.user.empty());
+}
+
 TEST(DaemonConfig, LoadConfigOnAMissingFileNamesItWithLineZero) {
   const std::string path = "/nonexistent/natsfleet/missing.toml";
   try {
