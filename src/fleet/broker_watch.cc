@@ -47,12 +47,11 @@ void BrokerWatch::connected() {
   std::lock_guard lock(mu_);
   if (connected_) return;
   if (lines_ > 0)
-    base::log_event(log_, spdlog::level::info,
-                    {{"event", "broker-back"},
-                     {"away_ms", std::chrono::duration_cast<milliseconds>(Clock::now() -
-                                                                          away_since_)
-                                     .count()}},
-                    "the broker answers again after {}", rounded(Clock::now() - away_since_));
+    base::log_event(
+        log_, spdlog::level::info,
+        {{"event", "broker-back"},
+         {"away_ms", std::chrono::duration_cast<milliseconds>(Clock::now() - away_since_).count()}},
+        "the broker answers again after {}", rounded(Clock::now() - away_since_));
   connected_ = true;
   ++outage_;
   cause_.clear();
@@ -113,12 +112,11 @@ void BrokerWatch::run(std::stop_token stop) {
     looked_ = true;
     if (first_look && Clock::now() < next_line_) continue;  // a warning only once it lasts
     const auto away = Clock::now() - away_since_;
-    base::log_event(
-        log_, spdlog::level::warn,
-        {{"event", "broker-unreachable"},
-         {"away_ms", std::chrono::duration_cast<milliseconds>(away).count()},
-         {"error", cause_}},
-        "no broker for {}: {}; still trying", rounded(away), cause_);
+    base::log_event(log_, spdlog::level::warn,
+                    {{"event", "broker-unreachable"},
+                     {"away_ms", std::chrono::duration_cast<milliseconds>(away).count()},
+                     {"error", cause_}},
+                    "no broker for {}: {}; still trying", rounded(away), cause_);
     next_line_ = Clock::now() + interval(options_, ++lines_);
   }
 }

@@ -113,7 +113,8 @@ Result<std::string> read_secret_file(const std::string& path, std::string_view w
   std::string s = text.str();
   const auto first = s.find_first_not_of(" \t\r\n");
   if (first == std::string::npos)
-    return Result<std::string>(Errc::invalid_argument, std::string(what) + " " + path + " is empty");
+    return Result<std::string>(Errc::invalid_argument,
+                               std::string(what) + " " + path + " is empty");
   s = s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
   return s;
 }

@@ -77,8 +77,9 @@ TEST_F(DebianPackage, TheDaemonPackageDependsOnWhatItLinksAndRecommendsTheBroker
   const std::string files = contents(kDaemon);
   for (const char* path :
        {"./usr/bin/natsfleet", "./usr/lib/systemd/system/natsfleet@.service",
-        "./usr/share/man/man1/natsfleet.1.gz", "./usr/share/doc/natsfleet/copyright",
-        "./usr/share/doc/natsfleet/changelog.gz", "./usr/share/doc/natsfleet/examples/example.toml",
+        "./usr/share/man/man1/natsfleet.1.gz", "./usr/share/man/man5/natsfleet.toml.5.gz",
+        "./usr/share/doc/natsfleet/copyright", "./usr/share/doc/natsfleet/changelog.gz",
+        "./usr/share/doc/natsfleet/examples/example.toml",
         "./usr/share/doc/natsfleet/docs/reference/config.md.gz",
         "./usr/share/bash-completion/completions/natsfleet",
         "./usr/share/zsh/vendor-completions/_natsfleet"})

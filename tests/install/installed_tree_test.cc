@@ -59,8 +59,8 @@ TEST_F(InstalledTree, HoldsTheLibraryHeadersPackageFilesBinaryAndManPage) {
         "LIB/libnatsfleet.so", "LIB/libnatsfleet.so.0.1",
         "LIB/cmake/natsfleet/natsfleetConfig.cmake",
         "LIB/cmake/natsfleet/natsfleetConfigVersion.cmake", "LIB/pkgconfig/natsfleet.pc",
-        "bin/natsfleet", "share/man/man1/natsfleet.1.gz", "lib/systemd/system/natsfleet@.service",
-        "share/doc/natsfleet/examples/example.toml"})
+        "bin/natsfleet", "share/man/man1/natsfleet.1.gz", "share/man/man5/natsfleet.toml.5.gz",
+        "lib/systemd/system/natsfleet@.service", "share/doc/natsfleet/examples/example.toml"})
     EXPECT_TRUE(fs::exists(prefix() + "/" + in_libdir(path))) << in_libdir(path);
   // The unit names the binary and the config directory under this prefix.
   std::ifstream unit(prefix() + "/lib/systemd/system/natsfleet@.service");

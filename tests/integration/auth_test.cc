@@ -78,8 +78,8 @@ TEST(Auth, ATokenIsReadAgainAtEveryConnectionAttempt) {
   token.write("second-token\n");
   server.reload("authorization { token: \"second-token\" }\n");
   server.restart();
-  ASSERT_TRUE(wait_for([&] { return fleet.health().reconnects > 0 && fleet.health().connected; },
-                       15s))
+  ASSERT_TRUE(
+      wait_for([&] { return fleet.health().reconnects > 0 && fleet.health().connected; }, 15s))
       << fleet.health().broker_error;
 }
 

@@ -42,15 +42,19 @@ TEST(BrokerWatch, WarningsComeAtDoublingIntervalsUpToTheLongest) {
 
 TEST(BrokerWatch, NamesTheCauseAtOnceWarnsWhileItLastsAndSaysWhenTheBrokerIsBack) {
   Watched w;
-  BrokerWatch watch({.servers = {w.url}, .probe_timeout = 1s, .first = 300ms, .longest = 300ms},
-                    [] { return std::string("Authorization Violation"); }, w.log);
+  BrokerWatch watch(
+      {.servers = {w.url}, .probe_timeout = 1s, .first = 300ms, .longest = 300ms},
+      [] { return std::string("Authorization Violation"); }, w.log);
   ASSERT_TRUE(wait_for([&] { return !watch.cause().empty(); }, 5s));
-  EXPECT_EQ(watch.cause(), w.url + ": Connection refused (the client's last error: "
-                                   "Authorization Violation)");
+  EXPECT_EQ(watch.cause(), w.url +
+                               ": Connection refused (the client's last error: "
+                               "Authorization Violation)");
   EXPECT_EQ(w.lines_with("no broker for"), 0u) << "no warning before `first`";
   ASSERT_TRUE(wait_for([&] { return w.lines_with("no broker for") >= 2; }, 10s));
-  EXPECT_EQ(w.lines_with("Connection refused (the client's last error: Authorization Violation); still trying"),
-            w.lines_with("no broker for"));
+  EXPECT_EQ(
+      w.lines_with(
+          "Connection refused (the client's last error: Authorization Violation); still trying"),
+      w.lines_with("no broker for"));
   watch.connected();
   EXPECT_TRUE(watch.cause().empty());
   EXPECT_EQ(w.lines_with("the broker answers again after"), 1u);
@@ -72,9 +76,9 @@ TEST(BrokerWatch, AShortDisconnectIsNeitherWarnedOfNorSaidToBeOver) {
 
 TEST(BrokerWatch, ANameThatDoesNotResolveIsNamed) {
   Watched w;
-  BrokerWatch watch({.servers = {"nats://user:secret@no-such-host.invalid:4222"},
-                     .probe_timeout = 1s},
-                    {}, w.log);
+  BrokerWatch watch(
+      {.servers = {"nats://user:secret@no-such-host.invalid:4222"}, .probe_timeout = 1s}, {},
+      w.log);
   ASSERT_TRUE(wait_for([&] { return !watch.cause().empty(); }, 10s));
   EXPECT_NE(watch.cause().find("cannot resolve no-such-host.invalid"), std::string::npos)
       << watch.cause();

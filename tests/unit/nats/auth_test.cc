@@ -80,7 +80,8 @@ TEST(SecretFile, IsReadWithoutSurroundingWhitespaceAndAnEmptyOneIsAnError) {
   std::remove(path.c_str());
   auto missing = read_secret_file(path, "token file");
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().describe(), "cannot read token file " + path + ": No such file or directory");
+  EXPECT_EQ(missing.error().describe(),
+            "cannot read token file " + path + ": No such file or directory");
 }
 
 }  // namespace
