@@ -39,6 +39,15 @@ std::string PartitionReader::key_of(const std::string& subject) const {
   return at < tokens.size() ? std::string(tokens[at]) : subject;
 }
 
+std::string PartitionReader::current_consumer() const {
+  std::lock_guard lock(*setup_.mu);
+  return consumer_;
+}
+
+bool PartitionReader::of_partition(const std::string& consumer) const {
+  return consumer == prefix_ || consumer.starts_with(prefix_ + "-e");
+}
+
 Result<void> PartitionReader::open(std::vector<std::string>& ready) {
   if (!setup_.adopt.empty()) {
     auto adopted = adopt(ready);
@@ -53,7 +62,7 @@ Result<void> PartitionReader::open(std::vector<std::string>& ready) {
   uint64_t done = setup_.checkpoint;
   uint64_t oldest_floor = UINT64_MAX;
   for (const auto& name : *names) {
-    if (name != prefix_ && !name.starts_with(prefix_ + "-e")) continue;
+    if (!of_partition(name)) continue;
     to_delete_.push_back(name);
     auto info = api.consumer_info(setup_.stream, name);
     if (!info) continue;
@@ -141,13 +150,9 @@ void PartitionReader::sweep() {
   next_sweep_ = std::chrono::steady_clock::now() + kSweepEvery;
   auto names = setup_.api->consumer_names(setup_.stream);
   if (!names) return;
-  std::string current;
-  {
-    std::lock_guard lock(*setup_.mu);
-    current = consumer_;
-  }
+  const std::string current = current_consumer();
   for (const auto& name : *names)
-    if ((name == prefix_ || name.starts_with(prefix_ + "-e")) && name != current &&
+    if (of_partition(name) && name != current &&
         std::find(to_delete_.begin(), to_delete_.end(), name) == to_delete_.end())
       to_delete_.push_back(name);
 }
@@ -191,11 +196,7 @@ Result<void> PartitionReader::make_consumer(uint64_t start) {
 
 void PartitionReader::delete_old_consumers() {
   if (retired_) return;
-  std::string current;
-  {
-    std::lock_guard lock(*setup_.mu);
-    current = consumer_;
-  }
+  const std::string current = current_consumer();
   std::vector<std::string> left;
   for (const auto& old : to_delete_) {
     if (old == current || old == consumer_name(generation_)) continue;
@@ -208,10 +209,7 @@ void PartitionReader::delete_old_consumers() {
 Result<void> PartitionReader::start_engine() {
   consume::PullEngine::Options o;
   o.stream = setup_.stream;
-  {
-    std::lock_guard lock(*setup_.mu);
-    o.consumer = consumer_;
-  }
+  o.consumer = current_consumer();
   o.batch = setup_.window;
   o.expires = setup_.spec->pull_expires;
   o.heartbeat = setup_.spec->heartbeat;
@@ -310,12 +308,7 @@ void PartitionReader::tick() {
   // while. Only a lookup that finds no consumer makes a new one; otherwise pull afresh.
   if (why.empty() && (lost || missed) && now >= next_lookup_) {
     next_lookup_ = now + std::max<milliseconds>(setup_.spec->heartbeat, milliseconds(1000));
-    std::string current;
-    {
-      std::lock_guard lock(*setup_.mu);
-      current = consumer_;
-    }
-    auto info = setup_.api->consumer_info(setup_.stream, current);
+    auto info = setup_.api->consumer_info(setup_.stream, current_consumer());
     if (!info && info.error().is_consumer_not_found())
       why = "its consumer is gone";
     else

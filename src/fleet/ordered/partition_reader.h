@@ -110,6 +110,10 @@ class PartitionReader {
 
  private:
   std::string consumer_name(uint64_t generation) const;
+  // consumer_, read under Setup::mu (for the tending thread).
+  std::string current_consumer() const;
+  // A consumer of this partition's readers, of any epoch and generation.
+  bool of_partition(const std::string& consumer) const;
   // Takes over Setup::adopt from its next delivery, the messages it delivered past the
   // checkpoint read with gets by subject. Fails, changing nothing, when it cannot.
   Result<void> adopt(std::vector<std::string>& ready);
