@@ -5,8 +5,8 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc)
 WERROR     ?= $(or $(NATSFLEET_WERROR),OFF)
 
-.PHONY: all deps deps-demo configure build test demo package bench chaos asan tsan fuzz format \
-  format-check clean
+.PHONY: all deps deps-demo configure build test demo package image bench chaos asan tsan fuzz \
+  format format-check clean
 
 all: build
 
@@ -38,6 +38,11 @@ demo: deps-demo
 # "Installing").
 package: build
 	@cd $(BUILD) && cpack -G DEB
+
+# The container image: an OCI archive, $(BUILD)/natsfleet-image.tar, from the package on a
+# Debian 12 base, made with Debian's tools only (docs/how-to/kubernetes.md: loading it).
+image: package
+	@bash scripts/make-image.sh $(BUILD) $(BUILD)/natsfleet-image.tar
 
 bench: build
 	@$(BUILD)/bench/natsfleet-bench

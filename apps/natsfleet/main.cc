@@ -42,19 +42,22 @@ std::string self_executable(const char* argv0) {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-// SIGINT/SIGTERM are blocked in every thread and taken by one: the first asks for a clean
-// shutdown, a second forces the process out at once.
+// SIGINT/SIGTERM/SIGHUP are blocked in every thread and taken by one: SIGHUP asks for a reload;
+// the first SIGINT/SIGTERM asks for a clean shutdown, a second forces the process out at once.
 void watch_signals(natsfleet::daemon::StopRequest& stop) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
   std::thread([set, &stop] {
     int signals = 0;
     for (;;) {
       int sig = 0;
       if (sigwait(&set, &sig) != 0) continue;
-      if (++signals == 1) {
+      if (sig == SIGHUP) {
+        stop.request_reload();
+      } else if (++signals == 1) {
         stop.request();
       } else {
         std::fprintf(stderr, "natsfleet: second signal: closing without waiting\n");
@@ -66,6 +69,12 @@ void watch_signals(natsfleet::daemon::StopRequest& stop) {
 
 int run(const std::string& path, const std::vector<std::string>& servers,
         const std::string& log_format_flag) {
+  // Blocked before any thread starts, like SIGINT/SIGTERM in main(): only the signal thread
+  // takes it. Elsewhere (the demo, lint) it ends the process as usual.
+  sigset_t hangup;
+  sigemptyset(&hangup);
+  sigaddset(&hangup, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &hangup, nullptr);
   natsfleet::config::DaemonConfig config;
   try {
     config = natsfleet::config::load_config(path);
@@ -222,7 +231,8 @@ int main(int argc, char** argv) {
       "failures"};
   app.require_subcommand(1);
 
-  auto* run_cmd = app.add_subcommand("run", "consume as the config says, until SIGTERM/SIGINT");
+  auto* run_cmd = app.add_subcommand(
+      "run", "consume as the config says, until SIGTERM/SIGINT (SIGHUP reloads the config)");
   std::string config_path, log_format;
   std::vector<std::string> servers;
   run_cmd->add_option("config", config_path, "the TOML config")->required();

@@ -89,12 +89,20 @@ class NATSFLEET_API Fleet {
   Fleet(const Fleet&) = delete;
   Fleet& operator=(const Fleet&) = delete;
 
-  // Declare work before start(); a broadcast may also be added after start() (it starts at
-  // once). Handlers run on the fleet's threads, up to the spec's concurrency at a time per
+  // Declare subscriptions before start(), or add them to a running fleet (they start at once).
+  // Handlers run on the fleet's threads, up to the spec's concurrency at a time per
   // subscription; they may throw (a work message, or a JetStream broadcast message, is then
   // nak'd with backoff, and terminated after max_deliver).
   [[nodiscard]] Result<void> add_work(WorkSpec spec, WorkHandler handler);
   [[nodiscard]] Result<void> add_broadcast(BroadcastSpec spec, BroadcastHandler handler);
+
+  // Stops one subscription as shutdown() stops them all while the connection stays up: no more
+  // pulls, running handlers finish until `deadline` and are acked (flushed to the broker), what
+  // never started is given back. Returns within about `deadline` (a broker request under way
+  // may add up to request_timeout); a handler still running then is waited for by ~Fleet. The
+  // name may be added again afterwards. Serialised with shutdown(). Errors: invalid_argument (no
+  // such subscription), shutting_down.
+  [[nodiscard]] Result<void> remove(const std::string& name, std::chrono::milliseconds deadline);
 
   // Called at most once, from a fleet thread, when the fleet cannot go on by itself (connection
   // closed for good, stream deleted, consumer deleted with on_missing = exit, a bad request).

@@ -63,6 +63,14 @@ constexpr milliseconds kRetryMin{1};
 constexpr milliseconds kSinkTimeoutMax = std::chrono::hours(1);
 constexpr int kMaxSessions = 1'000'000;
 
+// The table as JSON, keys sorted: no comments, layout or inline-table choice, so two configs
+// that say the same give the same text.
+std::string definition_of(const toml::table& table) {
+  std::ostringstream out;
+  out << toml::json_formatter{table};
+  return out.str();
+}
+
 int line_of(const toml::node& node) { return static_cast<int>(node.source().begin.line); }
 
 std::string type_name(const toml::node& node) {
@@ -452,6 +460,7 @@ class ConfigParser {
     work.reject_unknown(kWorkKeys, "[[work]]");
     WorkConfig config;
     config.line = work.line();
+    config.definition = definition_of(table);
     WorkSpec& spec = config.spec;
     auto check = [&](std::string_view key, const std::function<void(WorkSpec&)>& set) {
       if (auto bad = work_field_problem(set); !bad.empty()) work.fail(key, bad);
@@ -597,6 +606,7 @@ class ConfigParser {
     broadcast.reject_unknown(kBroadcastKeys, "[[broadcast]]");
     BroadcastConfig config;
     config.line = broadcast.line();
+    config.definition = definition_of(table);
     BroadcastSpec& spec = config.spec;
     spec.name = broadcast.required_string("name");
     if (auto bad = problem(check_name(spec.name)); !bad.empty()) broadcast.fail("name", bad);

@@ -25,6 +25,7 @@ struct WorkConfig {
   sinks::SinkConfig sink;      // where its messages go
   int sink_line = 0;           // of the sink table
   int line = 0;                // of the [[work]] header
+  std::string definition;      // its table, normalised: a reload restarts it when this differs
 };
 
 struct BroadcastConfig {
@@ -32,6 +33,7 @@ struct BroadcastConfig {
   sinks::SinkConfig sink;  // a websocket sink's key_token is set (the subject's first '*')
   int sink_line = 0;       // of the sink table
   int line = 0;            // of the [[broadcast]] header
+  std::string definition;  // its table, normalised: a reload restarts it when this differs
 };
 
 struct DaemonConfig {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "base/log_event.h"
 #include "broker/embedded_broker.h"
 #include "daemon/descriptor_budget.h"
+#include "daemon/reload_plan.h"
 #include "daemon/service_notifier.h"
 #include "fleet/consumer_shape.h"
 #include "fleet/ordered/partition_plan.h"
@@ -34,13 +36,17 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 struct Daemon::State {
-  config::DaemonConfig config;
+  config::DaemonConfig config;  // what runs: a reload replaces its subscriptions
   std::vector<std::string> server_overrides;
   std::shared_ptr<spdlog::logger> log;
   std::unique_ptr<broker::EmbeddedBroker> broker;
+  std::vector<std::pair<std::string, std::string>> broker_mappings;  // given at its start
   health::DaemonMetrics metrics;
+  // Every sink made, stopped ones too (a handler that overran its stop may still hold one): freed
+  // only after the fleet.
   std::vector<std::unique_ptr<sinks::Sink>> sinks;
-  std::map<std::string, const sinks::Sink*> sink_of;  // subscription name -> its sink
+  mutable std::mutex sinks_mu;  // sink_of: the health thread reads it while a reload changes it
+  std::map<std::string, sinks::Sink*> sink_of;  // running subscription's name -> its sink
   std::unique_ptr<Fleet> fleet;
   std::unique_ptr<health::HealthServer> health_server;
   std::string fatal_reason;
@@ -49,9 +55,10 @@ struct Daemon::State {
 namespace {
 
 // Every gateway's counters, for /metrics.
-health::ServerMetrics gateway_metrics(const std::map<std::string, const sinks::Sink*>& sink_of) {
+health::ServerMetrics gateway_metrics(const Daemon::State& s) {
   health::ServerMetrics out;
-  for (const auto& [name, sink] : sink_of) {
+  std::lock_guard lock(s.sinks_mu);
+  for (const auto& [name, sink] : s.sink_of) {
     const auto* ws = dynamic_cast<const sinks::WebSocketSink*>(sink);
     if (!ws) continue;
     const relay::GatewayStats g = ws->stats();
@@ -96,6 +103,18 @@ void warn_unauthenticated(const config::BroadcastConfig& bc, spdlog::logger& log
                : "; it listens beyond loopback");
 }
 
+// Per-key ordered work needs the broker to map its subject to partitions: source, destination.
+std::vector<std::pair<std::string, std::string>> partition_mappings(
+    const config::DaemonConfig& cfg) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& work : cfg.work)
+    if (work.spec.ordering == Ordering::per_key)
+      if (auto plan = fleet::PartitionPlan::make(work.spec.subject, work.spec.key_token,
+                                                 work.spec.partitions))
+        out.emplace_back(plan->source(), plan->destination());
+  return out;
+}
+
 // The embedded broker keeps its store and its port beside the config, so a restarted daemon
 // finds its messages and clients find it where it was.
 std::unique_ptr<broker::EmbeddedBroker> start_embedded_broker(const config::DaemonConfig& cfg,
@@ -111,12 +130,7 @@ std::unique_ptr<broker::EmbeddedBroker> start_embedded_broker(const config::Daem
   broker::EmbeddedBrokerOptions options;
   options.state_dir = dir.string();
   options.port = port;
-  // Per-key ordered work needs the broker to map its subject to partitions.
-  for (const auto& work : cfg.work)
-    if (work.spec.ordering == Ordering::per_key)
-      if (auto plan = fleet::PartitionPlan::make(work.spec.subject, work.spec.key_token,
-                                                 work.spec.partitions))
-        options.mappings.emplace_back(plan->source(), plan->destination());
+  options.mappings = partition_mappings(cfg);
   auto b = std::make_unique<broker::EmbeddedBroker>(options);
   auto started = b->start();
   if (!started && port != 0) {
@@ -242,6 +256,7 @@ Daemon::~Daemon() = default;
 
 FleetHealth health_with_sinks(const Daemon::State& s) {
   FleetHealth h = s.fleet->health();
+  std::lock_guard lock(s.sinks_mu);
   for (auto& sub : h.subscriptions) {
     auto it = s.sink_of.find(sub.name);
     if (it == s.sink_of.end()) continue;
@@ -280,38 +295,273 @@ std::string status_line(const FleetHealth& h) {
                  : "not ready";
 }
 
+namespace {
+
+// Makes the work's sink and adds the work to the fleet: before start() it starts with the fleet,
+// after, at once. An error names the work; the sink it made is stopped again.
+Result<void> start_work(Daemon::State& s, const config::WorkConfig& work) {
+  auto made = sinks::make_sink(work.sink);
+  if (!made)
+    return Error{made.error().code, "work " + work.spec.name + ": " + made.error().describe()};
+  sinks::Sink* sink = made.value().get();
+  const std::string name = work.spec.name;
+  WorkSpec spec = work.spec;
+  // These sinks end a delivery themselves after their timeout (a wedged worker is killed):
+  // keep a message alive that long, plus time for the stored publishes it asks for.
+  if (auto timeout = sinks::delivery_timeout(work.sink))
+    spec.keep_alive_limit = *timeout + kPublishMargin;
+  s.metrics.register_subscription(name);
+  Fleet& fleet = *s.fleet;
+  auto added = fleet.add_work(spec, [&s, &fleet, sink, name](const Message& m) {
+    auto result = deliver_and_publish(fleet, s.metrics, *sink, name, m);
+    return std::move(result.disposition).because(std::move(result.error));
+  });
+  if (!added) {
+    sink->stop();
+    return added.error();
+  }
+  {
+    std::lock_guard lock(s.sinks_mu);
+    s.sink_of[name] = sink;
+    s.sinks.push_back(std::move(made).value());
+  }
+  base::log_event(*s.log, spdlog::level::info, {{"event", "work"}, {"work", name}},
+                  "work {}: {} -> {}", name,
+                  fleet::describe_subjects(fleet::filter_subjects(work.spec)), sink->describe());
+  return {};
+}
+
+// The same for a broadcast; a websocket sink gets the sessions `budget` leaves it.
+Result<void> start_broadcast(Daemon::State& s, const config::BroadcastConfig& bc,
+                             const DescriptorBudget& budget) {
+  sinks::SinkConfig sink_config = bc.sink;
+  if (auto* websocket = std::get_if<sinks::WebSocketSinkOptions>(&sink_config)) {
+    for (const auto& g : budget.gateways) {
+      if (g.subscription != bc.spec.name) continue;
+      websocket->max_sessions = g.max_sessions;
+      websocket->max_http_connections = g.http_connections;
+    }
+  }
+  warn_unauthenticated(bc, *s.log);
+  auto made = sinks::make_sink(sink_config);
+  if (!made)
+    return Error{made.error().code, "broadcast " + bc.spec.name + ": " + made.error().describe()};
+  sinks::Sink* sink = made.value().get();
+  const std::string name = bc.spec.name;
+  s.metrics.register_subscription(name);
+  Fleet& fleet = *s.fleet;
+  const bool redeliverable = bc.spec.source == BroadcastSource::jetstream;
+  auto added =
+      fleet.add_broadcast(bc.spec, [&s, &fleet, sink, name, redeliverable](const Message& m) {
+        auto result = deliver_and_publish(fleet, s.metrics, *sink, name, m);
+        if (result.error.empty()) return;
+        SPDLOG_LOGGER_DEBUG(s.log, "broadcast {}: sink: {}", name, result.error);
+        // The downstream is away: the fleet retries this message (a core one in place, while
+        // its bounded queue keeps the newest). A rejection is counted; a JetStream broadcast
+        // message comes back for another try, up to max_deliver.
+        if (result.disposition.kind() == Disposition::Kind::retry)
+          throw DownstreamUnavailable(result.error, result.disposition.delay());
+        if (redeliverable) throw std::runtime_error(result.error);
+      });
+  if (!added) {
+    sink->stop();
+    return added.error();
+  }
+  {
+    std::lock_guard lock(s.sinks_mu);
+    s.sink_of[name] = sink;
+    s.sinks.push_back(std::move(made).value());
+  }
+  base::log_event(*s.log, spdlog::level::info, {{"event", "broadcast"}, {"broadcast", name}},
+                  "broadcast {}: {} -> {}", name, bc.spec.subject, sink->describe());
+  return {};
+}
+
+// Stops one running subscription as a shutdown would (in-flight messages finish and are acked,
+// buffered ones given back), then its sink. The sink object stays until the daemon ends.
+void stop_subscription(Daemon::State& s, const std::string& name) {
+  sinks::Sink* sink = nullptr;
+  {
+    std::lock_guard lock(s.sinks_mu);
+    if (auto it = s.sink_of.find(name); it != s.sink_of.end()) sink = it->second;
+  }
+  if (sink) sink->begin_stop();
+  if (auto removed = s.fleet->remove(name, s.config.shutdown_timeout); !removed)
+    base::log_event(*s.log, spdlog::level::warn, {{"event", "reload"}, {"subscription", name}},
+                    "reload: {}: {}", name, removed.error().describe());
+  if (sink) sink->stop();
+  std::lock_guard lock(s.sinks_mu);
+  s.sink_of.erase(name);
+}
+
+const config::WorkConfig* find_work(const config::DaemonConfig& c, const std::string& name) {
+  for (const auto& w : c.work)
+    if (w.spec.name == name) return &w;
+  return nullptr;
+}
+
+const config::BroadcastConfig* find_broadcast(const config::DaemonConfig& c,
+                                              const std::string& name) {
+  for (const auto& b : c.broadcast)
+    if (b.spec.name == name) return &b;
+  return nullptr;
+}
+
+// Starts `name` as `c` defines it.
+Result<void> start_named(Daemon::State& s, const config::DaemonConfig& c, const std::string& name,
+                         const DescriptorBudget& budget) {
+  if (const auto* w = find_work(c, name)) return start_work(s, *w);
+  if (const auto* b = find_broadcast(c, name)) return start_broadcast(s, *b, budget);
+  return Result<void>(Errc::invalid_argument, "no subscription named " + name);
+}
+
+// On the embedded broker, per-key work needs a subject mapping the broker was given when it
+// started: empty when `work` has it (or is not per-key), else why it cannot start.
+std::string missing_mapping(const Daemon::State& s, const config::WorkConfig& work) {
+  if (!s.broker || work.spec.ordering != Ordering::per_key) return {};
+  auto plan =
+      fleet::PartitionPlan::make(work.spec.subject, work.spec.key_token, work.spec.partitions);
+  if (!plan) return {};
+  const std::pair<std::string, std::string> mapping{plan->source(), plan->destination()};
+  for (const auto& m : s.broker_mappings)
+    if (m == mapping) return {};
+  return "work " + work.spec.name +
+         ": per-key work needs the embedded broker's subject mapping, which is set when the "
+         "broker starts: restart natsfleet to start it";
+}
+
+// Reads the config file again and applies what changed, one subscription at a time; the others
+// run on untouched. A config that fails to load changes nothing. A subscription whose new
+// definition cannot start runs on as it was.
+void reload(Daemon::State& s) {
+  auto& log = *s.log;
+  base::log_event(log, spdlog::level::info, {{"event", "reload-requested"}},
+                  "reload requested: reading {}", s.config.file);
+  config::DaemonConfig next;
+  try {
+    next = config::load_config(s.config.file);
+  } catch (const config::ConfigError& e) {
+    base::log_event(log, spdlog::level::err, {{"event", "reload-failed"}, {"error", e.what()}},
+                    "reload: {}; the running config is kept", e.what());
+    return;
+  }
+  const ReloadPlan plan = plan_reload(s.config, next);
+  for (const auto& key : plan.restart_only)
+    base::log_event(log, spdlog::level::warn, {{"event", "reload-restart-only"}, {"key", key}},
+                    "reload: {} changed; it takes effect at the next start (the running value "
+                    "is kept)",
+                    key);
+  if (s.broker && !plan.start.empty() && !ensure_streams(s.broker->url(), next, log))
+    base::log_event(log, spdlog::level::err, {{"event", "reload-failed"}},
+                    "reload: the embedded broker's streams could not be made; subscriptions "
+                    "without a stream wait for one");
+  const config::DaemonConfig before = s.config;
+  s.config.shutdown_timeout = next.shutdown_timeout;
+  for (const auto& name : plan.stop) stop_subscription(s, name);
+  const DescriptorBudget budget = plan_descriptors(
+      descriptor_limit(), next, health::HealthServerOptions{}.max_connections, s.broker != nullptr);
+  // What runs afterwards, in the new config's order.
+  std::vector<config::WorkConfig> work;
+  std::vector<config::BroadcastConfig> broadcast;
+  size_t started = 0, failed = 0;
+  auto keep_running = [&](const config::DaemonConfig& c, const std::string& name) {
+    if (const auto* w = find_work(c, name)) work.push_back(*w);
+    if (const auto* b = find_broadcast(c, name)) broadcast.push_back(*b);
+  };
+  const std::set<std::string> to_start(plan.start.begin(), plan.start.end());
+  const std::set<std::string> stopped(plan.stop.begin(), plan.stop.end());
+  for (const auto& name : subscription_names(next)) {
+    if (!to_start.count(name)) {
+      keep_running(next, name);
+      continue;
+    }
+    std::string problem;
+    if (const auto* w = find_work(next, name)) problem = missing_mapping(s, *w);
+    if (problem.empty()) {
+      if (auto ok = start_named(s, next, name, budget); ok) {
+        keep_running(next, name);
+        ++started;
+        continue;
+      } else {
+        problem = ok.error().describe();
+      }
+    }
+    ++failed;
+    base::log_event(log, spdlog::level::err,
+                    {{"event", "reload-failed"}, {"subscription", name}, {"error", problem}},
+                    "reload: {}: {}{}", name, problem,
+                    stopped.count(name) ? "; starting it as it was" : "");
+    if (stopped.count(name)) {
+      if (auto again = start_named(s, before, name, budget); again)
+        keep_running(before, name);
+      else
+        base::log_event(
+            log, spdlog::level::err, {{"event", "reload-failed"}, {"subscription", name}},
+            "reload: {}: cannot start it as it was either: {}", name, again.error().describe());
+    }
+  }
+  s.config.work = std::move(work);
+  s.config.broadcast = std::move(broadcast);
+  base::log_event(log, spdlog::level::info,
+                  {{"event", "reloaded"},
+                   {"started", static_cast<int64_t>(started)},
+                   {"stopped", static_cast<int64_t>(plan.stop.size())},
+                   {"unchanged", static_cast<int64_t>(plan.unchanged)},
+                   {"failed", static_cast<int64_t>(failed)}},
+                  "reloaded: {} started, {} stopped, {} unchanged, {} failed", started,
+                  plan.stop.size(), plan.unchanged, failed);
+}
+
+}  // namespace
+
 // Until a stop is requested: tells the service manager when every subscription is first bound
 // (READY=1), and, while the fleet answers for its health and is live, that it is alive
 // (WATCHDOG=1): a wedged or fatal fleet stops the pings and the manager restarts the process.
-void serve_until_stopped(const Daemon::State& s, StopRequest& stop,
-                         const ServiceNotifier& notifier) {
-  if (!notifier.enabled()) return stop.wait();
+// A reload request is carried out here, between RELOADING=1 and READY=1.
+void serve_until_stopped(Daemon::State& s, StopRequest& stop, const ServiceNotifier& notifier) {
   std::chrono::microseconds tick = 1s;
   if (auto watchdog = notifier.watchdog()) tick = std::min(tick, *watchdog / 3);
   bool ready_said = false;
   bool failure_said = false;
   std::string status_said;
-  do {
-    const FleetHealth h = health_with_sinks(s);
-    std::string message;
-    if (h.live && notifier.watchdog()) message += "WATCHDOG=1\n";
-    if (h.ready && !ready_said) message += "READY=1\n";
-    if (std::string status = status_line(h); status != status_said) {
-      message += "STATUS=" + status + "\n";
-      status_said = std::move(status);
-    }
-    ready_said = ready_said || h.ready;
-    if (!message.empty()) {
-      auto sent = notifier.send(message);
-      if (!sent && !failure_said)
-        base::log_event(*s.log, spdlog::level::warn,
-                        {{"event", "notify-failed"}, {"error", sent.error().describe()}}, "{}",
-                        sent.error().describe());
-      failure_said = failure_said || !sent;
+  auto notify = [&](const std::string& message) {
+    if (message.empty() || !notifier.enabled()) return;
+    auto sent = notifier.send(message);
+    if (!sent && !failure_said)
+      base::log_event(*s.log, spdlog::level::warn,
+                      {{"event", "notify-failed"}, {"error", sent.error().describe()}}, "{}",
+                      sent.error().describe());
+    failure_said = failure_said || !sent;
+  };
+  for (;;) {
+    if (notifier.enabled()) {
+      const FleetHealth h = health_with_sinks(s);
+      std::string message;
+      if (h.live && notifier.watchdog()) message += "WATCHDOG=1\n";
+      if (h.ready && !ready_said) message += "READY=1\n";
+      if (std::string status = status_line(h); status != status_said) {
+        message += "STATUS=" + status + "\n";
+        status_said = std::move(status);
+      }
+      ready_said = ready_said || h.ready;
+      notify(message);
     }
     // Until ready, a short wait: the manager (and whoever waits on `systemctl start`) learns of
-    // the binding soon after it happens.
-  } while (!stop.wait_for(ready_said ? tick : std::min<std::chrono::microseconds>(tick, 100ms)));
+    // the binding soon after it happens. Without a manager, only a request wakes this.
+    const std::chrono::microseconds wait =
+        !notifier.enabled() ? std::chrono::microseconds(std::chrono::hours(24))
+        : ready_said        ? tick
+                            : std::min<std::chrono::microseconds>(tick, 100ms);
+    if (stop.wait_for(wait)) return;
+    if (!stop.take_reload()) continue;
+    const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now().time_since_epoch());
+    notify("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(now.count()) +
+           "\nSTATUS=reloading the config\n");
+    reload(s);
+    notify("READY=1\n");
+    status_said.clear();
+  }
 }
 
 int Daemon::run(StopRequest& stop) {
@@ -322,41 +572,31 @@ int Daemon::run(StopRequest& stop) {
   if (options.servers.empty()) {
     s.broker = start_embedded_broker(s.config, log);
     if (!s.broker) return kExitFatal;
+    s.broker_mappings = partition_mappings(s.config);
     if (!ensure_streams(s.broker->url(), s.config, log)) return kExitFatal;
     options.servers = {s.broker->url()};
   }
-
   s.fleet = std::make_unique<Fleet>(options);
   Fleet& fleet = *s.fleet;
-  for (const auto& work : s.config.work) {
-    s.metrics.register_subscription(work.spec.name);
-  }
-  for (const auto& bc : s.config.broadcast) s.metrics.register_subscription(bc.spec.name);
 
   // Sessions are bounded by what the descriptor limit leaves once the broker connection, the
   // health endpoints and the sinks have theirs.
   const health::HealthServerOptions health_defaults;
   const DescriptorBudget budget = plan_descriptors(
       descriptor_limit(), s.config, health_defaults.max_connections, s.broker != nullptr);
-  std::map<std::string, DescriptorBudget::Gateway> gateway_budget;
-  for (const auto& g : budget.gateways) gateway_budget[g.subscription] = g;
   if (!budget.gateways.empty()) {
     const bool over = std::any_of(budget.gateways.begin(), budget.gateways.end(),
                                   [](const auto& g) { return g.over_limit; });
-    if (budget.starved || over)
-      base::log_event(log, spdlog::level::err, {{"event", "descriptors"}}, "{}",
-                      budget.explanation);
-    else
-      base::log_event(log, spdlog::level::info, {{"event", "descriptors"}}, "{}",
-                      budget.explanation);
+    base::log_event(log, budget.starved || over ? spdlog::level::err : spdlog::level::info,
+                    {{"event", "descriptors"}}, "{}", budget.explanation);
   }
 
-  // A sink that cannot be built is the config's fault (exit 2), unless the system refused it a
-  // thread (exit 70).
-  auto cannot_build = [&](const Error& error) {
+  // A subscription that cannot be set up is the config's fault (exit 2), unless the system
+  // refused it a thread (exit 70).
+  auto cannot_start = [&](const Error& error) {
     if (error.code == Errc::no_resources) {
       base::log_event(log, spdlog::level::err, {{"event", "cannot-start"}},
-                      "cannot start a sink: {} (raise the process's thread or memory limit)",
+                      "cannot start {} (raise the process's thread or memory limit)",
                       error.describe());
       return kExitFatal;
     }
@@ -364,68 +604,11 @@ int Daemon::run(StopRequest& stop) {
                     error.describe());
     return kExitUsage;
   };
-  for (const auto& work : s.config.work) {
-    auto made = sinks::make_sink(work.sink);
-    if (!made) return cannot_build(made.error());
-    s.sinks.push_back(std::move(made).value());
-    sinks::Sink* sink = s.sinks.back().get();
-    const std::string name = work.spec.name;
-    s.sink_of[name] = sink;
-    WorkSpec spec = work.spec;
-    // These sinks end a delivery themselves after their timeout (a wedged worker is killed):
-    // keep a message alive that long, plus time for the stored publishes it asks for.
-    if (auto timeout = sinks::delivery_timeout(work.sink))
-      spec.keep_alive_limit = *timeout + kPublishMargin;
-    auto added = fleet.add_work(spec, [&s, &fleet, sink, name](const Message& m) {
-      auto result = deliver_and_publish(fleet, s.metrics, *sink, name, m);
-      return std::move(result.disposition).because(std::move(result.error));
-    });
-    if (!added) {
-      base::log_event(log, spdlog::level::err, {{"event", "cannot-start"}}, "{}",
-                      added.error().describe());
-      return kExitUsage;
-    }
-    base::log_event(log, spdlog::level::info, {{"event", "work"}, {"work", name}},
-                    "work {}: {} -> {}", name,
-                    fleet::describe_subjects(fleet::filter_subjects(work.spec)), sink->describe());
-  }
-  for (const auto& bc : s.config.broadcast) {
-    sinks::SinkConfig sink_config = bc.sink;
-    if (auto* websocket = std::get_if<sinks::WebSocketSinkOptions>(&sink_config)) {
-      if (auto g = gateway_budget.find(bc.spec.name); g != gateway_budget.end()) {
-        websocket->max_sessions = g->second.max_sessions;
-        websocket->max_http_connections = g->second.http_connections;
-      }
-    }
-    warn_unauthenticated(bc, log);
-    auto made = sinks::make_sink(sink_config);
-    if (!made) return cannot_build(made.error());
-    s.sinks.push_back(std::move(made).value());
-    sinks::Sink* sink = s.sinks.back().get();
-    const std::string name = bc.spec.name;
-    s.sink_of[name] = sink;
-    const bool redeliverable = bc.spec.source == BroadcastSource::jetstream;
-    auto added =
-        fleet.add_broadcast(bc.spec, [&s, &fleet, sink, name, redeliverable](const Message& m) {
-          auto result = deliver_and_publish(fleet, s.metrics, *sink, name, m);
-          if (result.error.empty()) return;
-          SPDLOG_LOGGER_DEBUG(s.log, "broadcast {}: sink: {}", name, result.error);
-          // The downstream is away: the fleet retries this message (a core one in place, while
-          // its bounded queue keeps the newest). A rejection is counted; a JetStream broadcast
-          // message comes back for another try, up to max_deliver.
-          if (result.disposition.kind() == Disposition::Kind::retry)
-            throw DownstreamUnavailable(result.error, result.disposition.delay());
-          if (redeliverable) throw std::runtime_error(result.error);
-        });
-    if (!added) {
-      base::log_event(log, spdlog::level::err, {{"event", "cannot-start"}}, "{}",
-                      added.error().describe());
-      return kExitUsage;
-    }
-    base::log_event(log, spdlog::level::info, {{"event", "broadcast"}, {"broadcast", name}},
-                    "broadcast {}: {} -> {}", name, bc.spec.subject, sink->describe());
-  }
-
+  for (const auto& work : s.config.work)
+    if (auto started = start_work(s, work); !started) return cannot_start(started.error());
+  for (const auto& bc : s.config.broadcast)
+    if (auto started = start_broadcast(s, bc, budget); !started)
+      return cannot_start(started.error());
   fleet.on_fatal([&s, &stop](const FatalReport& report) {
     {
       std::lock_guard lock(stop.mu_);
@@ -438,7 +621,7 @@ int Daemon::run(StopRequest& stop) {
   if (!s.config.health_listen.empty()) {
     health::HealthServerOptions health_options;
     health_options.listen = s.config.health_listen;
-    health_options.server_metrics = [&s] { return gateway_metrics(s.sink_of); };
+    health_options.server_metrics = [&s] { return gateway_metrics(s); };
     s.health_server = std::make_unique<health::HealthServer>(
         health_options, [&s] { return health_with_sinks(s); }, s.metrics, s.config.fleet.name);
     try {

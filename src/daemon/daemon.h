@@ -23,7 +23,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitFatal = 70;
 
-// Set from the signal thread; run() returns once it fires.
+// Set from the signal thread: a stop (run() returns) or a reload (run() reads the config again).
 class StopRequest {
  public:
   void request() {
@@ -35,14 +35,29 @@ class StopRequest {
     std::lock_guard lock(mu_);
     return requested_;
   }
-  // Waits until a stop is requested (true) or `timeout` passes (false).
+  void request_reload() {
+    std::lock_guard lock(mu_);
+    ++reloads_asked_;
+    cv_.notify_all();
+  }
+  // True once for any number of reloads asked since the last call.
+  bool take_reload() {
+    std::lock_guard lock(mu_);
+    const bool asked = reloads_asked_ != reloads_taken_;
+    reloads_taken_ = reloads_asked_;
+    return asked;
+  }
+  // Waits until a stop or a reload is requested or `timeout` passes; true when a stop is.
   bool wait_for(std::chrono::microseconds timeout) {
     std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, timeout, [&] { return requested_; });
+    cv_.wait_for(lock, timeout, [&] { return requested_ || reloads_asked_ != reloads_taken_; });
+    return requested_;
   }
-  void wait() {
+  // Waits until a stop or a reload is requested; true when a stop is.
+  bool wait() {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return requested_; });
+    cv_.wait(lock, [&] { return requested_ || reloads_asked_ != reloads_taken_; });
+    return requested_;
   }
 
  private:
@@ -50,6 +65,8 @@ class StopRequest {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool requested_ = false;
+  unsigned reloads_asked_ = 0;
+  unsigned reloads_taken_ = 0;
 };
 
 class Daemon {
@@ -59,6 +76,8 @@ class Daemon {
   ~Daemon();
 
   // Runs until `stop` is requested (exit 0 after a clean shutdown) or a fatal state (exit 70).
+  // A reload request reads the config file again and applies it (reload_plan.h): a config
+  // that fails to load is logged and the running one kept.
   int run(StopRequest& stop);
 
   struct State;

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <set>
@@ -60,25 +61,33 @@ class Fleet::Impl {
       std::lock_guard lock(subs_mu_);
       for (auto& sub : subs_) subs.push_back(sub.get());
     }
+    {
+      std::lock_guard lock(mu_);
+      for (auto& sub : removed_) subs.push_back(sub.get());
+    }
     for (auto* sub : subs) sub->wait_handlers();
   }
 
+  // Before start(), the work starts with the fleet; after, it starts at once.
   Result<void> add_work(WorkSpec spec, WorkHandler handler) {
     std::lock_guard lock(mu_);
-    if (started_) return Result<void>(Errc::invalid_argument, "add_work after start()");
     if (auto checked = validate_work(spec); !checked)
       return Result<void>(Errc::invalid_argument,
                           "work " + spec.name + ": " + checked.error().message);
+    if (!handler) return Result<void>(Errc::invalid_argument, "work " + spec.name + ": no handler");
+    if (shutting_down_) return Result<void>(Errc::shutting_down, "add_work after shutdown");
     if (!names_.insert(spec.name).second)
       return Result<void>(Errc::invalid_argument, "duplicate subscription name " + spec.name);
-    if (!handler) return Result<void>(Errc::invalid_argument, "work " + spec.name + ": no handler");
     // From here on `subject` is the first filter subject, and `subjects` holds two or more.
     if (!spec.subjects.empty()) {
       spec.subject = spec.subjects.front();
       if (spec.subjects.size() == 1) spec.subjects.clear();
     }
-    work_.emplace_back(std::move(spec), std::move(handler));
-    return {};
+    if (!started_) {
+      work_.emplace_back(std::move(spec), std::move(handler));
+      return {};
+    }
+    return start_now(spec.name, [&] { return make_work(spec, std::move(handler)); });
   }
 
   // Before start(), the broadcast starts with the fleet; after, it starts at once (a relay adds
@@ -97,16 +106,59 @@ class Fleet::Impl {
       broadcast_.emplace_back(std::move(spec), std::move(handler));
       return {};
     }
-    std::lock_guard subs_lock(subs_mu_);
-    try {
-      auto sub = make_broadcast(spec, std::move(handler));
-      sub->start();  // under the lock: shutdown sees it started, or not at all
-      subs_.push_back(std::move(sub));
-    } catch (const std::system_error& e) {
-      // The subscription's own threads are gone with it (or never started).
-      names_.erase(spec.name);
-      return Result<void>(Errc::no_resources, "broadcast " + spec.name + ": " + e.what());
+    return start_now(spec.name, [&] { return make_broadcast(spec, std::move(handler)); });
+  }
+
+  // Stops one subscription as shutdown() stops them all, the connection staying up: no more
+  // pulls, running handlers finish (until `deadline`) and are acked, what never started is
+  // given back. Its name is free again once this returns.
+  Result<void> remove(const std::string& name, std::chrono::milliseconds deadline) {
+    // One at a time, and never beside shutdown(): the connection stays up until this returns.
+    std::lock_guard once(shutdown_mu_);
+    const auto until = Clock::now() + deadline;
+    std::unique_ptr<fleet::Supervised> sub;
+    {
+      std::lock_guard lock(mu_);
+      if (shutting_down_) return Result<void>(Errc::shutting_down, "remove after shutdown");
+      if (!names_.count(name))
+        return Result<void>(Errc::invalid_argument, "no subscription named " + name);
+      if (!started_) {
+        std::erase_if(work_, [&](const auto& w) { return w.first.name == name; });
+        std::erase_if(broadcast_, [&](const auto& b) { return b.first.name == name; });
+        names_.erase(name);
+        return {};
+      }
+      std::lock_guard subs_lock(subs_mu_);
+      auto it = std::find_if(subs_.begin(), subs_.end(),
+                             [&](const auto& s) { return s->health().name == name; });
+      if (it == subs_.end())
+        return Result<void>(Errc::invalid_argument, "no subscription named " + name);
+      sub = std::move(*it);
+      subs_.erase(it);
     }
+    base::log_event(*context_.log, spdlog::level::info,
+                    {{"event", "subscription-stopping"}, {"subscription", name}},
+                    "{}: stopping (deadline {} ms)", name, deadline.count());
+    sub->begin_shutdown();
+    const bool finished = sub->finish_handlers(until);
+    // Its acks reach the broker before a successor (the same work, reloaded) binds.
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+    if (connection_->connected() && left.count() > 0)
+      (void)connection_->flush(std::min(left, std::chrono::milliseconds(1000)));
+    sub->join();
+    if (finished) {
+      sub->wait_handlers();
+      sub.reset();
+    }
+    {
+      std::lock_guard lock(mu_);
+      names_.erase(name);
+      // A handler that overran is waited for by close(), before anything it uses is freed.
+      if (sub) removed_.push_back(std::move(sub));
+    }
+    base::log_event(*context_.log, spdlog::level::info,
+                    {{"event", "subscription-stopped"}, {"subscription", name}}, "{}: stopped{}",
+                    name, finished ? "" : " (a handler was still running at the deadline)");
     return {};
   }
 
@@ -186,10 +238,7 @@ class Fleet::Impl {
       std::lock_guard subs_lock(subs_mu_);
       for (auto& [spec, handler] : work_) {
         starting = "work " + spec.name;
-        if (spec.ordering == Ordering::per_key)
-          subs_.push_back(std::make_unique<fleet::OrderedWork>(spec, handler, context_));
-        else
-          subs_.push_back(std::make_unique<fleet::ConsumerSubscription>(spec, handler, context_));
+        subs_.push_back(make_work(spec, handler));
       }
       for (auto& [spec, handler] : broadcast_) {
         starting = "broadcast " + spec.name;
@@ -325,6 +374,29 @@ class Fleet::Impl {
   }
 
  private:
+  std::unique_ptr<fleet::Supervised> make_work(const WorkSpec& spec, WorkHandler handler) {
+    if (spec.ordering == Ordering::per_key)
+      return std::make_unique<fleet::OrderedWork>(spec, std::move(handler), context_);
+    return std::make_unique<fleet::ConsumerSubscription>(spec, std::move(handler), context_);
+  }
+
+  // Makes and starts a subscription on the running fleet (mu_ held): shutdown sees it started,
+  // or not at all. A thread the system refuses frees the name again.
+  template <typename Make>
+  Result<void> start_now(const std::string& name, Make make) {
+    std::lock_guard subs_lock(subs_mu_);
+    try {
+      auto sub = make();
+      sub->start();
+      subs_.push_back(std::move(sub));
+    } catch (const std::system_error& e) {
+      // The subscription's own threads are gone with it (or never started).
+      names_.erase(name);
+      return Result<void>(Errc::no_resources, name + ": " + e.what());
+    }
+    return {};
+  }
+
   std::unique_ptr<fleet::Supervised> make_broadcast(const BroadcastSpec& spec,
                                                     BroadcastHandler handler) {
     if (spec.source == BroadcastSource::core)
@@ -412,6 +484,8 @@ class Fleet::Impl {
   std::vector<std::pair<WorkSpec, WorkHandler>> work_;
   std::vector<std::pair<BroadcastSpec, BroadcastHandler>> broadcast_;
   std::set<std::string> names_;
+  // Removed while a handler of theirs overran the deadline: kept until close() has waited.
+  std::vector<std::unique_ptr<fleet::Supervised>> removed_;
   FatalHandler fatal_handler_;
   std::optional<FatalReport> pending_report_;
   std::condition_variable reporter_wake_;
@@ -445,6 +519,9 @@ Result<void> Fleet::add_work(WorkSpec spec, WorkHandler handler) {
 }
 Result<void> Fleet::add_broadcast(BroadcastSpec spec, BroadcastHandler handler) {
   return impl_->add_broadcast(std::move(spec), std::move(handler));
+}
+Result<void> Fleet::remove(const std::string& name, std::chrono::milliseconds deadline) {
+  return impl_->remove(name, deadline);
 }
 void Fleet::on_fatal(FatalHandler handler) { impl_->on_fatal(std::move(handler)); }
 Result<void> Fleet::start() { return impl_->start(); }

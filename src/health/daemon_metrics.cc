@@ -6,15 +6,22 @@
 
 namespace natsfleet::health {
 
-void DaemonMetrics::register_subscription(const std::string& name) { entries_.try_emplace(name); }
+void DaemonMetrics::register_subscription(const std::string& name) {
+  std::unique_lock lock(mu_);
+  entries_.try_emplace(name);
+}
 
 bool DaemonMetrics::has_subscription(const std::string& name) const {
+  std::shared_lock lock(mu_);
   return entries_.find(name) != entries_.end();
 }
 
 DaemonMetrics::Entry* DaemonMetrics::find(const std::string& subscription) {
-  auto it = entries_.find(subscription);
-  if (it != entries_.end()) return &it->second;
+  {
+    std::shared_lock lock(mu_);
+    auto it = entries_.find(subscription);
+    if (it != entries_.end()) return &it->second;
+  }
   unregistered_.fetch_add(1, std::memory_order_relaxed);
   // Once is enough to find the bug; a log line per message would flood the daemon's output.
   if (!warned_unregistered_.exchange(true, std::memory_order_relaxed)) {
@@ -57,6 +64,7 @@ void DaemonMetrics::count_sink_error(const std::string& subscription) {
 
 std::vector<DaemonMetrics::SubscriptionSnapshot> DaemonMetrics::snapshot() const {
   std::vector<SubscriptionSnapshot> out;
+  std::shared_lock lock(mu_);
   out.reserve(entries_.size());
   for (const auto& [name, entry] : entries_) {
     SubscriptionSnapshot s;

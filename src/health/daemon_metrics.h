@@ -2,7 +2,7 @@
 // messages workers asked to publish and sink errors. The fleet's own counters live in FleetHealth.
 //
 //   DaemonMetrics metrics;
-//   metrics.register_subscription("mail-relay");   // all of them, before delivery starts
+//   metrics.register_subscription("mail-relay");   // before its first message
 //   metrics.observe("mail-relay", elapsed, Disposition::Kind::ack);   // from any handler thread
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -35,12 +36,12 @@ class DaemonMetrics {
   DaemonMetrics(const DaemonMetrics&) = delete;
   DaemonMetrics& operator=(const DaemonMetrics&) = delete;
 
-  // Call for every subscription before any thread observes or renders: the map is read without
-  // a lock afterwards. Registering a name twice keeps the first entry.
+  // Call for a subscription before its first message; any time, from any thread (a reload adds
+  // subscriptions). Registering a name twice keeps the first entry.
   void register_subscription(const std::string& name);
   bool has_subscription(const std::string& name) const;
 
-  // Safe from any thread once registration is over. An unregistered name is a wiring bug: the
+  // Safe from any thread. An unregistered name is a wiring bug: the
   // event is dropped, counted in unregistered_events() and logged once.
   void observe(const std::string& subscription, std::chrono::nanoseconds latency,
                Disposition::Kind outcome);
@@ -64,7 +65,8 @@ class DaemonMetrics {
 
   Entry* find(const std::string& subscription);
 
-  // std::map nodes never move, so the atomics inside stay put while the map is read.
+  // std::map nodes never move: an entry found stays put while others are added.
+  mutable std::shared_mutex mu_;  // the map's shape; the counters are atomics
   std::map<std::string, Entry, std::less<>> entries_;
   std::atomic<uint64_t> unregistered_{0};
   std::atomic<bool> warned_unregistered_{false};

@@ -189,6 +189,90 @@ TEST(Daemon, SigtermMidStreamExitsZeroAndEveryWrittenRecordWasAcked) {
   EXPECT_EQ(again.wait_exit(10s), 0);
 }
 
+// SIGHUP under a 1,000 msg/s flow: the changed work is drained and started anew (its sink moves
+// to another file), an added work starts, and a config that does not load changes nothing.
+// Every message is written once, across both files.
+TEST(Daemon, SighupReloadsTheConfigUnderFlowLosingNothingAndHandlingNothingTwice) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  admin.create_stream("OTHER", {"other.>"});
+  TempDir dir;
+  const int port = free_loopback_port();
+  const std::string first = dir.path() + "/first.jsonl";
+  const std::string second = dir.path() + "/second.jsonl";
+  const std::string other = dir.path() + "/other.jsonl";
+  auto config = [&](const std::string& sink) {
+    std::string c = work_config("r", sink, port);
+    // A redelivery could only be an ack the reload lost.
+    c.replace(c.find("ack_wait = \"2s\""), 15, "ack_wait = \"60s\"");
+    return c;
+  };
+  DaemonProcess d(dir.path(), "r", config(first), {"--server", server.url()});
+  d.start();
+  ASSERT_TRUE(wait_for([&] { return readyz(port) == 200; }, 15s)) << d.log();
+
+  std::atomic<bool> publishing{true};
+  std::atomic<int> published{0};
+  std::thread publisher([&] {
+    BrokerClient client(server.url());
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; publishing; i += 10) {
+      client.publish_many("jobs.run", 10, "m", i);
+      published = i + 10;
+      std::this_thread::sleep_until(start + std::chrono::milliseconds(i + 10));  // 1,000/s
+    }
+  });
+  auto records = [](const std::string& path) { return read_sink_file(path).records; };
+  auto count = [&](const std::string& line) {
+    size_t n = 0;
+    for (auto at = d.log().find(line); at != std::string::npos; at = d.log().find(line, at + 1))
+      ++n;
+    return n;
+  };
+  ASSERT_TRUE(wait_for([&] { return records(first) >= 1'000; }, 30s)) << d.log();
+
+  {
+    std::ofstream out(d.config_path());
+    out << config(second) << "[[work]]\n"
+        << "name = \"other-worker\"\nsubject = \"other.run\"\n"
+        << "sink = { type = \"file\", path = \"" << other << "\" }\n";
+  }
+  d.signal(SIGHUP);
+  ASSERT_TRUE(
+      wait_for([&] { return count("reloaded: 2 started, 1 stopped, 0 unchanged, 0 failed"); }, 30s))
+      << d.log();
+  ASSERT_TRUE(wait_for([&] { return records(second) >= 1'000; }, 30s)) << d.log();
+
+  {
+    std::ofstream out(d.config_path());
+    out << config(second) << "surprise = true\n";
+  }
+  d.signal(SIGHUP);
+  ASSERT_TRUE(wait_for([&] { return count("the running config is kept"); }, 30s)) << d.log();
+  EXPECT_NE(d.log().find("surprise"), std::string::npos) << "the error names the key";
+  const size_t after_bad = records(second);
+  ASSERT_TRUE(wait_for([&] { return records(second) >= after_bad + 500; }, 30s)) << d.log();
+  publishing = false;
+  publisher.join();
+  admin.publish_many("other.run", 50);
+
+  const size_t total = static_cast<size_t>(published.load());
+  auto distinct = [&] {
+    std::set<std::string> all;
+    for (const auto& path : {first, second})
+      for (auto& p : read_sink_file(path).payloads) all.insert(p);
+    return all.size();
+  };
+  ASSERT_TRUE(wait_for([&] { return distinct() == total && records(other) == 50; }, 60s))
+      << distinct() << " of " << total << "\n"
+      << d.log();
+  EXPECT_EQ(records(first) + records(second), total) << "handled twice across the reload";
+  EXPECT_TRUE(d.running());
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(10s), 0) << d.log();
+}
+
 // A replica paused (SIGSTOP) longer than ack_wait while messages flow: what reached it before
 // the pause (in its socket, or on the way) has meanwhile been handed to the other replica by
 // the broker. When it resumes it must not handle those again.

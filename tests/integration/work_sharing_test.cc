@@ -124,6 +124,72 @@ TEST(WorkSharing, SurvivorHandlesWorkOfAReplicaKilledMidFlight) {
   std::remove(out.c_str());
 }
 
+// A running fleet takes new subscriptions and lets one go while the others run on: a removed
+// work finishes and acks what it started, gives back what it had not, and the same work added
+// again takes up the rest, each message handled once.
+TEST(RuntimeSubscriptions, AddedToARunningFleetAndRemovedWithoutTouchingTheOthers) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  admin.create_stream("MAIL", {"mail.>"});
+  Recorder seen;
+  Fleet fleet(fast_options({server.url()}, "replica"));
+  auto jobs = fast_work("jobs-worker", "jobs.run");
+  jobs.ack_wait = 30s;  // a redelivery could only be an ack the removal lost
+  jobs.concurrency = 4;
+  auto handle_jobs = [&](const Message& m) {
+    std::this_thread::sleep_for(1ms);
+    seen.record("jobs", m);
+    return Disposition::ack();
+  };
+  ASSERT_TRUE(fleet.add_work(jobs, handle_jobs));
+  ASSERT_TRUE(fleet.start());
+  ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 10s));
+
+  // Added after start(): it binds at once, beside the running one.
+  std::atomic<int> mail{0};
+  ASSERT_TRUE(fleet.add_work(fast_work("mailer", "mail.send"), [&](const Message&) {
+    ++mail;
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto h = fleet.health();
+        return h.ready && h.subscriptions.size() == 2;
+      },
+      10s));
+  admin.publish_many("mail.send", 100);
+  ASSERT_TRUE(wait_for([&] { return mail == 100; }, 20s)) << mail;
+
+  // Removed mid-backlog: the mailer keeps running.
+  constexpr size_t kJobs = 3'000;
+  admin.publish_many("jobs.run", kJobs);
+  ASSERT_TRUE(seen.wait_until([](const Recorder& r) { return r.distinct() >= 300; }, 30s));
+  ASSERT_TRUE(fleet.remove("jobs-worker", 5s));
+  const size_t handled_before = seen.locked([](auto& r) { return r.total(); });
+  EXPECT_LT(handled_before, kJobs) << "the backlog was done before the removal";
+  auto h = fleet.health();
+  ASSERT_EQ(h.subscriptions.size(), 1u);
+  EXPECT_EQ(h.subscriptions[0].name, "mailer");
+  EXPECT_EQ(h.subscriptions[0].state, SubscriptionState::bound);
+  // What it handled was acked before remove() returned.
+  auto info = admin.consumer("JOBS", "jobs-worker");
+  EXPECT_EQ(info.ack_floor_stream_seq, handled_before);
+  EXPECT_EQ(fleet.remove("jobs-worker", 1s).error().code, Errc::invalid_argument);
+
+  // The same work again takes up the rest: what the removal gave back comes at once, well
+  // within ack_wait.
+  ASSERT_TRUE(fleet.add_work(jobs, handle_jobs));
+  ASSERT_TRUE(seen.wait_distinct(kJobs, 20s)) << seen.locked([](auto& r) { return r.distinct(); });
+  seen.locked([&](const Recorder& r) {
+    EXPECT_EQ(r.duplicates(), 0u);
+    EXPECT_EQ(r.total(), kJobs);
+    return 0;
+  });
+  admin.publish_many("mail.send", 10);
+  ASSERT_TRUE(wait_for([&] { return mail == 110; }, 20s)) << mail;
+}
+
 TEST(Broadcast, ReachesEveryReplica) {
   NatsServer server;
   BrokerClient admin(server.url());
