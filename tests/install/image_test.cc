@@ -60,8 +60,8 @@ TEST_F(Image, RunsTheStrippedDaemonAsANonRootUserWithTheConfigItsKubernetesFiles
   auto sections = run_shell("readelf -S " + rootfs() + "/usr/bin/natsfleet");
   ASSERT_EQ(sections.code, 0) << explain(sections);
   EXPECT_EQ(sections.out.find(".debug_info"), std::string::npos);
-  auto license = run_shell("grep -c 'Apache License' " + rootfs() +
-                           "/usr/share/doc/natsfleet/copyright");
+  auto license =
+      run_shell("grep -c 'Apache License' " + rootfs() + "/usr/share/doc/natsfleet/copyright");
   EXPECT_EQ(license.code, 0) << explain(license);
 }
 
@@ -78,8 +78,8 @@ TEST_F(Image, ItsNatsfleetConsumesFromABrokerAndStopsCleanlyOnSigterm) {
   const auto& process = config_["process"];
   const std::string user = std::to_string(process["user"]["uid"].get<int>()) + ":" +
                            std::to_string(process["user"]["gid"].get<int>());
-  std::vector<std::string> argv{"env", "NATS_URL=" + server.url(), "chroot",
-                                "--userspec=" + user, rootfs()};
+  std::vector<std::string> argv{"env", "NATS_URL=" + server.url(), "chroot", "--userspec=" + user,
+                                rootfs()};
   for (const auto& arg : process["args"]) argv.push_back(arg.get<std::string>());
   const std::string log = scratch_.path() + "/natsfleet.log";
   auto daemon = base::ChildProcess::start(argv, {.stderr_path = log});

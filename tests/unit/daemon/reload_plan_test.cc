@@ -91,13 +91,14 @@ sink = { type = "stdout" }
 }
 
 TEST(ReloadPlan, ConnectionHealthAndLogSettingsWaitForARestart) {
-  const std::string next = "name = \"app2\"\n"
-                           "servers = [\"nats://10.0.0.1:4222\"]\n"
-                           "log_level = \"debug\"\n"
-                           "shutdown_timeout = \"3s\"\n"
-                           "[health]\n"
-                           "listen = \"0.0.0.0:9464\"\n" +
-                           kBase.substr(kBase.find("[[work]]"));
+  const std::string next =
+      "name = \"app2\"\n"
+      "servers = [\"nats://10.0.0.1:4222\"]\n"
+      "log_level = \"debug\"\n"
+      "shutdown_timeout = \"3s\"\n"
+      "[health]\n"
+      "listen = \"0.0.0.0:9464\"\n" +
+      kBase.substr(kBase.find("[[work]]"));
   const auto plan = plan_reload(parse(kBase), parse(next));
   EXPECT_EQ(plan.restart_only, (Names{"name", "servers", "health.listen", "log_level"}));
   // shutdown_timeout is applied by the reload itself; the subscriptions are untouched.
