@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "natsfleet/error.h"
 #include "natsfleet/export.h"
 
 namespace natsfleet {
@@ -81,8 +82,11 @@ class NATSFLEET_API Message {
   const std::optional<FencingToken>& fence() const { return fence_; }
 
   // Tells the broker the handler is still working, restarting the ack_wait clock. Call it from
-  // long handlers more often than ack_wait. Does nothing for core NATS messages.
-  void in_progress() const;
+  // long handlers more often than ack_wait; any thread, even on a copy kept after the handler
+  // returned or its Fleet is gone. Errors: shutting_down once the subscription that delivered it
+  // has stopped; not_connected (or another connection error) when it could not be sent. Does
+  // nothing (success) for core NATS messages and ordered work's, whose reader keeps them alive.
+  Result<void> in_progress() const;
 
  private:
   std::string subject_;

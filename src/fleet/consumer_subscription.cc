@@ -25,18 +25,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Lets a long handler call Message::in_progress().
-class InProgress final : public DeliveryControl {
- public:
-  explicit InProgress(nats::Connection& connection) : connection_(connection) {}
-  void in_progress(const std::string& reply) override {
-    (void)connection_.publish(reply, std::string(consume::kInProgressBody));
-  }
-
- private:
-  nats::Connection& connection_;
-};
-
 // A window is at most this many messages, and at most this many bytes of them (by the average
 // size seen): what a replica holds for one subscription stays bounded whatever the payloads.
 constexpr int kMaxWindow = 1000;
@@ -134,7 +122,7 @@ ConsumerSubscription::ConsumerSubscription(WorkSpec spec, WorkHandler handler,
       // (every ack_wait / 3) well inside ack_wait.
       tick_(std::clamp(std::min(spec_.heartbeat, spec_.ack_wait) / 4, milliseconds(25),
                        milliseconds(500))),
-      in_progress_(std::make_shared<InProgress>(*context.connection)),
+      in_progress_(std::make_shared<DeliveryControl>(*context.connection)),
       // A third: the supervisor's tick (at most a quarter) and a slow API call still fit before
       // ack_wait runs out.
       keep_alive_every_(spec_.ack_wait / 3),
@@ -160,6 +148,7 @@ ConsumerSubscription::~ConsumerSubscription() {
   finish_handlers(Clock::now());
   join();
   wait_handlers();
+  in_progress_->detach();  // a Message a handler kept may outlive this and the connection
 }
 
 void ConsumerSubscription::wait_handlers() { dispatcher_->join(); }
@@ -484,11 +473,8 @@ void ConsumerSubscription::run_bound() {
     using consume::PullSignal;
     switch (signal->signal) {
       case PullSignal::no_responders: {
-        // The consumer exists, but nobody serves its pulls (its group has no leader: electing,
-        // or its servers cut off), and a lookup finds it at once: retried at once, the next pull
-        // is refused within a millisecond, and so on (chaos seed 3102 on nats-server 2.10.27:
-        // 46,000 pulls in a minute from one replica, a core busy on both sides). Refused back to
-        // back, each retry waits longer.
+        // The consumer exists but nobody serves its pulls (no leader): pulls refused back to
+        // back wait longer each time (docs/design/recovery.md, "Pulls nobody serves").
         const auto now = Clock::now();
         if (now - unanswered_at_ > 2 * ctx_.options.bind_backoff_max) unanswered_backoff_.reset();
         const auto until = now + unanswered_backoff_.next();
@@ -678,11 +664,8 @@ bool ConsumerSubscription::replace_if_unserved(const std::string& evidence) {
     unserved_since_ = now;
     return false;
   }
-  // Lookups can go unanswered while the leader serves pulls: a server whose view of JetStream
-  // lags answered them "temporarily unavailable" for 30 s while another replica was handling a
-  // thousand messages every 5 s (chaos seed 3304 on 2.10.27: the consumer deleted and made anew
-  // at this replica's old ack floor, 11,867 messages handled again). A pull that takes nothing
-  // asks the leader itself; any answer spares the consumer.
+  // Lookups can go unanswered while the leader serves pulls: a pull that takes nothing asks the
+  // leader itself, and any answer spares the consumer (docs/design/recovery.md, "Unserved").
   if (auto probe = ctx_.connection->request(
           "$JS.API.CONSUMER.MSG.NEXT." + lifecycle_.stream() + "." + lifecycle_.consumer(),
           consume::kLeaderProbeBody, ctx_.options.request_timeout)) {
@@ -706,11 +689,8 @@ bool ConsumerSubscription::replace_if_unserved(const std::string& evidence) {
       "left it without a leader; deleting it to make it anew after ack floor {}",
       lifecycle_.kind(), spec_.name, lifecycle_.consumer(), seconds, evidence, lifecycle_.stream(),
       lifecycle_.ack_floor());
-  // Nobody leads it to answer the delete, so its answer is not waited for long, and the recovery
-  // makes it anew at once rather than confirm it missing first: a replica starting meanwhile
-  // that finds it missing waits only first_create_wait for one that knew it, then makes it from
-  // the stream's start (chaos seed 3304 on 2.10.27: the delete's 2 s timeout, then the missing
-  // window, and a restarted replica replayed 60,000 messages).
+  // Nobody leads it to answer the delete: its answer is waited for briefly, and the recovery
+  // makes it anew at once, without confirming it missing (docs/design/recovery.md, "Unserved").
   nats::JetStreamApi quick(*ctx_.connection,
                            std::min(ctx_.options.request_timeout, std::chrono::milliseconds(500)));
   if (auto deleted = quick.delete_consumer(lifecycle_.stream(), lifecycle_.consumer()); !deleted)
@@ -915,12 +895,9 @@ void ConsumerSubscription::process(nats::InboundMessage&& in, bool probe) {
                   std::move(delivery), std::move(in.reply), in_progress_);
   const std::string& reply = message.reply();
 
-  // Delivered again and again with no verdict: every replica that took it died or timed out
-  // (a message that crashes its process). Set it aside rather than loop for ever. Each such
-  // delivery takes ack_wait, so the message is old by then: the broker's count alone does not
-  // tell, as nats-server before 2.9.22 counts a send that failed (a pull whose requester's
-  // server just died) as a delivery. Plain chaos seed 3203 on 2.9.10: a message 6 ms old came
-  // to its first replica as delivery 16 and was set aside unhandled.
+  // Delivered more than twice max_deliver with no verdict, and stored longer ago than those
+  // deliveries take: every replica that took it died or timed out (a message that crashes its
+  // process). Set aside rather than looped for ever (docs/design/recovery.md, "No verdict").
   if (spec_.max_deliver > 0 && delivered > 2 * static_cast<uint64_t>(spec_.max_deliver) &&
       stored_before(message, spec_.max_deliver * spec_.ack_wait)) {
     settle(message, reply,

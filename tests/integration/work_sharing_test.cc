@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -445,7 +447,7 @@ TEST(Handlers, InProgressKeepsALongHandlerFromBeingRedelivered) {
     ASSERT_TRUE(fleet->add_work(spec, [&](const Message& m) {
       for (int i = 0; i < 8; ++i) {  // 1.6 s of work, more than three times ack_wait
         std::this_thread::sleep_for(200ms);
-        m.in_progress();
+        EXPECT_TRUE(m.in_progress());
       }
       seen.record("any", m);
       return Disposition::ack();
@@ -468,6 +470,40 @@ TEST(Handlers, InProgressKeepsALongHandlerFromBeingRedelivered) {
 
 namespace natsfleet::testing {
 namespace {
+
+// A Message is a value: a copy kept after its handler returned, used once its Fleet is gone,
+// answers with an error (it held a reference to the connection and crashed the process).
+TEST(Handlers, AMessageKeptBeyondItsFleetAnswersInProgressWithAnError) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  std::mutex mu;
+  std::optional<Message> kept;
+  {
+    Fleet fleet(fast_options({server.url()}, "keeper"));
+    ASSERT_TRUE(fleet.add_work(fast_work("jobs-worker", "jobs.run"), [&](const Message& m) {
+      std::lock_guard lock(mu);
+      kept = m;
+      return Disposition::ack();
+    }));
+    ASSERT_TRUE(fleet.start());
+    admin.publish("jobs.run", "kept");
+    ASSERT_TRUE(wait_for(
+        [&] {
+          std::lock_guard lock(mu);
+          return kept.has_value();
+        },
+        10s));
+    EXPECT_TRUE(kept->in_progress()) << "the fleet still runs";
+    fleet.shutdown(2s);
+    // Shut down but not destroyed: the connection is closed.
+    EXPECT_FALSE(kept->in_progress());
+  }
+  auto late = kept->in_progress();
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error().code, Errc::shutting_down) << late.error().describe();
+  EXPECT_EQ(kept->data(), "kept");
+}
 
 TEST(Publish, ToStreamWithAMessageIdStoresItOnceAndNamesAMissingStream) {
   NatsServer server;
