@@ -393,6 +393,35 @@ TEST(OrderedWork, TwoReplicasEachOwnAShareAndHandleEachMessageOnce) {
   for (int p : two.health().partitions_owned) EXPECT_FALSE(owned.count(p)) << "both own " << p;
 }
 
+// Removed from a running fleet (a reload that drops or changes it), ordered work leaves its
+// partitions released: the other replica takes them at once, not a lease later, and goes on
+// with every message once, in order.
+TEST(OrderedWork, RemovedFromARunningFleetItHandsItsPartitionsOverAtOnce) {
+  OrderedBroker b;
+  auto long_lease = [](WorkSpec& spec) { spec.lease = 30s; };
+  OrderedFleet one(b.server.url(), {}, long_lease);
+  ASSERT_TRUE(wait_for([&] { return one.health().partitions_owned.size() == 16; }, 30s));
+  publish_keys(b.admin, 20, 0, 5);
+  ASSERT_TRUE(wait_for([&] { return one.seen().size() >= 100; }, 30s));
+  OrderedFleet two(b.server.url(), {}, long_lease);  // settles for two leases before a handover
+  ASSERT_TRUE(wait_for([&] { return two.health().state == SubscriptionState::bound; }, 30s));
+  EXPECT_TRUE(two.health().partitions_owned.empty());
+
+  ASSERT_TRUE(one.fleet().remove("orders", 5s));
+  EXPECT_TRUE(one.fleet().health().subscriptions.empty());
+  ASSERT_TRUE(wait_for([&] { return two.health().partitions_owned.size() == 16; }, 15s))
+      << two.health().partitions_owned.size() << " partitions taken within half a lease";
+  publish_keys(b.admin, 20, 5, 10);
+  ASSERT_TRUE(wait_for([&] { return two.seen().size() >= 100; }, 30s)) << two.seen().size();
+  EXPECT_EQ(one.seen().size(), 100u);
+  EXPECT_EQ(two.seen().size(), 100u) << "nothing the first one handled is handled again";
+  EXPECT_TRUE(out_of_order(two.seen()).empty());
+  auto all = one.seen();
+  const auto more = two.seen();
+  all.insert(all.end(), more.begin(), more.end());
+  EXPECT_EQ(distinct(all).size(), 200u);
+}
+
 TEST(OrderedWork, ACleanRestartResumesAfterTheCheckpoint) {
   OrderedBroker b;
   publish_keys(b.admin, 20, 0, 5);
