@@ -297,6 +297,20 @@ std::string status_line(const FleetHealth& h) {
 
 namespace {
 
+// What the fleet answered to adding subscription `name` decides its sink's fate: kept for it
+// (until the daemon ends), or stopped again. Returns that answer.
+Result<void> keep_sink(Daemon::State& s, const std::string& name, std::unique_ptr<sinks::Sink> sink,
+                       Result<void> added) {
+  if (!added) {
+    sink->stop();
+    return added;
+  }
+  std::lock_guard lock(s.sinks_mu);
+  s.sink_of[name] = sink.get();
+  s.sinks.push_back(std::move(sink));
+  return {};
+}
+
 // Makes the work's sink and adds the work to the fleet: before start() it starts with the fleet,
 // after, at once. An error names the work; the sink it made is stopped again.
 Result<void> start_work(Daemon::State& s, const config::WorkConfig& work) {
@@ -316,15 +330,7 @@ Result<void> start_work(Daemon::State& s, const config::WorkConfig& work) {
     auto result = deliver_and_publish(fleet, s.metrics, *sink, name, m);
     return std::move(result.disposition).because(std::move(result.error));
   });
-  if (!added) {
-    sink->stop();
-    return added.error();
-  }
-  {
-    std::lock_guard lock(s.sinks_mu);
-    s.sink_of[name] = sink;
-    s.sinks.push_back(std::move(made).value());
-  }
+  if (auto kept = keep_sink(s, name, std::move(made).value(), std::move(added)); !kept) return kept;
   base::log_event(*s.log, spdlog::level::info, {{"event", "work"}, {"work", name}},
                   "work {}: {} -> {}", name,
                   fleet::describe_subjects(fleet::filter_subjects(work.spec)), sink->describe());
@@ -363,15 +369,7 @@ Result<void> start_broadcast(Daemon::State& s, const config::BroadcastConfig& bc
           throw DownstreamUnavailable(result.error, result.disposition.delay());
         if (redeliverable) throw std::runtime_error(result.error);
       });
-  if (!added) {
-    sink->stop();
-    return added.error();
-  }
-  {
-    std::lock_guard lock(s.sinks_mu);
-    s.sink_of[name] = sink;
-    s.sinks.push_back(std::move(made).value());
-  }
+  if (auto kept = keep_sink(s, name, std::move(made).value(), std::move(added)); !kept) return kept;
   base::log_event(*s.log, spdlog::level::info, {{"event", "broadcast"}, {"broadcast", name}},
                   "broadcast {}: {} -> {}", name, bc.spec.subject, sink->describe());
   return {};

@@ -273,6 +273,41 @@ TEST(Daemon, SighupReloadsTheConfigUnderFlowLosingNothingAndHandlingNothingTwice
   EXPECT_EQ(d.wait_exit(10s), 0) << d.log();
 }
 
+// A reload whose new definition of a work cannot start (its worker is not executable) starts
+// the work again as it was: its messages keep reaching the old sink.
+TEST(Daemon, AReloadedWorkThatCannotStartRunsOnAsItWas) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  TempDir dir;
+  const int port = free_loopback_port();
+  const std::string sink = dir.path() + "/kept.jsonl";
+  DaemonProcess d(dir.path(), "k", work_config("k", sink, port), {"--server", server.url()});
+  d.start();
+  ASSERT_TRUE(wait_for([&] { return readyz(port) == 200; }, 15s)) << d.log();
+  admin.publish_many("jobs.run", 100, "before-");
+  ASSERT_TRUE(wait_for([&] { return read_sink_file(sink).records == 100; }, 30s)) << d.log();
+
+  std::string broken = work_config("k", sink, port);
+  broken.replace(broken.find("sink = {"), std::string::npos,
+                 "sink = { type = \"worker\", command = [\"" + dir.path() + "/missing\"] }\n");
+  std::ofstream(d.config_path()) << broken;
+  d.signal(SIGHUP);
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return d.log().find("reloaded: 0 started, 1 stopped, 0 unchanged, 1 failed") !=
+               std::string::npos;
+      },
+      30s))
+      << d.log();
+  EXPECT_NE(d.log().find("starting it as it was"), std::string::npos) << d.log();
+  admin.publish_many("jobs.run", 100, "after-");
+  ASSERT_TRUE(wait_for([&] { return read_sink_file(sink).records == 200; }, 30s)) << d.log();
+  EXPECT_EQ(readyz(port), 200);
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(10s), 0) << d.log();
+}
+
 // A replica paused (SIGSTOP) longer than ack_wait while messages flow: what reached it before
 // the pause (in its socket, or on the way) has meanwhile been handed to the other replica by
 // the broker. When it resumes it must not handle those again.
