@@ -411,7 +411,14 @@ NatsCluster::NatsCluster(const NatsClusterOptions& cluster_options) {
                                  " nodes, " + std::to_string(kMaxStartAttempts) + " times");
       continue;
     }
-    if (!port_conflict || attempt == kMaxStartAttempts) {
+    // Every node up, routes made, and still no meta leader after the whole wait: nats-server
+    // 2.10 can lose its first elections to duplicate-route races between pooled routes and then
+    // never elect (seen under load: 20 s of "has not established contact with a meta leader").
+    // Such a start is made again from scratch, as a port conflict is.
+    const bool all_running =
+        std::all_of(nodes_.begin(), nodes_.end(), [](const auto& node) { return node->running(); });
+    const bool leaderless = all_running && meta_leader().empty();
+    if (!(port_conflict || leaderless) || attempt == kMaxStartAttempts) {
       throw std::runtime_error("NatsCluster(" + std::to_string(size) + ") did not form:\n" +
                                join(errors, "\n\n"));
     }
