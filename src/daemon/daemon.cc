@@ -221,7 +221,7 @@ Result<void> publish_all(Fleet& fleet, const std::vector<sinks::Publish>& messag
 // Hands a message to its sink and, when the sink took it, publishes what the worker asked for
 // (stored before the source is settled): a publish that did not make it is a retry, the stream
 // being the downstream too. Counts the outcome.
-sinks::SinkResult deliver_and_publish(Fleet& fleet, health::DaemonMetrics& metrics,
+sinks::SinkResult deliver_and_publish(Fleet& fleet, health::SubscriptionMetrics& metrics,
                                       sinks::Sink& sink, const std::string& name,
                                       const Message& m) {
   const auto started = Clock::now();
@@ -231,11 +231,11 @@ sinks::SinkResult deliver_and_publish(Fleet& fleet, health::DaemonMetrics& metri
       result.disposition = Disposition::retry();
       result.error = published.error().describe();
     } else {
-      metrics.count_published(name, result.publish.size());
+      metrics.count_published(result.publish.size());
     }
   }
-  if (!result.error.empty()) metrics.count_sink_error(name);
-  metrics.observe(name, Clock::now() - started, result.disposition.kind());
+  if (!result.error.empty()) metrics.count_sink_error();
+  metrics.observe(Clock::now() - started, result.disposition.kind());
   return result;
 }
 
@@ -324,10 +324,10 @@ Result<void> start_work(Daemon::State& s, const config::WorkConfig& work) {
   // keep a message alive that long, plus time for the stored publishes it asks for.
   if (auto timeout = sinks::delivery_timeout(work.sink))
     spec.keep_alive_limit = *timeout + kPublishMargin;
-  s.metrics.register_subscription(name);
+  health::SubscriptionMetrics& metrics = s.metrics.register_subscription(name);
   Fleet& fleet = *s.fleet;
-  auto added = fleet.add_work(spec, [&s, &fleet, sink, name](const Message& m) {
-    auto result = deliver_and_publish(fleet, s.metrics, *sink, name, m);
+  auto added = fleet.add_work(spec, [&metrics, &fleet, sink, name](const Message& m) {
+    auto result = deliver_and_publish(fleet, metrics, *sink, name, m);
     return std::move(result.disposition).because(std::move(result.error));
   });
   if (auto kept = keep_sink(s, name, std::move(made).value(), std::move(added)); !kept) return kept;
@@ -354,12 +354,12 @@ Result<void> start_broadcast(Daemon::State& s, const config::BroadcastConfig& bc
     return Error{made.error().code, "broadcast " + bc.spec.name + ": " + made.error().describe()};
   sinks::Sink* sink = made.value().get();
   const std::string name = bc.spec.name;
-  s.metrics.register_subscription(name);
+  health::SubscriptionMetrics& metrics = s.metrics.register_subscription(name);
   Fleet& fleet = *s.fleet;
   const bool redeliverable = bc.spec.source == BroadcastSource::jetstream;
-  auto added =
-      fleet.add_broadcast(bc.spec, [&s, &fleet, sink, name, redeliverable](const Message& m) {
-        auto result = deliver_and_publish(fleet, s.metrics, *sink, name, m);
+  auto added = fleet.add_broadcast(
+      bc.spec, [&s, &metrics, &fleet, sink, name, redeliverable](const Message& m) {
+        auto result = deliver_and_publish(fleet, metrics, *sink, name, m);
         if (result.error.empty()) return;
         SPDLOG_LOGGER_DEBUG(s.log, "broadcast {}: sink: {}", name, result.error);
         // The downstream is away: the fleet retries this message (a core one in place, while

@@ -29,10 +29,6 @@ using Outcome = CliOutcome;
 // Runs `natsfleet audit <args>`, stdout and stderr kept apart.
 Outcome run_audit(const std::string& args) { return run_cli("audit " + args); }
 
-std::string explain(const Outcome& o) {
-  return "exit " + std::to_string(o.code) + "\nstdout:\n" + o.out + "\nstderr:\n" + o.err;
-}
-
 // A durable pull consumer (or push, with a deliver subject) created through the raw API, the way
 // another client or an older release would have made it.
 void create_consumer(BrokerClient& admin, const std::string& stream, nlohmann::json config) {

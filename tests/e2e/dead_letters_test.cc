@@ -22,10 +22,6 @@ using namespace std::chrono_literals;
 
 using Outcome = CliOutcome;
 
-std::string explain(const Outcome& o) {
-  return "exit " + std::to_string(o.code) + "\nstdout:\n" + o.out + "\nstderr:\n" + o.err;
-}
-
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }

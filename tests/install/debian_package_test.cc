@@ -19,10 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string explain(const CliOutcome& o) {
-  return "exit " + std::to_string(o.code) + "\n" + o.out + o.err;
-}
-
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }

@@ -21,10 +21,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string explain(const CliOutcome& o) {
-  return "exit " + std::to_string(o.code) + "\n" + o.out + o.err;
-}
-
 // The image as the Image.Build fixture made it (tests/install/CMakeLists.txt), unpacked as a
 // runtime would: bundle/config.json and bundle/rootfs.
 class Image : public ::testing::Test {

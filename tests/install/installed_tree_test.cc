@@ -19,10 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string explain(const CliOutcome& o) {
-  return "exit " + std::to_string(o.code) + "\n" + o.out + o.err;
-}
-
 // "LIB/x" -> the library directory's x (lib/x86_64-linux-gnu/x on Debian).
 std::string in_libdir(const std::string& path) {
   return path.rfind("LIB/", 0) == 0 ? std::string(NATSFLEET_LIBDIR) + path.substr(3) : path;

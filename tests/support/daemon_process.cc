@@ -136,6 +136,11 @@ uint64_t rss_kib(pid_t pid) {
   return 0;
 }
 
+std::string explain(const CliOutcome& outcome) {
+  return "exit " + std::to_string(outcome.code) + "\nstdout:\n" + outcome.out + "\nstderr:\n" +
+         outcome.err;
+}
+
 CliOutcome run_shell(const std::string& command) {
   TempDir dir;
   const std::string err_path = dir.path() + "/stderr";

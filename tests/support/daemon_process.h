@@ -64,6 +64,8 @@ struct CliOutcome {
   std::string out;
   std::string err;
 };
+// "exit N" and both outputs, for a failed assertion's message.
+std::string explain(const CliOutcome& outcome);
 CliOutcome run_cli(const std::string& args);
 // Any command line, through the shell, the same way.
 CliOutcome run_shell(const std::string& command);

@@ -176,7 +176,7 @@ TEST_F(HealthServerTest, ReadyzFollowsReadinessWithReasons) {
 }
 
 TEST_F(HealthServerTest, MetricsAreStrictPrometheusText) {
-  metrics_.observe("mail-relay", 4ms, Disposition::Kind::ack);
+  metrics_.register_subscription("mail-relay").observe(4ms, Disposition::Kind::ack);
   auto server = start();
   Client client(server->port());
   const auto r = client.get("/metrics");

@@ -37,15 +37,15 @@ struct Rendered {
   ParsedMetrics parsed;
 
   Rendered() {
-    metrics.register_subscription("mail-relay");
+    SubscriptionMetrics& relay = metrics.register_subscription("mail-relay");
     metrics.register_subscription("status");
-    metrics.observe("mail-relay", milliseconds(3), Disposition::Kind::ack);
-    metrics.observe("mail-relay", milliseconds(40), Disposition::Kind::ack);
-    metrics.observe("mail-relay", milliseconds(30000), Disposition::Kind::nak);
-    metrics.observe("mail-relay", milliseconds(300), Disposition::Kind::term);
-    metrics.count_published("mail-relay", 9);
-    metrics.count_sink_error("mail-relay");
-    metrics.count_sink_error("mail-relay");
+    relay.observe(milliseconds(3), Disposition::Kind::ack);
+    relay.observe(milliseconds(40), Disposition::Kind::ack);
+    relay.observe(milliseconds(30000), Disposition::Kind::nak);
+    relay.observe(milliseconds(300), Disposition::Kind::term);
+    relay.count_published(9);
+    relay.count_sink_error();
+    relay.count_sink_error();
     text = render_metrics(health, metrics, kService);
     parsed = parse_prometheus(text);
   }
