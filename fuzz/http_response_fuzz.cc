@@ -38,7 +38,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (delay.count() < 0) __builtin_trap();
   }
   (void)natsfleet::sinks::http_retry_delay(bytes, delivered);
-  std::string why;
-  (void)natsfleet::sinks::parse_http_url(bytes, why);
+  (void)natsfleet::sinks::parse_http_url(bytes);
   return 0;
 }

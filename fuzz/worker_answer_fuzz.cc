@@ -9,7 +9,6 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view line(reinterpret_cast<const char*>(data), size);
-  std::string why;
-  (void)natsfleet::sinks::parse_worker_answer(line, why);
+  (void)natsfleet::sinks::parse_worker_answer(line);
   return 0;
 }

@@ -58,7 +58,7 @@ std::string short_body(const std::string& body) {
 
 }  // namespace
 
-std::optional<HttpUrl> parse_http_url(std::string_view url, std::string& why) {
+Result<HttpUrl> parse_http_url(std::string_view url) {
   HttpUrl out;
   std::string_view rest;
   if (iequals_prefix(url, "http://")) {
@@ -67,32 +67,27 @@ std::optional<HttpUrl> parse_http_url(std::string_view url, std::string& why) {
     out.tls = true;
     rest = url.substr(8);
   } else {
-    why = "url must start with http:// or https://";
-    return std::nullopt;
+    return Result<HttpUrl>(Errc::invalid_argument, "url must start with http:// or https://");
   }
   if (rest.find('#') != std::string_view::npos) {
-    why = "url may not have a fragment";
-    return std::nullopt;
+    return Result<HttpUrl>(Errc::invalid_argument, "url may not have a fragment");
   }
   const size_t authority_end = rest.find_first_of("/?");
   std::string_view authority = rest.substr(0, authority_end);
   std::string_view target =
       authority_end == std::string_view::npos ? std::string_view() : rest.substr(authority_end);
   if (authority.find('@') != std::string_view::npos) {
-    why = "url may not carry credentials; use headers";
-    return std::nullopt;
+    return Result<HttpUrl>(Errc::invalid_argument, "url may not carry credentials; use headers");
   }
   const auto parsed = base::parse_url(url);
   if (!parsed) {
-    why = "url " + parsed.error().message;
-    return std::nullopt;
+    return Result<HttpUrl>(Errc::invalid_argument, "url " + parsed.error().message);
   }
   out.host = parsed->host;
   if (!parsed->port) {
     out.port = out.tls ? "443" : "80";
   } else if (*parsed->port == 0) {
-    why = "url has a bad port";
-    return std::nullopt;
+    return Result<HttpUrl>(Errc::invalid_argument, "url has a bad port");
   } else {
     out.port = std::to_string(*parsed->port);
   }
@@ -238,9 +233,10 @@ class HttpSink::Connection {
 };
 
 HttpSink::HttpSink(HttpSinkOptions options) : options_(std::move(options)) {
-  std::string why;
-  auto url = parse_http_url(options_.url, why);
-  if (!url) throw std::invalid_argument("http sink: " + why + ": " + redact_url(options_.url));
+  auto url = parse_http_url(options_.url);
+  if (!url)
+    throw std::invalid_argument("http sink: " + url.error().describe() + ": " +
+                                redact_url(options_.url));
   url_ = std::move(*url);
   const bool default_port = url_.port == (url_.tls ? "443" : "80");
   const bool v6 = url_.host.find(':') != std::string::npos;

@@ -27,9 +27,9 @@ struct HttpUrl {
   std::string target;  // path and query, "/" at least
 };
 
-// nullopt (with `why`) unless the scheme is http or https and a host is present. Userinfo and
-// fragments are refused rather than silently dropped.
-std::optional<HttpUrl> parse_http_url(std::string_view url, std::string& why);
+// Errc::invalid_argument, saying why, unless the scheme is http or https and a host is present.
+// Userinfo and fragments are refused rather than silently dropped.
+Result<HttpUrl> parse_http_url(std::string_view url);
 
 // The redelivery delay for a retryable failure: Retry-After in its delta-seconds form, capped at
 // 5 minutes; otherwise (absent, or an HTTP date) 1s doubling with each delivery, capped at 60s.

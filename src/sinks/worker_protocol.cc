@@ -16,16 +16,14 @@ SinkResult bad_answer(std::string why) {
 
 }  // namespace
 
-std::optional<WorkerAnswer> parse_worker_answer(std::string_view line, std::string& why) {
+Result<WorkerAnswer> parse_worker_answer(std::string_view line) {
   const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
-    why = "not a JSON object";
-    return std::nullopt;
+    return Result<WorkerAnswer>(Errc::protocol, "not a JSON object");
   }
   const auto id = j.find("id");
   if (id == j.end() || !id->is_number_unsigned()) {
-    why = "no numeric \"id\"";
-    return std::nullopt;
+    return Result<WorkerAnswer>(Errc::protocol, "no numeric \"id\"");
   }
   WorkerAnswer answer;
   answer.id = id->get<uint64_t>();

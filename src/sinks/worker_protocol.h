@@ -24,9 +24,9 @@ struct WorkerAnswer {
   SinkResult result;
 };
 
-// nullopt (with `why` set) when the line is not a JSON object with a non-negative integer "id":
-// the sink logs it and goes on reading.
-std::optional<WorkerAnswer> parse_worker_answer(std::string_view line, std::string& why);
+// Errc::protocol, saying why, when the line is not a JSON object with a non-negative integer
+// "id": the sink logs it and goes on reading.
+Result<WorkerAnswer> parse_worker_answer(std::string_view line);
 
 // A "delay" is a duration string (base::parse_duration) or a JSON number of seconds. A year is
 // far beyond any sensible redelivery delay: a longer one is an unreadable answer.

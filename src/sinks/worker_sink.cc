@@ -373,13 +373,12 @@ void WorkerSink::expire_deliveries(std::unique_lock<std::mutex>& lock, Clock::ti
 void WorkerSink::handle_line(std::string_view line) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   if (line.empty()) return;
-  std::string why;
-  auto answer = parse_worker_answer(line, why);
+  auto answer = parse_worker_answer(line);
   if (!answer) {
     base::log_event(*spdlog::default_logger(), spdlog::level::warn,
                     {{"event", "worker-bad-answer"}, {"program", options_.command.front()}},
-                    "worker sink: ignoring a line from {}: {}: {}", options_.command.front(), why,
-                    line.substr(0, 200));
+                    "worker sink: ignoring a line from {}: {}: {}", options_.command.front(),
+                    answer.error().describe(), line.substr(0, 200));
     return;
   }
   std::lock_guard lock(mu_);

@@ -10,10 +10,9 @@ namespace {
 using namespace std::chrono_literals;
 
 WorkerAnswer parse_ok(std::string_view line) {
-  std::string why;
-  auto answer = parse_worker_answer(line, why);
-  EXPECT_TRUE(answer) << line << ": " << why;
-  return answer.value_or(WorkerAnswer{});
+  auto answer = parse_worker_answer(line);
+  EXPECT_TRUE(answer) << line << ": " << answer.error().describe();
+  return answer ? *answer : WorkerAnswer{};
 }
 
 TEST(ParseWorkerAnswer, AckNakAndTerm) {
@@ -60,11 +59,12 @@ TEST(ParseWorkerAnswer, UnknownResultAndBadFieldsAreNaks) {
 }
 
 TEST(ParseWorkerAnswer, LinesWithoutAnIdAreRejected) {
-  std::string why;
   for (const char* line : {"", "hello", "[1,2]", R"({"result":"ack"})", R"({"id":"7"})",
                            R"({"id":-1,"result":"ack"})", R"({"id":1.5,"result":"ack"})"}) {
-    EXPECT_FALSE(parse_worker_answer(line, why)) << line;
-    EXPECT_FALSE(why.empty());
+    auto answer = parse_worker_answer(line);
+    ASSERT_FALSE(answer) << line;
+    EXPECT_EQ(answer.error().code, Errc::protocol);
+    EXPECT_FALSE(answer.error().describe().empty());
   }
 }
 
