@@ -33,7 +33,7 @@ Dispatcher::~Dispatcher() {
 Dispatcher::Submitted Dispatcher::submit(nats::InboundMessage&& msg, Placement placement) {
   Submitted result;
   bool wake;
-  const auto now = options_.clock();
+  const auto now = options_.clock->now();
   // The broker's ack_wait clock for it started when it arrived, or at its last in-progress ack.
   auto touched = std::max(msg.received, msg.kept_alive);
   if (touched == Clock::time_point{}) touched = now;
@@ -93,7 +93,7 @@ Dispatcher::Submitted Dispatcher::submit(nats::InboundMessage&& msg, Placement p
 
 void Dispatcher::submit_all(std::vector<nats::InboundMessage>& batch) {
   if (batch.empty()) return;
-  const auto now = options_.clock();
+  const auto now = options_.clock->now();
   int wake = 0;
   {
     std::lock_guard lock(state_->mu);
@@ -171,7 +171,7 @@ void Dispatcher::worker(const std::shared_ptr<State>& state, size_t slot_index) 
     slot.active = true;
     slot.overran = false;
     slot.reply = item.msg.reply;
-    slot.started = state->clock();
+    slot.started = state->clock->now();
     slot.touched = item.touched;
     item.msg.kept_alive = item.touched;
     lock.unlock();

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/ring_queue.h"
 #include "nats/connection.h"
 
@@ -39,8 +40,8 @@ class Dispatcher {
     // one's key is dropped, or the oldest of all when none has it.
     size_t max_queued = 0;
     Key key;
-    // The time source for arrival and start stamps (tests may pass their own).
-    Clock::time_point (*clock)() = &Clock::now;
+    // The time source for arrival and start stamps (tests pass a base::ManualClock).
+    const base::Clock* clock = &base::Clock::steady();
   };
 
   enum class Placement {
@@ -118,7 +119,7 @@ class Dispatcher {
     int waiting = 0;  // idle workers: a submit wakes one only when someone waits
     bool stopping = false;
     Process process;
-    Clock::time_point (*clock)() = &Clock::now;
+    const base::Clock* clock = nullptr;
   };
   static void worker(const std::shared_ptr<State>& state, size_t slot);
 

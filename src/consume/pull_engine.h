@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "consume/intake.h"
 #include "consume/pull_status.h"
 #include "consume/pull_window.h"
@@ -38,8 +39,8 @@ class PullEngine final : public Intake {
     std::chrono::milliseconds heartbeat{5000};
     // The consumer's ack_wait, for the gap rule above; 0: no gap is ever called.
     std::chrono::milliseconds ack_wait{0};
-    // The time source (tests may pass their own).
-    Clock::time_point (*clock)() = &Clock::now;
+    // The time source (tests pass a base::ManualClock).
+    const base::Clock* clock = &base::Clock::steady();
   };
   // Ordinary messages, in arrival order (to hand to handlers; call message_done() when each is
   // finished). The callee moves out what it takes.
@@ -91,7 +92,7 @@ class PullEngine final : public Intake {
   void on_batch(std::vector<nats::InboundMessage>& batch, uint64_t generation);
   // A gap (see above) as of `at`: marks the inbox for replacement and forgets the requests.
   bool gap_locked(Clock::time_point at);
-  Clock::time_point now() const { return options_.clock(); }
+  Clock::time_point now() const { return options_.clock->now(); }
   // Subscribes a fresh inbox (the generation after a gap) and drops the old subscription.
   Result<void> subscribe_inbox();
   // Computes under the lock how much to ask for (0: nothing now) and the inbox to ask for it on;

@@ -25,13 +25,13 @@ void ConsumerLifecycle::log_once(const std::string& text) {
 }
 
 Result<nats::ConsumerInfo> ConsumerLifecycle::bind(const std::string& stream, uint64_t last_handled,
-                                                   const Wait& wait) {
+                                                   const Wait& wait, const AskPeers& ask_peers) {
   uint64_t last_seq = 0;
   if (auto info = api_.stream_info(stream)) {
     stream_created_ = info->created;
     last_seq = info->last_seq;
   }
-  auto info = options_.scope == Scope::shared ? reconcile(stream, last_seq, wait)
+  auto info = options_.scope == Scope::shared ? reconcile(stream, last_seq, wait, ask_peers)
                                               : ensure_replica_consumer(stream, last_handled);
   if (!info) return info;
   stream_ = stream;
@@ -70,8 +70,8 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::create_or_read(const std::string& 
 }
 
 Result<nats::ConsumerInfo> ConsumerLifecycle::reconcile(const std::string& stream,
-                                                        uint64_t stream_last_seq,
-                                                        const Wait& wait) {
+                                                        uint64_t stream_last_seq, const Wait& wait,
+                                                        const AskPeers& ask_peers) {
   auto existing = api_.consumer_info(stream, spec_.name);
   if (!existing && !existing.error().is_consumer_not_found()) return existing.error();
   if (!existing) {
@@ -81,8 +81,16 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::reconcile(const std::string& strea
     // Deleted a moment ago, perhaps: the replicas that were bound recreate it after their ack
     // floor. This one knows no floor; created first, from the start, it would win the race and
     // every message the fleet handled would be handled again.
-    if (wait && options_.first_create_wait.count() > 0 && !bound_before_ &&
-        spec_.start == StartAt::all && stream_last_seq > 0) {
+    const bool may_replay = wait && options_.first_create_wait.count() > 0 && !bound_before_ &&
+                            spec_.start == StartAt::all && stream_last_seq > 0;
+    // No live replica of this work listens: nobody knew the consumer to recreate it.
+    if (may_replay && ask_peers && ask_peers(stream) == Peers::nobody) {
+      base::log_event(*log_, spdlog::level::info,
+                      {{kind(), spec_.name}, {"event", "consumer-first"}},
+                      "work {}: consumer {} is not on stream {} and no live replica of the work "
+                      "knew it: creating it as the spec says",
+                      spec_.name, spec_.name, stream);
+    } else if (may_replay) {
       base::log_event(
           *log_, spdlog::level::info, {{kind(), spec_.name}, {"event", "consumer-waiting"}},
           "work {}: consumer {} is not on stream {}, which holds messages; waiting {} ms for a "
@@ -91,7 +99,7 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::reconcile(const std::string& strea
           spec_.name, spec_.name, stream, options_.first_create_wait.count());
       if (!wait(options_.first_create_wait))
         return Result<nats::ConsumerInfo>(Errc::shutting_down, "stopping");
-      return reconcile(stream, stream_last_seq, {});
+      return reconcile(stream, stream_last_seq, {}, {});
     }
     // What was handled already, as far as this replica knows it: a consumer made from
     // spec.start would deliver it again.

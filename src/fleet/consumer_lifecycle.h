@@ -50,11 +50,16 @@ class ConsumerLifecycle {
     // stream holding messages waits before creating it from the stream's start. The consumer
     // may have been deleted a moment ago, and the replicas that were bound to it recreate it
     // after the ack floor they saw; created first from the start, it would replay the whole
-    // stream to the fleet. 0: no wait.
+    // stream to the fleet. Not waited when no live replica knew the consumer (AskPeers). 0: no
+    // wait.
     std::chrono::milliseconds first_create_wait{0};
   };
   // Sleeps for the time given; false when the subscription is stopping.
   using Wait = std::function<bool(std::chrono::milliseconds)>;
+  // Whether a live replica of this work was bound to its consumer on `stream`: `nobody` (none
+  // is listening), `someone` (one answered) or `unknown` (no answer in time, an error).
+  enum class Peers { nobody, someone, unknown };
+  using AskPeers = std::function<Peers(const std::string& stream)>;
 
   ConsumerLifecycle(const WorkSpec& spec, Options options, nats::ConsumerApi& api,
                     std::shared_ptr<spdlog::logger> log);
@@ -62,9 +67,9 @@ class ConsumerLifecycle {
   // The consumer to consume on `stream`, made right on the broker first. Remembers the stream,
   // the consumer and its ack floor. A replica's own consumer, when made anew, resumes after the
   // higher of its last ack floor and `last_handled`. `wait` serves first_create_wait (none: no
-  // wait).
+  // wait), which `ask_peers` answering `nobody` skips.
   Result<nats::ConsumerInfo> bind(const std::string& stream, uint64_t last_handled = 0,
-                                  const Wait& wait = {});
+                                  const Wait& wait = {}, const AskPeers& ask_peers = {});
 
   // One lookup of the bound consumer; raises the ack floor when present.
   Lookup look_up(Error* error);
@@ -97,7 +102,7 @@ class ConsumerLifecycle {
 
  private:
   Result<nats::ConsumerInfo> reconcile(const std::string& stream, uint64_t stream_last_seq,
-                                       const Wait& wait);
+                                       const Wait& wait, const AskPeers& ask_peers);
   Result<nats::ConsumerInfo> adopt(const std::string& stream, nats::ConsumerInfo info);
   Result<nats::ConsumerInfo> migrate(const std::string& stream, const nats::ConsumerInfo& old,
                                      const std::string& problem);

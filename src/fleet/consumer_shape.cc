@@ -76,6 +76,10 @@ std::string deliver_subject_for(const std::string& durable) {
   return "_NATSFLEET.deliver." + durable;
 }
 
+std::string peers_subject_for(const std::string& stream, const std::string& durable) {
+  return "_NATSFLEET.peers." + stream + "." + durable;
+}
+
 nats::ConsumerConfig desired_consumer_config(const WorkSpec& spec, const std::string& durable) {
   nats::ConsumerConfig c;
   c.durable_name = durable.empty() ? spec.name : durable;

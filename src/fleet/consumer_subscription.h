@@ -7,21 +7,9 @@
 // message goes to one replica); Scope::per_replica is a JetStream broadcast (this replica's own
 // named ephemeral, recreated after the last message this replica saw).
 //
-// A message's path, in order (the thread each stage runs on in brackets):
-//   1. the intake receives it: consume::PullEngine::on_message, or QueueIntake for a push
-//      consumer [nats.c's subscription thread];
-//   2. install_intake's deliver lambda puts it in the dispatcher's queue: consume::Dispatcher::
-//      submit [same thread; the queue is the hand-off to handler threads];
-//   3. ConsumerSubscription::process [a handler thread]: skip it if it waited past a gap (stale);
-//      hold it untried while the downstream is down (DownstreamGate::hold); parse its delivery;
-//      dead-letter it if it was delivered again and again with no verdict;
-//   4. run_handler: the user's handler (or the daemon's sink) returns a Disposition;
-//   5. a retry (the downstream failed) stays in hand: DownstreamGate::failed decides, and
-//      apply() pauses the intake or hands messages back; anything else is settled:
-//   6. settle: ack, nak with backoff, or term after storing the dead letter; send_ack publishes
-//      the answer; message_done() frees its place in the pull window.
-// The two callbacks on this path (the intake's deliver and the dispatcher's process) are the two
-// thread boundaries; everything after stage 3 is a plain call.
+// The supervisor's thread binds, watches and recovers the consumer and owns its intake (the pull
+// engine, or a push queue); each message the intake receives goes through the DeliveryPipeline
+// (fleet/delivery_pipeline.h), whose handler threads answer the broker.
 //
 //   binding --bound--> bound <--> recovering ; bound <--> stalled ; any -> fatal | stopped
 //
@@ -45,11 +33,10 @@
 #include <vector>
 
 #include "base/backoff.h"
-#include "consume/dispatcher.h"
 #include "consume/intake.h"
 #include "consume/pull_status.h"
 #include "fleet/consumer_lifecycle.h"
-#include "fleet/downstream_gate.h"
+#include "fleet/delivery_pipeline.h"
 #include "fleet/stuck_consumer.h"
 #include "fleet/subscription_status.h"
 #include "fleet/supervised.h"
@@ -66,7 +53,7 @@ struct ReplicaOptions {
   bool last_per_subject = false;
 };
 
-class ConsumerSubscription final : public Supervised {
+class ConsumerSubscription final : public Supervised, private IntakeControl {
  public:
   using Scope = ConsumerLifecycle::Scope;
 
@@ -91,6 +78,12 @@ class ConsumerSubscription final : public Supervised {
   std::string unsupported_by_server();
   Result<void> bind();
   Result<std::string> locate_stream();
+  // Work only: answers peers asking whether a live replica knows the bound consumer, from the
+  // first bind until shutdown.
+  void answer_peers();
+  // Whether a live replica of this work knows its consumer on `stream` (asked before a first
+  // create on a stream holding messages).
+  ConsumerLifecycle::Peers ask_peers(const std::string& stream);
   void install_intake(const nats::ConsumerConfig& config);
   void poll_info();
   // The consumer's leader seems to have stopped redelivering: asks it to step down.
@@ -100,40 +93,41 @@ class ConsumerSubscription final : public Supervised {
   // unanswered): once it has lasted replace_unserved_after with nothing served meanwhile and the
   // stream answers, deletes the consumer so that the recovery makes it anew (true then).
   bool replace_if_unserved(const std::string& evidence);
+  // The consumer has served nothing for replace_unserved_after, counted from the first evidence
+  // since it last served or the link last changed (which restarts the count).
+  bool unserved_long(Clock::time_point now);
+  // A last look before deleting: a leader, a consumer made lately, a stream that does not
+  // answer yet, or a leader that answers a pull spares it.
+  bool still_served(Clock::duration unserved, const std::string& evidence);
+  void delete_unserved(Clock::duration unserved, const std::string& evidence);
   void enter_recovering(const std::string& why);
+  // The consumer is missing: makes it anew after the ack floor (ConsumerLifecycle::recreate)
+  // and consumes it. False, with a warning, when it could not be made.
+  bool remake_consumer();
   void go_fatal(const std::string& reason);
 
-  // One delivery (or a held message tried again: `probe`) through the handler and to the broker.
-  void process(nats::InboundMessage&& msg, bool probe);
-  Disposition run_handler(const Message& message, uint64_t delivered);
-  // The message was stored at least `age` ago, by the broker's stored time and this host's
-  // clock (true when the delivery does not say).
-  static bool stored_before(const Message& message, std::chrono::milliseconds age);
-  // Acks, naks or terminates (after the dead letter is stored) and counts it.
-  void settle(const Message& message, const std::string& reply, Disposition outcome);
-  // Carries out what the downstream gate decided: pause or resume intake, hand held messages
-  // back, reject the ones that failed alone.
-  void apply(DownstreamGate::Outcome outcome);
-  // A held message out as a probe was settled without the handler (no longer this replica's, or
-  // set aside): the gate probes with the next, or comes up with none left.
-  void forget_probe(uint64_t id);
-  // Supervisor-thread upkeep of held messages: in-progress acks, the next probe, health.
-  void tend_held();
-  // In-progress acks for messages waiting for a handler or handled long, before ack_wait runs
-  // out; gives back what waited past keep_alive_limit (see WorkSpec::keep_alive_limit).
-  void keep_alive();
   void on_pull_signal(const consume::PullStatus& status);
-  void send_ack(const std::string& reply, std::string_view body);
-  // Sizes the pull window from measured handler times: what this replica's handlers finish in
-  // half of ack_wait. Large for fast handlers (throughput), small for slow ones (a message
-  // waits little before its handler starts); never more than kMaxWindowBytes of messages of
-  // the average size seen.
-  void adapt_window(Clock::duration handler_time, size_t message_bytes);
-  // Naks a message this replica will not handle, so another replica gets it at once.
-  void give_back(nats::InboundMessage&& msg);
-  // `in` as handlers see it, its delivery read from the reply subject; takes all of `in` but
-  // its reply.
-  Message as_message(nats::InboundMessage& in) const;
+  // Carries out what the pull engine signalled; false when the subscription left `bound`.
+  bool act_on(const consume::PullStatus& signal);
+  // One look at the intake per tick: heartbeats owed and missed, a new gap.
+  struct IntakeCheck {
+    bool running = false;
+    bool missed_heartbeats = false;
+    bool new_gap = false;
+    uint64_t skipped = 0;  // deliveries skipped for gaps so far
+  };
+  IntakeCheck check_intake();
+  // A silence long enough to be a gap: acks sent again, and said (a warning unless an outage
+  // explains it).
+  void report_gap(uint64_t skipped);
+  // The pipeline's keep-alive, at most every half tick.
+  void keep_alive();
+  // Sends the latest acks again: after a recovery or a leader change (DeliveryPipeline).
+  void resend_recent_acks();
+  // IntakeControl: what the pipeline's handler threads ask of the intake.
+  void message_done() override;
+  void hold_back(bool hold) override;
+  void set_window(int messages) override;
 
   // Sleeps until `d` passes or something happens (a signal, a reconnect, shutdown), keeping
   // held messages alive meanwhile.
@@ -141,7 +135,6 @@ class ConsumerSubscription final : public Supervised {
   bool stopping() const { return stopping_.load(); }
 
   const WorkSpec spec_;
-  const WorkHandler handler_;
   const Scope scope_;
   const ReplicaOptions replica_;
   FleetContext& ctx_;
@@ -150,7 +143,6 @@ class ConsumerSubscription final : public Supervised {
   // Which consumer on which stream, made right on the broker (supervisor thread only).
   ConsumerLifecycle lifecycle_;
   std::chrono::milliseconds tick_;
-  std::shared_ptr<DeliveryControl> in_progress_;
 
   std::thread thread_;
   std::mutex wake_mu_;
@@ -163,36 +155,17 @@ class ConsumerSubscription final : public Supervised {
 
   std::mutex signal_mu_;
   std::optional<consume::PullStatus> signal_;  // the latest unsettled status from the engine
-
-  std::atomic<int64_t> handler_ns_avg_{0};
-  std::atomic<int64_t> bytes_avg_{0};  // payload bytes, averaged as handler times are
-  std::atomic<uint64_t> handled_since_adapt_{0};
-  std::atomic<int> window_{0};  // the last window adapt_window set (0: none yet)
-  const std::chrono::milliseconds keep_alive_every_;
   Clock::time_point last_keep_alive_{};
-
-  std::atomic<uint64_t> last_handled_seq_{0};
 
   std::mutex engine_mu_;
   std::unique_ptr<consume::Intake> engine_;
-  std::string deliver_subject_;  // of the intake; empty when pulling
-  std::unique_ptr<consume::Dispatcher> dispatcher_;
-  DownstreamGate gate_;
-  // A message that waited this long since it was received (or last kept alive) is stale: see
-  // consume::PullEngine on gaps. 0: never.
-  std::chrono::milliseconds stale_after_{0};
+  std::string deliver_subject_;                // of the intake; empty when pulling
+  std::unique_ptr<nats::Subscription> peers_;  // answer_peers(); under engine_mu_
   uint64_t gaps_logged_ = 0;
-  // The reply subjects of the latest acks, sent again after a recovery or a leader change: an
-  // ack that reached a consumer leader just before it died is lost, and the next leader would
-  // hand what was handled to another replica. The broker holds at most max_ack_pending unacked,
-  // so that many are kept: a ring whose strings keep their storage, so recording an ack
-  // allocates nothing once it has gone round.
-  std::mutex recent_acks_mu_;
-  std::vector<std::string> recent_acks_;  // grows to max_ack_pending, then wraps
-  size_t recent_acks_next_ = 0;           // where the next ack goes once it is full
-  void resend_recent_acks();
-  std::atomic<uint64_t> stale_skipped_{0};
-  Clock::time_point down_since_{};
+
+  ConnectionTransport transport_;
+  // After the intake: destroyed first, its handler threads gone before the intake goes.
+  DeliveryPipeline pipeline_;
 
   // Supervisor-thread state.
   std::set<std::string> logged_;

@@ -1,7 +1,7 @@
 #include "fleet/dead_letter_copy.h"
 
 #include "base/utc_time.h"
-#include "nats/connection.h"
+#include "fleet/transport.h"
 #include "nats/jetstream_api.h"
 #include "natsfleet/dead_letter.h"
 #include "natsfleet/redact.h"
@@ -41,13 +41,13 @@ DeadLetterCopy dead_letter_copy(const Message& message, const std::string& dead_
   return copy;
 }
 
-Result<void> publish_dead_letter(nats::Connection& connection, const DeadLetterCopy& copy,
+Result<void> publish_dead_letter(Transport& transport, const DeadLetterCopy& copy,
                                  std::chrono::milliseconds timeout) {
-  auto reply = connection.request(copy.subject, copy.data, copy.headers, timeout);
+  auto reply = transport.request(copy.subject, copy.data, copy.headers, timeout);
   if (!reply)
     return Error{reply.error().code,
                  "dead letter to " + copy.subject + ": " + reply.error().describe()};
-  auto ack = nats::parse_publish_ack(reply->data, copy.subject);
+  auto ack = nats::parse_publish_ack(*reply, copy.subject);
   if (!ack)
     return Error{ack.error().code,
                  "dead letter to " + copy.subject + " not stored: " + ack.error().describe()};

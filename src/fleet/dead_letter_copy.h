@@ -4,7 +4,7 @@
 // stream) and where it came from (include/natsfleet/dead_letter.h).
 //
 //   auto copy = dead_letter_copy(message, "mail.dead", "mail-relay", "HTTP 400", now);
-//   if (auto stored = publish_dead_letter(connection, copy, 5s); stored) { /* then +TERM */ }
+//   if (auto stored = publish_dead_letter(transport, copy, 5s); stored) { /* then +TERM */ }
 #pragma once
 
 #include <chrono>
@@ -13,11 +13,9 @@
 #include "natsfleet/error.h"
 #include "natsfleet/message.h"
 
-namespace natsfleet::nats {
-class Connection;
-}
-
 namespace natsfleet::fleet {
+
+class Transport;
 
 struct DeadLetterCopy {
   std::string subject;
@@ -31,7 +29,7 @@ DeadLetterCopy dead_letter_copy(const Message& message, const std::string& dead_
 
 // Publishes the copy and waits for the stream's ack. An error means it may not be stored: the
 // original must not be terminated.
-Result<void> publish_dead_letter(nats::Connection& connection, const DeadLetterCopy& copy,
+Result<void> publish_dead_letter(Transport& transport, const DeadLetterCopy& copy,
                                  std::chrono::milliseconds timeout);
 
 }  // namespace natsfleet::fleet

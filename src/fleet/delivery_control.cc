@@ -3,21 +3,21 @@
 #include <mutex>
 
 #include "consume/ack_metadata.h"
-#include "nats/connection.h"
+#include "fleet/transport.h"
 
 namespace natsfleet {
 
 Result<void> DeliveryControl::in_progress(const std::string& reply) {
   std::shared_lock lock(mu_);
-  if (connection_ == nullptr)
+  if (transport_ == nullptr)
     return Result<void>(Errc::shutting_down,
                         "in_progress: the subscription that delivered this message has stopped");
-  return connection_->publish(reply, std::string(consume::kInProgressBody));
+  return transport_->publish(reply, consume::kInProgressBody);
 }
 
 void DeliveryControl::detach() {
   std::unique_lock lock(mu_);
-  connection_ = nullptr;
+  transport_ = nullptr;
 }
 
 Result<void> Message::in_progress() const {

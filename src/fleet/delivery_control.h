@@ -9,8 +9,8 @@
 #include "natsfleet/error.h"
 #include "natsfleet/message.h"
 
-namespace natsfleet::nats {
-class Connection;
+namespace natsfleet::fleet {
+class Transport;
 }
 
 namespace natsfleet {
@@ -19,19 +19,19 @@ namespace natsfleet {
 // its messages lives: before and after the subscription and its fleet are gone.
 class DeliveryControl {
  public:
-  explicit DeliveryControl(nats::Connection& connection) : connection_(&connection) {}
+  explicit DeliveryControl(fleet::Transport& transport) : transport_(&transport) {}
 
   // Sends an in-progress ack to the delivery's reply subject. Errors: shutting_down once
-  // detach() ran; the connection's own (not_connected, ...) when it could not be sent.
+  // detach() ran; the transport's own (not_connected, ...) when it could not be sent.
   Result<void> in_progress(const std::string& reply);
 
-  // The subscription goes, and the connection with it: every later call fails. Waits for calls
+  // The subscription goes, and its transport with it: every later call fails. Waits for calls
   // under way.
   void detach();
 
  private:
   std::shared_mutex mu_;
-  nats::Connection* connection_;  // null once detached
+  fleet::Transport* transport_;  // null once detached
 };
 
 }  // namespace natsfleet

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "base/clock.h"
 #include "natsfleet/fleet.h"
 #include "natsfleet/health.h"
 
@@ -30,6 +31,8 @@ struct FleetContext {
   nats::Connection* connection = nullptr;  // set before any start(); outlives the subscriptions
   std::function<void(const std::string& subscription, const std::string& reason)> fatal;
   std::shared_ptr<spdlog::logger> log;
+  // What every subscription reads the time from (waits are on the steady clock).
+  const base::Clock* clock = &base::Clock::steady();
 };
 
 class Supervised {

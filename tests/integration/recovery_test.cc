@@ -223,6 +223,39 @@ INSTANTIATE_TEST_SUITE_P(OnMissing, WipedStore,
                            return param_info.param == OnMissing::recreate ? "Recreate" : "Exit";
                          });
 
+// A work new to a stream that already holds messages: no live replica knew its consumer, so no
+// replica can be about to recreate it after an ack floor, and it is created at once rather than
+// after first_create_wait (missing_window plus a heartbeat).
+TEST(FirstStart, AWorkNewToAStreamHoldingMessagesDoesNotWaitForPeersThatDoNotExist) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  admin.publish_many("jobs.run", 10);
+  auto options = fast_options({server.url()}, "replica");
+  options.missing_window = 120s;  // the wait, were it taken: two minutes
+  Replica r(server.url(), fast_work("jobs-worker", "jobs.run"), options);
+  EXPECT_TRUE(r.seen.wait_distinct(10, 30s)) << r.seen.distinct();
+  EXPECT_EQ(admin.consumer("JOBS", "jobs-worker").config.deliver_policy, nats::DeliverPolicy::all);
+}
+
+// The other side: a replica bound to the consumer says so to one that asks, until it stops; a
+// replica that asks and hears it waits for the bound ones to recreate the consumer after their
+// ack floor (tests/unit/fleet/consumer_lifecycle_test.cc).
+TEST(FirstStart, AReplicaBoundToTheConsumerAnswersPeersUntilItStops) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  auto r = std::make_unique<Replica>(server.url());
+  ASSERT_TRUE(wait_for([&] { return r->fleet.health().ready; }, 10s));
+  const std::string asked = "_NATSFLEET.peers.JOBS.jobs-worker";
+  auto answer = admin.connection().request(asked, "", 2s);
+  EXPECT_TRUE(answer) << answer.error().describe();
+  r->fleet.shutdown(5s);
+  auto after = admin.connection().request(asked, "", 2s);
+  ASSERT_FALSE(after);
+  EXPECT_EQ(after.error().code, Errc::no_responders) << after.error().describe();
+}
+
 TEST(ConfirmMissing, AConsumerBackWithinTheWindowIsNotActedOn) {
   NatsServer server;
   BrokerClient admin(server.url());

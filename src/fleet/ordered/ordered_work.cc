@@ -13,6 +13,7 @@
 #include "fleet/ordered/partition_leases.h"
 #include "fleet/ordered/partition_probe.h"
 #include "fleet/ordered/partition_reader.h"
+#include "fleet/transport.h"
 #include "nats/connection.h"
 
 namespace natsfleet::fleet {
@@ -500,7 +501,8 @@ void OrderedWork::run_one(std::unique_lock<std::mutex>& lock, Ready lane) {
             : outcome->reason();
     finished = true;
     if (!spec_.dead_letter.empty()) {
-      auto stored = publish_dead_letter(*ctx_.connection,
+      ConnectionTransport transport(*ctx_.connection);
+      auto stored = publish_dead_letter(transport,
                                         dead_letter_copy(message, spec_.dead_letter, spec_.name,
                                                          reason, std::chrono::system_clock::now()),
                                         kApiTimeout);

@@ -220,15 +220,12 @@ TEST(Dispatcher, KeepAliveCoversWaitingAndRunningMessagesUpToTheLimit) {
   EXPECT_EQ(kept_alive[1], base + 75s) << "the handler sees its last keep-alive";
 }
 
-Dispatcher::Clock::time_point fake_now;
-Dispatcher::Clock::time_point fake_clock() { return fake_now; }
-
 TEST(Dispatcher, ArrivalAndStartAreStampedOnTheInjectedClock) {
   using namespace std::chrono_literals;
-  fake_now = Dispatcher::Clock::time_point{} + 1h;
-  const auto t0 = fake_now;
+  base::ManualClock clock;
+  const auto t0 = clock.now();
   Dispatcher::Options options;
-  options.clock = &fake_clock;
+  options.clock = &clock;
   Blocker b;
   Dispatcher d(options, b.process());
   (void)d.submit(msg("s", "first"));

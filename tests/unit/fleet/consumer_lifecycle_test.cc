@@ -209,9 +209,6 @@ TEST_F(Lifecycle, NoConsumerIsCreatedAsTheSpecAsks) {
   EXPECT_NE(log().find("created shared pull consumer sync-listener"), std::string::npos) << log();
 }
 
-// A replica starting just after the consumer was deleted knows no ack floor; the replicas that
-// were bound recreate it after theirs. Created from the start first, it would make the fleet
-// handle the whole stream again (chaos seed 1202: 53,211 of 55,248 messages twice).
 TEST_F(Lifecycle, AServerThatIgnoresFilterSubjectsKeepsNoConsumerThatFiltersNothing) {
   spec.subjects = {"daemon.sync.complete", "daemon.sync.failed"};
   broker.before_210 = true;
@@ -229,6 +226,9 @@ TEST_F(Lifecycle, AServerThatIgnoresFilterSubjectsKeepsNoConsumerThatFiltersNoth
   EXPECT_EQ(info->config.filter_subjects, spec.subjects);
 }
 
+// A replica starting just after the consumer was deleted knows no ack floor; the replicas that
+// were bound recreate it after theirs. Created from the start first, it would make the fleet
+// handle the whole stream again (chaos seed 1202: 53,211 of 55,248 messages twice).
 TEST_F(Lifecycle, AFirstBindFindingNoConsumerOnAFullStreamWaitsForAPeerToRecreateIt) {
   auto lifecycle = make();
   std::vector<std::chrono::milliseconds> waits;
@@ -244,6 +244,44 @@ TEST_F(Lifecycle, AFirstBindFindingNoConsumerOnAFullStreamWaitsForAPeerToRecreat
   EXPECT_EQ(broker.count("create sync-listener"), 0);
   EXPECT_EQ(lifecycle.ack_floor(), 300u);
   EXPECT_NE(log().find("waiting 5000 ms for a replica that knew it"), std::string::npos) << log();
+}
+
+TEST_F(Lifecycle, AFirstBindThatNoLiveReplicaCouldRaceCreatesTheConsumerAtOnce) {
+  auto lifecycle = make();
+  int waited = 0;
+  std::vector<std::string> asked;
+  auto info = lifecycle.bind(
+      "DAEMON_SYNC", 0,
+      [&](std::chrono::milliseconds) {
+        ++waited;
+        return true;
+      },
+      [&](const std::string& stream) {
+        asked.push_back(stream);
+        return ConsumerLifecycle::Peers::nobody;
+      });
+  ASSERT_TRUE(info) << info.error().describe();
+  EXPECT_EQ(asked, std::vector<std::string>{"DAEMON_SYNC"});
+  EXPECT_EQ(waited, 0) << "nobody knew the consumer: nobody recreates it after a floor";
+  EXPECT_EQ(info->config, desired_consumer_config(spec));
+  EXPECT_EQ(broker.count("create sync-listener"), 1);
+}
+
+TEST_F(Lifecycle, APeerThatAnswersOrNoAnswerInTimeKeepsTheWait) {
+  for (auto peers : {ConsumerLifecycle::Peers::someone, ConsumerLifecycle::Peers::unknown}) {
+    broker.consumers.clear();
+    auto lifecycle = make();
+    int waited = 0;
+    auto info = lifecycle.bind(
+        "DAEMON_SYNC", 0,
+        [&](std::chrono::milliseconds) {
+          ++waited;
+          return true;
+        },
+        [&](const std::string&) { return peers; });
+    ASSERT_TRUE(info) << info.error().describe();
+    EXPECT_EQ(waited, 1) << static_cast<int>(peers);
+  }
 }
 
 TEST_F(Lifecycle, WhenNoPeerRecreatesItTheFirstBindCreatesItAfterTheWait) {

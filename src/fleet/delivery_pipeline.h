@@ -1,0 +1,155 @@
+// The path of a work or broadcast message from the intake to the broker's answer, as code: the
+// stages are DeliveryPipeline's private methods, called in order from process(), and read top
+// to bottom in delivery_pipeline.cc:
+//
+//   take [the intake's thread: nats.c's]   -> the dispatcher's queue (the hand-off to handlers)
+//   process [a handler thread]:
+//     admit          skip what waited since before a gap; hold what arrives while the
+//                    downstream is down (DownstreamGate)
+//     screen         count it; set aside what was delivered again and again with no verdict
+//     run_handler    the user's handler or the daemon's sink returns a Disposition
+//     keep_for_retry a retry (the downstream failed) stays in hand, no delivery used: the gate
+//                    decides what comes next (apply)
+//     settle         ack, nak with backoff, or term after storing the dead letter; the answer
+//                    goes out through the Transport and the message's place in the window is
+//                    freed (IntakeControl::message_done)
+//
+// The supervisor (ConsumerSubscription) owns the intake and calls the upkeep here from its own
+// thread: keep_alive, tend_held, resend_recent_acks, stop.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "consume/dispatcher.h"
+#include "fleet/downstream_gate.h"
+#include "fleet/flow_tuner.h"
+#include "fleet/subscription_status.h"
+#include "fleet/transport.h"
+#include "natsfleet/fleet.h"
+#include "natsfleet/spec.h"
+
+namespace natsfleet {
+class DeliveryControl;
+}
+
+namespace natsfleet::fleet {
+
+// What the pipeline asks of the intake that feeds it. Called from handler threads.
+class IntakeControl {
+ public:
+  virtual ~IntakeControl() = default;
+  // A message left the pipeline (settled, skipped, given back): its place in the window is free.
+  virtual void message_done() = 0;
+  // true: take no new messages (the downstream is down); false: take them again.
+  virtual void hold_back(bool hold) = 0;
+  // Pull this many messages at a time from now on.
+  virtual void set_window(int messages) = 0;
+};
+
+class DeliveryPipeline {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `spec`, `status`, `transport`, `intake` and `clock` outlive the pipeline.
+  DeliveryPipeline(const WorkSpec& spec, WorkHandler handler, SubscriptionStatus& status,
+                   Transport& transport, IntakeControl& intake,
+                   const base::Clock& clock = base::Clock::steady());
+  // Waits for handlers; a Message a handler kept answers shutting_down from then on.
+  ~DeliveryPipeline();
+  DeliveryPipeline(const DeliveryPipeline&) = delete;
+  DeliveryPipeline& operator=(const DeliveryPipeline&) = delete;
+
+  // --- From the intake's thread ---
+  // One delivery; `pushed`: from a push consumer, which resends after ack_wait whatever waits
+  // here, so a redelivery replaces the copy that waits.
+  void take(nats::InboundMessage&& message, bool pushed);
+  // A pulled batch (the pull window bounds it). Emptied.
+  void take_all(std::vector<nats::InboundMessage>& batch);
+
+  // --- From the supervisor's thread ---
+  // In-progress acks for messages waiting for a handler or handled long, before ack_wait runs
+  // out; gives back what waited past keep_alive_limit (WorkSpec::keep_alive_limit).
+  void keep_alive(Clock::time_point now);
+  // Upkeep of messages held for the downstream: their in-progress acks, the next probe.
+  void tend_held(Clock::time_point now);
+  // Sends the latest acks again (up to max_ack_pending of them, oldest first) and waits up to
+  // `timeout` for the broker to apply the last: after a leader change, so that a new leader
+  // does not hand what was handled here to another replica.
+  void resend_recent_acks(std::chrono::milliseconds timeout);
+  // Running handlers finish until `deadline`; what waited or was held goes back to the broker
+  // at once. False when a handler was still running at the deadline (join() waits for it).
+  bool stop(std::chrono::milliseconds deadline);
+  void join();
+
+  // --- From any thread ---
+  // Naks `message` with no delay: another replica gets it at once.
+  void give_back(nats::InboundMessage&& message);
+  // The window to pull with (FlowTuner).
+  int window() const { return tuner_.window(); }
+  bool downstream_down() const { return gate_.down(); }
+  // Messages waiting for a handler, being handled or held here.
+  bool busy() const { return dispatcher_.in_hand() > 0 || gate_.held() > 0; }
+  // The highest stream sequence handled here (0: none).
+  uint64_t last_handled_seq() const { return last_handled_seq_.load(); }
+  // Deliveries skipped because they waited since before a gap.
+  uint64_t stale_skipped() const { return stale_skipped_.load(); }
+  // How long a delivery may wait here before it is stale: half of ack_wait, at least three
+  // heartbeats (see consume::PullEngine on gaps).
+  std::chrono::milliseconds stale_after() const { return stale_after_; }
+
+ private:
+  enum class Step { next, done };
+
+  // The stages, in order (delivery_pipeline.cc keeps this order).
+  void process(nats::InboundMessage&& in, bool probe);
+  Step admit(nats::InboundMessage& in, bool probe, Clock::time_point started);
+  Step screen(const Message& message, bool probe);
+  Disposition run_handler(const Message& message);
+  void keep_for_retry(const Message& message, bool probe, const Disposition& outcome,
+                      Clock::time_point now);
+  void settle(const Message& message, Disposition outcome);
+  // Term, once the dead letter (when the spec names a subject) is stored; a nak if it is not.
+  void terminate(const Message& message, const std::string& why);
+  void send(const std::string& reply, std::string_view body);
+
+  // Carries out what the downstream gate decided: pause or resume intake, hand held messages
+  // back, reject the ones that failed alone.
+  void apply(DownstreamGate::Outcome outcome);
+  // `in` as handlers see it, its delivery read from the reply subject.
+  Message as_message(nats::InboundMessage& in) const;
+  void remember_ack(const std::string& reply);
+  void resubmit(nats::InboundMessage&& message, consume::Dispatcher::Placement placement);
+
+  const WorkSpec& spec_;
+  const WorkHandler handler_;
+  SubscriptionStatus& status_;
+  Transport& transport_;
+  IntakeControl& intake_;
+  const base::Clock& clock_;
+  const std::shared_ptr<DeliveryControl> control_;
+  const std::chrono::milliseconds stale_after_;
+  // In-progress acks go out a third of ack_wait apart: the supervisor's tick (at most a
+  // quarter) and a slow API call still fit before ack_wait runs out.
+  const std::chrono::milliseconds keep_alive_every_;
+  FlowTuner tuner_;
+  DownstreamGate gate_;
+  Clock::time_point down_since_{};  // handler threads, under the gate's outcomes' order
+  std::atomic<uint64_t> last_handled_seq_{0};
+  std::atomic<uint64_t> stale_skipped_{0};
+  // The reply subjects of the latest acks: a ring of max_ack_pending whose strings keep their
+  // storage, so recording an ack allocates nothing once it has gone round.
+  std::mutex recent_acks_mu_;
+  std::vector<std::string> recent_acks_;
+  size_t recent_acks_next_ = 0;  // where the next ack goes once it is full
+  // Last: its handler threads use everything above.
+  consume::Dispatcher dispatcher_;
+};
+
+}  // namespace natsfleet::fleet
