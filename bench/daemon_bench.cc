@@ -1,6 +1,7 @@
 // The daemon measured as users run it (`natsfleet run` in its own process), each figure beside
 // its target:
-//   throughput with a file sink (fsync never) vs a raw nats.c fetch loop writing the same file
+//   throughput with a file sink (fsync never) vs a raw nats.c fetch loop writing the same file,
+//   and vs a nats.go fetch loop doing the same (bench/go/fetch_loop.go, when Go is installed)
 //   idle memory (RSS) with 10 subscriptions
 //   broker back -> first message handled, after an outage
 //   survivor: new messages after the other replica is killed; the dead replica's in-flight work
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -228,6 +230,26 @@ Rate raw_loop(Admin& admin, const std::string& file, int messages, int batch) {
   return rate;
 }
 
+// The nats.go baseline: bench/go/fetch_loop.go, built here (GOPATH mode, Debian's nats.go) and
+// run as its own process; the same fetch, write and ack as raw_loop. Nothing when Go or nats.go
+// is not installed (scripts/install-deps.sh brings both).
+std::optional<Rate> go_loop(const std::string& url, const std::string& dir, const std::string& file,
+                            int messages, int batch) {
+  const std::string binary = dir + "/go-fetch-loop";
+  const std::string build = "env GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=" + dir +
+                            "/go-cache go build -o " + binary + " " NATSFLEET_BENCH_GO_LOOP + " >" +
+                            dir + "/go-build.log 2>&1";
+  if (std::system(build.c_str()) != 0) return std::nullopt;
+  const std::string run = binary + " " + url + " TP tp.jobs go" + std::to_string(batch) + " " +
+                          std::to_string(messages) + " " + std::to_string(batch) + " " + file;
+  FILE* out = ::popen(run.c_str(), "r");
+  if (out == nullptr) return std::nullopt;
+  Rate rate;
+  const int read = std::fscanf(out, "%lf %lf", &rate.per_second, &rate.cpu_us_per_message);
+  if (::pclose(out) != 0 || read != 2) return std::nullopt;
+  return rate;
+}
+
 std::string load_average() {
   std::ifstream in("/proc/loadavg");
   std::string one, five, fifteen;
@@ -263,6 +285,14 @@ int main(int argc, char** argv) {
   std::printf(
       "  raw nats.c fetch loop + write(2), batch 1000: %8.0f msg/s  client CPU %5.2f us/msg\n",
       raw_1000.per_second, raw_1000.cpu_us_per_message);
+  const std::optional<Rate> go = go_loop(broker.url(), dir, dir + "/go.out", messages, 256);
+  if (go)
+    std::printf(
+        "  nats.go fetch loop + write, batch 256:        %8.0f msg/s  client CPU %5.2f us/msg\n",
+        go->per_second, go->cpu_us_per_message);
+  else
+    std::printf(
+        "  nats.go fetch loop: not run (needs golang-go and golang-github-nats-io-go-nats-dev)\n");
   for (int concurrency : {1, 4}) {
     const std::string name = "tp-c" + std::to_string(concurrency);
     const std::string sink = dir + "/" + name + ".jsonl";
@@ -284,8 +314,10 @@ int main(int argc, char** argv) {
     const double handled = static_cast<double>(static_cast<size_t>(messages) - first);
     std::printf(
         "  natsfleet run, concurrency %d:                %8.0f msg/s  daemon CPU %5.2f us/msg   "
-        "ratio %.2f (target >= 1.0)\n",
+        "ratio %.2f to nats.c (target >= 1.0)",
         concurrency, handled / seconds, cpu / handled, handled / seconds / raw.per_second);
+    if (go) std::printf(", %.2f to nats.go (target >= 0.9)", handled / seconds / go->per_second);
+    std::printf("\n");
   }
 
   // 2. Idle memory with 10 subscriptions.

@@ -4,13 +4,25 @@
 
 #include <cstdio>
 
+#include <charconv>
 #include <chrono>
+#include <string_view>
 
 #include "base/json_text.h"
 #include "base/utc_time.h"
 
 namespace natsfleet::sinks {
 namespace {
+
+// `,"key":value` without a temporary string.
+void append_field(std::string& out, std::string_view key, uint64_t value) {
+  out += ",\"";
+  out += key;
+  out += "\":";
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+  out.append(digits, end);
+}
 
 void append_record(std::string& out, const Message& m, const std::string& subscription) {
   out += "\"subscription\":";
@@ -22,21 +34,23 @@ void append_record(std::string& out, const Message& m, const std::string& subscr
   if (d) {
     out += ",\"stream\":";
     base::append_json_string(out, d->stream);
-    out += ",\"stream_seq\":" + std::to_string(d->stream_seq);
-    out += ",\"consumer_seq\":" + std::to_string(d->consumer_seq);
-    out += ",\"delivered\":" + std::to_string(d->delivered);
+    append_field(out, "stream_seq", d->stream_seq);
+    append_field(out, "consumer_seq", d->consumer_seq);
+    append_field(out, "delivered", d->delivered);
     time_ns = d->timestamp_ns;
   } else {
     out += ",\"stream\":null,\"stream_seq\":null,\"consumer_seq\":null,\"delivered\":1";
     time_ns = base::unix_now_ns();
   }
   if (const auto& fence = m.fence()) {
-    out += ",\"partition\":" + std::to_string(fence->partition);
-    out += ",\"epoch\":" + std::to_string(fence->epoch);
+    append_field(out, "partition", static_cast<uint64_t>(fence->partition));
+    append_field(out, "epoch", static_cast<uint64_t>(fence->epoch));
   } else {
     out += ",\"partition\":null,\"epoch\":null";
   }
-  out += ",\"time\":\"" + base::format_utc_millis(time_ns) + "\"";
+  out += ",\"time\":\"";
+  out += base::format_utc_millis(time_ns);
+  out += '"';
   out += ",\"headers\":{";
   bool first = true;
   for (const auto& [key, values] : m.headers()) {

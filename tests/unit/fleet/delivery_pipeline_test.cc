@@ -98,6 +98,36 @@ nats::InboundMessage delivery(uint64_t stream_seq, uint64_t delivered = 1) {
   return {"jobs.run", reply(stream_seq, delivered), "m" + std::to_string(stream_seq), {}};
 }
 
+// A handler that holds each message until released, then acks it.
+class HoldingHandler {
+ public:
+  ~HoldingHandler() { release(); }
+  WorkHandler handler() {
+    return [this](const Message&) {
+      running_ = true;
+      std::unique_lock lock(mu_);
+      released_cv_.wait(lock, [&] { return released_; });
+      return Disposition::ack();
+    };
+  }
+  bool wait_running() {
+    return wait_for([&] { return running_.load(); }, 5s);
+  }
+  void release() {
+    {
+      std::lock_guard lock(mu_);
+      released_ = true;
+    }
+    released_cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable released_cv_;
+  bool released_ = false;
+  std::atomic<bool> running_{false};
+};
+
 WorkSpec spec() {
   WorkSpec s;
   s.name = "jobs";
@@ -273,28 +303,16 @@ TEST_F(Pipeline, ResentAcksGoOldestFirstAndTheBrokerIsAskedToConfirmTheLast) {
 }
 
 TEST_F(Pipeline, StopGivesBackWhatNeverStartedAndLetsTheRunningHandlerFinish) {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool release = false;
-  std::atomic<bool> running{false};
-  start([&](const Message&) {
-    running = true;
-    std::unique_lock lock(mu);
-    cv.wait(lock, [&] { return release; });
-    return Disposition::ack();
-  });
+  HoldingHandler holding;
+  start(holding.handler());
   pipeline().take(delivery(1), false);
-  ASSERT_TRUE(wait_for([&] { return running.load(); }, 5s));
+  ASSERT_TRUE(holding.wait_running());
   pipeline().take(delivery(2), false);
   pipeline().take(delivery(3), false);
   EXPECT_FALSE(pipeline().stop(0ms)) << "a handler is still running";
   EXPECT_EQ(transport_.bodies(reply(2)), std::vector<std::string>{"-NAK"});
   EXPECT_EQ(transport_.bodies(reply(3)), std::vector<std::string>{"-NAK"});
-  {
-    std::lock_guard lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  holding.release();
   pipeline().join();
   EXPECT_EQ(transport_.bodies(reply(1)), std::vector<std::string>{"+ACK"});
   // Delivered after the stop: given back at once.
@@ -304,18 +322,10 @@ TEST_F(Pipeline, StopGivesBackWhatNeverStartedAndLetsTheRunningHandlerFinish) {
 
 TEST_F(Pipeline, AHandlerRunningLongIsKeptAliveUntilKeepAliveLimit) {
   spec_.keep_alive_limit = 5min;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool release = false;
-  std::atomic<bool> running{false};
-  start([&](const Message&) {
-    running = true;
-    std::unique_lock lock(mu);
-    cv.wait(lock, [&] { return release; });
-    return Disposition::ack();
-  });
+  HoldingHandler holding;
+  start(holding.handler());
   pipeline().take(delivery(1), false);
-  ASSERT_TRUE(wait_for([&] { return running.load(); }, 5s));
+  ASSERT_TRUE(holding.wait_running());
   const auto now = clock_.now();
   pipeline().keep_alive(now + 1s);
   EXPECT_TRUE(transport_.bodies(reply(1)).empty()) << "not due yet: a third of ack_wait";
@@ -326,11 +336,7 @@ TEST_F(Pipeline, AHandlerRunningLongIsKeptAliveUntilKeepAliveLimit) {
   pipeline().keep_alive(now + 6min);
   pipeline().keep_alive(now + 6min + 11s);
   EXPECT_EQ(transport_.bodies(reply(1)), std::vector<std::string>{"+WPI"});
-  {
-    std::lock_guard lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  holding.release();
   ASSERT_TRUE(answered(reply(1), 2));
 }
 
