@@ -85,7 +85,7 @@ Result<nats::ConsumerInfo> ConsumerLifecycle::reconcile(const std::string& strea
                             spec_.start == StartAt::all && stream_last_seq > 0;
     // No live replica of this work listens: nobody knew the consumer to recreate it.
     if (may_replay && ask_peers && ask_peers(stream) == Peers::nobody) {
-      base::log_event(*log_, spdlog::level::info,
+      base::log_event(*log_, spdlog::level::debug,
                       {{kind(), spec_.name}, {"event", "consumer-first"}},
                       "work {}: consumer {} is not on stream {} and no live replica of the work "
                       "knew it: creating it as the spec says",

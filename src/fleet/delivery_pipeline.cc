@@ -29,13 +29,28 @@ milliseconds nak_delay(const WorkSpec& spec, uint64_t delivered) {
                                  delivered > 0 ? delivered - 1 : 0);
 }
 
-// "stream sequence S (delivery D, consumer sequence C)", for debug lines.
-std::string describe_delivery(const std::string& reply) {
-  auto d = consume::parse_ack_subject(reply);
-  if (!d) return "a message";
-  return fmt::format("stream sequence {} (delivery {}, consumer sequence {})", d->stream_seq,
-                     d->delivered, d->consumer_seq);
-}
+// "stream sequence S (delivery D, consumer sequence C)" for debug lines, read from the reply
+// subject only when a line is written: an argument of a line that is off costs nothing.
+struct DeliveryText {
+  const std::string& reply;
+};
+DeliveryText describe_delivery(const std::string& reply) { return {reply}; }
+
+}  // namespace
+}  // namespace natsfleet::fleet
+
+template <>
+struct fmt::formatter<natsfleet::fleet::DeliveryText> : fmt::formatter<std::string_view> {
+  auto format(const natsfleet::fleet::DeliveryText& text, format_context& ctx) const {
+    const auto d = natsfleet::consume::parse_ack_subject(text.reply);
+    if (!d) return fmt::format_to(ctx.out(), "a message");
+    return fmt::format_to(ctx.out(), "stream sequence {} (delivery {}, consumer sequence {})",
+                          d->stream_seq, d->delivered, d->consumer_seq);
+  }
+};
+
+namespace natsfleet::fleet {
+namespace {
 
 // A debug line about one delivery, its stream, sequences and delivery count as log fields.
 template <typename... Args>
@@ -415,7 +430,7 @@ void DeliveryPipeline::resend_recent_acks(milliseconds timeout) {
   auto answered = transport_.request(last, consume::kAckBody, {}, timeout);
   if (status_.log().should_log(spdlog::level::debug)) {
     std::string sequences;
-    for (const auto& reply : acks) sequences += describe_delivery(reply) + ", ";
+    for (const auto& reply : acks) sequences += fmt::format("{}, ", describe_delivery(reply));
     log_delivery(status_.log(), spec_.name, "acks-resent", last,
                  "work {}: sent the last {} acks again ({}{}): {}", spec_.name, acks.size() + 1,
                  sequences, describe_delivery(last),
