@@ -465,29 +465,27 @@ class ConfigParser {
     auto check = [&](std::string_view key, const std::function<void(WorkSpec&)>& set) {
       if (auto bad = work_field_problem(set); !bad.empty()) work.fail(key, bad);
     };
+    // A value read (when present) goes into its field of the spec, checked on its own.
+    auto take = [&](std::string_view key, const auto& value, auto WorkSpec::*field) {
+      if (!value) return;
+      spec.*field = *value;
+      check(key, [&](WorkSpec& s) { s.*field = spec.*field; });
+    };
 
     spec.name = work.required_string("name", "the shared consumer's name");
     if (auto bad = problem(check_name(spec.name)); !bad.empty()) work.fail("name", bad);
     read_subjects(work, spec);
-    if (auto stream = work.string("stream")) {
-      spec.stream = *stream;
-      check("stream", [&](WorkSpec& s) { s.stream = spec.stream; });
-    }
+    take("stream", work.string("stream"), &WorkSpec::stream);
     if (auto shape = work.choice("shape", {"pull", "push-queue"})) {
       config.shape = *shape;
       spec.shape = *shape == "pull" ? WorkShape::pull : WorkShape::push_queue;
     }
-    if (auto ack_wait = work.duration("ack_wait", Limits::kMinAckWait, Limits::kMaxAckWait)) {
-      spec.ack_wait = *ack_wait;
-      check("ack_wait", [&](WorkSpec& s) { s.ack_wait = spec.ack_wait; });
-    }
+    take("ack_wait", work.duration("ack_wait", Limits::kMinAckWait, Limits::kMaxAckWait),
+         &WorkSpec::ack_wait);
     // Both first, then one check: retry_max below a retry_min given later is still named.
     const auto retry_min = work.duration("retry_min", kRetryMin, Limits::kMaxBackoff);
     const auto retry_max = work.duration("retry_max", kRetryMin, Limits::kMaxBackoff);
-    if (retry_min) {
-      spec.retry_min = *retry_min;
-      check("retry_min", [&](WorkSpec& s) { s.retry_min = spec.retry_min; });
-    }
+    take("retry_min", retry_min, &WorkSpec::retry_min);
     if (retry_max) {
       spec.retry_max = *retry_max;
       check("retry_max", [&](WorkSpec& s) {
@@ -495,26 +493,18 @@ class ConfigParser {
         s.retry_max = spec.retry_max;
       });
     }
-    if (auto max_deliver = work.integer("max_deliver", -1, Limits::kMaxDeliver)) {
-      spec.max_deliver = *max_deliver;
-      check("max_deliver", [&](WorkSpec& s) { s.max_deliver = spec.max_deliver; });
-    }
-    if (auto max_ack_pending = work.integer("max_ack_pending", 1, Limits::kMaxAckPending)) {
-      spec.max_ack_pending = *max_ack_pending;
-      check("max_ack_pending", [&](WorkSpec& s) { s.max_ack_pending = spec.max_ack_pending; });
-    }
+    take("max_deliver", work.integer("max_deliver", -1, Limits::kMaxDeliver),
+         &WorkSpec::max_deliver);
+    take("max_ack_pending", work.integer("max_ack_pending", 1, Limits::kMaxAckPending),
+         &WorkSpec::max_ack_pending);
     if (auto start = work.choice("start", {"all", "new"}))
       spec.start = *start == "all" ? StartAt::all : StartAt::new_messages;
     if (auto on_missing = work.choice("on_missing", {"recreate", "exit"}))
       spec.on_missing = *on_missing == "recreate" ? OnMissing::recreate : OnMissing::exit;
-    if (auto heartbeat = work.duration("heartbeat", Limits::kMinHeartbeat, Limits::kMaxHeartbeat)) {
-      spec.heartbeat = *heartbeat;
-      check("heartbeat", [&](WorkSpec& s) { s.heartbeat = spec.heartbeat; });
-    }
-    if (auto concurrency = work.integer("concurrency", 1, Limits::kMaxConcurrency)) {
-      spec.concurrency = *concurrency;
-      check("concurrency", [&](WorkSpec& s) { s.concurrency = spec.concurrency; });
-    }
+    take("heartbeat", work.duration("heartbeat", Limits::kMinHeartbeat, Limits::kMaxHeartbeat),
+         &WorkSpec::heartbeat);
+    take("concurrency", work.integer("concurrency", 1, Limits::kMaxConcurrency),
+         &WorkSpec::concurrency);
     if (auto dead_letter = work.non_empty_string("dead_letter")) {
       spec.dead_letter = *dead_letter;
       // Judged with the work's subject: it must not be one the work itself consumes.

@@ -562,44 +562,48 @@ void serve_until_stopped(Daemon::State& s, StopRequest& stop, const ServiceNotif
   }
 }
 
-int Daemon::run(StopRequest& stop) {
-  State& s = *state_;
-  auto& log = *s.log;
-  FleetOptions options = s.config.fleet;
-  if (!s.server_overrides.empty()) options.servers = s.server_overrides;
-  if (options.servers.empty()) {
-    s.broker = start_embedded_broker(s.config, log);
-    if (!s.broker) return kExitFatal;
-    s.broker_mappings = partition_mappings(s.config);
-    if (!ensure_streams(s.broker->url(), s.config, log)) return kExitFatal;
-    options.servers = {s.broker->url()};
-  }
-  s.fleet = std::make_unique<Fleet>(options);
-  Fleet& fleet = *s.fleet;
+namespace {
 
-  // Sessions are bounded by what the descriptor limit leaves once the broker connection, the
-  // health endpoints and the sinks have theirs.
+// The servers to connect to: --server, else the config's, else an embedded broker started here
+// with the streams the config declares. kExitOk, or the exit code.
+int choose_servers(Daemon::State& s, FleetOptions& options) {
+  if (!s.server_overrides.empty()) options.servers = s.server_overrides;
+  if (!options.servers.empty()) return kExitOk;
+  s.broker = start_embedded_broker(s.config, *s.log);
+  if (!s.broker) return kExitFatal;
+  s.broker_mappings = partition_mappings(s.config);
+  if (!ensure_streams(s.broker->url(), s.config, *s.log)) return kExitFatal;
+  options.servers = {s.broker->url()};
+  return kExitOk;
+}
+
+// Sessions are bounded by what the descriptor limit leaves once the broker connection, the
+// health endpoints and the sinks have theirs; said when there are gateways.
+DescriptorBudget plan_budget(const Daemon::State& s) {
   const health::HealthServerOptions health_defaults;
-  const DescriptorBudget budget = plan_descriptors(
-      descriptor_limit(), s.config, health_defaults.max_connections, s.broker != nullptr);
+  DescriptorBudget budget = plan_descriptors(descriptor_limit(), s.config,
+                                             health_defaults.max_connections, s.broker != nullptr);
   if (!budget.gateways.empty()) {
     const bool over = std::any_of(budget.gateways.begin(), budget.gateways.end(),
                                   [](const auto& g) { return g.over_limit; });
-    base::log_event(log, budget.starved || over ? spdlog::level::err : spdlog::level::info,
+    base::log_event(*s.log, budget.starved || over ? spdlog::level::err : spdlog::level::info,
                     {{"event", "descriptors"}}, "{}", budget.explanation);
   }
+  return budget;
+}
 
-  // A subscription that cannot be set up is the config's fault (exit 2), unless the system
-  // refused it a thread (exit 70).
+// Every [[work]] and [[broadcast]] added to the fleet. A subscription that cannot be set up is
+// the config's fault (exit 2), unless the system refused it a thread (exit 70).
+int start_subscriptions(Daemon::State& s, const DescriptorBudget& budget) {
   auto cannot_start = [&](const Error& error) {
     if (error.code == Errc::no_resources) {
-      base::log_event(log, spdlog::level::err, {{"event", "cannot-start"}},
+      base::log_event(*s.log, spdlog::level::err, {{"event", "cannot-start"}},
                       "cannot start {} (raise the process's thread or memory limit)",
                       error.describe());
       return kExitFatal;
     }
-    base::log_event(log, spdlog::level::err, {{"event", "cannot-start"}}, "{}: {}", s.config.file,
-                    error.describe());
+    base::log_event(*s.log, spdlog::level::err, {{"event", "cannot-start"}}, "{}: {}",
+                    s.config.file, error.describe());
     return kExitUsage;
   };
   for (const auto& work : s.config.work)
@@ -607,7 +611,68 @@ int Daemon::run(StopRequest& stop) {
   for (const auto& bc : s.config.broadcast)
     if (auto started = start_broadcast(s, bc, budget); !started)
       return cannot_start(started.error());
-  fleet.on_fatal([&s, &stop](const FatalReport& report) {
+  return kExitOk;
+}
+
+// /healthz /readyz /metrics /status, when [health] listen is set. kExitOk, or kExitFatal.
+int start_health(Daemon::State& s) {
+  if (s.config.health_listen.empty()) return kExitOk;
+  health::HealthServerOptions health_options;
+  health_options.listen = s.config.health_listen;
+  health_options.server_metrics = [&s] { return gateway_metrics(s); };
+  s.health_server = std::make_unique<health::HealthServer>(
+      health_options, [&s] { return health_with_sinks(s); }, s.metrics, s.config.fleet.name);
+  try {
+    if (auto started = s.health_server->start(); !started) {
+      base::log_event(*s.log, spdlog::level::err, {{"event", "health-failed"}},
+                      "health endpoints: {}", started.error().describe());
+      return kExitFatal;
+    }
+  } catch (const std::system_error& e) {
+    base::log_event(*s.log, spdlog::level::err, {{"event", "health-failed"}},
+                    "health endpoints: cannot start their thread: {}", e.what());
+    return kExitFatal;
+  }
+  base::log_event(
+      *s.log, spdlog::level::info, {{"event", "health-endpoints"}, {"server", "health"}},
+      "health endpoints on http://{}:{} (/healthz /readyz /metrics /status)",
+      s.config.health_listen.substr(0, s.config.health_listen.rfind(':')), s.health_server->port());
+  return kExitOk;
+}
+
+// Says why it stops (`fatal`, or a stop request), then stops in order: sinks told, the fleet
+// shut down within shutdown_timeout, sinks stopped, health endpoints, the embedded broker.
+void shut_down(Daemon::State& s, const std::string& fatal, const ServiceNotifier& notifier) {
+  if (fatal.empty())
+    base::log_event(*s.log, spdlog::level::info, {{"event", "stop-requested"}},
+                    "stop requested: shutting down within {} ms",
+                    s.config.shutdown_timeout.count());
+  else
+    base::log_event(*s.log, spdlog::level::err, {{"event", "fatal"}},
+                    "fatal: {}; exiting with {} so the orchestrator restarts this process", fatal,
+                    kExitFatal);
+  (void)notifier.send("STOPPING=1\nSTATUS=" +
+                      (fatal.empty() ? std::string("stopping") : "fatal: " + redact(fatal)));
+  // Nothing waits for a worker to come back once shutdown has begun; work in progress goes on.
+  for (auto& sink : s.sinks) sink->begin_stop();
+  s.fleet->shutdown(s.config.shutdown_timeout);
+  // Stopping the sinks cancels what a handler that overran the deadline still waits on; the
+  // fleet's destructor then waits for that handler, before anything it uses goes away.
+  for (auto& sink : s.sinks) sink->stop();
+  if (s.health_server) s.health_server->stop();
+  s.fleet.reset();
+  if (s.broker) s.broker->stop();
+}
+
+}  // namespace
+
+int Daemon::run(StopRequest& stop) {
+  State& s = *state_;
+  FleetOptions options = s.config.fleet;
+  if (const int code = choose_servers(s, options); code != kExitOk) return code;
+  s.fleet = std::make_unique<Fleet>(options);
+  if (const int code = start_subscriptions(s, plan_budget(s)); code != kExitOk) return code;
+  s.fleet->on_fatal([&s, &stop](const FatalReport& report) {
     {
       std::lock_guard lock(stop.mu_);
       s.fatal_reason =
@@ -615,37 +680,13 @@ int Daemon::run(StopRequest& stop) {
     }
     stop.request();
   });
-
-  if (!s.config.health_listen.empty()) {
-    health::HealthServerOptions health_options;
-    health_options.listen = s.config.health_listen;
-    health_options.server_metrics = [&s] { return gateway_metrics(s); };
-    s.health_server = std::make_unique<health::HealthServer>(
-        health_options, [&s] { return health_with_sinks(s); }, s.metrics, s.config.fleet.name);
-    try {
-      if (auto started = s.health_server->start(); !started) {
-        base::log_event(log, spdlog::level::err, {{"event", "health-failed"}},
-                        "health endpoints: {}", started.error().describe());
-        return kExitFatal;
-      }
-    } catch (const std::system_error& e) {
-      base::log_event(log, spdlog::level::err, {{"event", "health-failed"}},
-                      "health endpoints: cannot start their thread: {}", e.what());
-      return kExitFatal;
-    }
-    base::log_event(log, spdlog::level::info, {{"event", "health-endpoints"}, {"server", "health"}},
-                    "health endpoints on http://{}:{} (/healthz /readyz /metrics /status)",
-                    s.config.health_listen.substr(0, s.config.health_listen.rfind(':')),
-                    s.health_server->port());
-  }
-
-  if (auto started = fleet.start(); !started) {
-    base::log_event(log, spdlog::level::err, {{"event", "cannot-start"}}, "cannot start: {}",
+  if (const int code = start_health(s); code != kExitOk) return code;
+  if (auto started = s.fleet->start(); !started) {
+    base::log_event(*s.log, spdlog::level::err, {{"event", "cannot-start"}}, "cannot start: {}",
                     started.error().describe());
     // A thread the system refused is the machine's state, not the config's.
     return started.error().code == Errc::no_resources ? kExitFatal : kExitUsage;
   }
-
   const ServiceNotifier notifier = ServiceNotifier::from_environment();
   serve_until_stopped(s, stop, notifier);
   std::string fatal;
@@ -653,25 +694,7 @@ int Daemon::run(StopRequest& stop) {
     std::lock_guard lock(stop.mu_);
     fatal = s.fatal_reason;
   }
-  if (fatal.empty())
-    base::log_event(log, spdlog::level::info, {{"event", "stop-requested"}},
-                    "stop requested: shutting down within {} ms",
-                    s.config.shutdown_timeout.count());
-  else
-    base::log_event(log, spdlog::level::err, {{"event", "fatal"}},
-                    "fatal: {}; exiting with {} so the orchestrator restarts this process", fatal,
-                    kExitFatal);
-  (void)notifier.send("STOPPING=1\nSTATUS=" +
-                      (fatal.empty() ? std::string("stopping") : "fatal: " + redact(fatal)));
-  // Nothing waits for a worker to come back once shutdown has begun; work in progress goes on.
-  for (auto& sink : s.sinks) sink->begin_stop();
-  fleet.shutdown(s.config.shutdown_timeout);
-  // Stopping the sinks cancels what a handler that overran the deadline still waits on; the
-  // fleet's destructor then waits for that handler, before anything it uses goes away.
-  for (auto& sink : s.sinks) sink->stop();
-  if (s.health_server) s.health_server->stop();
-  s.fleet.reset();
-  if (s.broker) s.broker->stop();
+  shut_down(s, fatal, notifier);
   return fatal.empty() ? kExitOk : kExitFatal;
 }
 

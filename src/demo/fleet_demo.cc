@@ -12,7 +12,9 @@
 #include <fstream>
 #include <iomanip>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <thread>
@@ -154,216 +156,272 @@ struct Replica {
   }
 };
 
-}  // namespace
+// The demo's story, one method per scene, in the order run() calls them. A scene that cannot set
+// up what the next ones need says so and returns false.
+class Story {
+ public:
+  Story(const DemoOptions& options, std::ostream& out)
+      : options_(options), out_(out), n_(options.messages) {}
 
-int run_demo(const DemoOptions& options, std::ostream& out) {
-  const auto started = Clock::now();
-  auto say = [&](const std::string& text) { out << text << "\n" << std::flush; };
-
-  say("natsfleet demo: two replicas of `natsfleet run` share work through a crash, a broker");
-  say("restart and a consumer deleted by hand.");
-  say("");
-  say("1. Starting an embedded nats-server with JetStream.");
-  broker::EmbeddedBroker broker;
-  if (auto ok = broker.start(); !ok) {
-    say("   cannot start the broker: " + ok.error().describe());
-    return 1;
+  int run() {
+    const auto started = Clock::now();
+    say("natsfleet demo: two replicas of `natsfleet run` share work through a crash, a broker");
+    say("restart and a consumer deleted by hand.");
+    if (!start_broker() || !start_replicas()) return 1;
+    crash_a_replica();
+    restart_the_broker();
+    if (!broker_back_) return 1;
+    delete_the_consumer();
+    fill_the_disk();
+    stop_the_survivor();
+    const size_t lost = account();
+    const auto took = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started);
+    say("");
+    say(lost == 0 ? "Nothing was lost. (" + std::to_string(took.count()) + " s)"
+                  : std::to_string(lost) + " jobs were lost: this is a bug.");
+    admin_->shutdown(1s);
+    broker_.stop();
+    return lost == 0 ? 0 : 1;
   }
-  say("   listening on " + broker.url() + ", state in " + broker.state_dir());
 
-  nats::ConnectOptions admin_options;
-  admin_options.servers = {broker.url()};
-  admin_options.name = "demo-publisher";
-  admin_options.reconnect_wait_max = 200ms;
-  auto admin = nats::Connection::open(admin_options, {});
-  if (!admin || !wait_until([&] { return admin.value()->connected(); }, 10s)) {
-    say("   cannot connect to the embedded broker");
-    return 1;
-  }
-  nats::Connection& conn = *admin.value();
-  nats::JetStreamApi api(conn, 2s);
-  const nats::StreamConfig stream{.name = kStream, .subjects = {kSubject}};
-  if (!wait_until([&] { return api.create_stream(stream).ok(); }, 10s)) {
-    say("   cannot create stream DEMO");
-    return 1;
-  }
-  say(std::string("   stream ") + kStream + " holds subject " + kSubject);
+ private:
+  void say(const std::string& text) { out_ << text << "\n" << std::flush; }
 
-  say("");
-  say("2. Starting replica-a and replica-b: `natsfleet run` with the same work '" +
-      std::string(kWork) + "', each writing what it handles to its own file sink.");
-  std::vector<Replica> replicas(2);
-  replicas[0].name = "replica-a";
-  replicas[1].name = "replica-b";
-  for (auto& r : replicas) {
-    r.dir = broker.state_dir();
-    if (!r.spawn(options.self_executable, broker.url())) {
-      say("   cannot start " + r.name);
-      return 1;
+  // 1. The broker, the publisher's connection, the stream.
+  bool start_broker() {
+    say("");
+    say("1. Starting an embedded nats-server with JetStream.");
+    if (auto ok = broker_.start(); !ok) {
+      say("   cannot start the broker: " + ok.error().describe());
+      return false;
     }
-  }
-  // Both replicas have a pull waiting on the shared consumer: both are in the fleet.
-  bool both = wait_until(
-      [&] {
-        auto info = api.consumer_info(kStream, kWork);
-        return info && info->num_waiting >= 2;
-      },
-      15s);
-  for (auto& r : replicas) r.show_new_log(out);
-  if (!both) {
-    say("   the replicas did not bind in time");
-    return 1;
+    say("   listening on " + broker_.url() + ", state in " + broker_.state_dir());
+    nats::ConnectOptions admin_options;
+    admin_options.servers = {broker_.url()};
+    admin_options.name = "demo-publisher";
+    admin_options.reconnect_wait_max = 200ms;
+    auto admin = nats::Connection::open(admin_options, {});
+    if (!admin || !wait_until([&] { return admin.value()->connected(); }, 10s)) {
+      say("   cannot connect to the embedded broker");
+      return false;
+    }
+    admin_ = std::move(admin.value());
+    api_.emplace(*admin_, 2s);
+    const nats::StreamConfig stream{.name = kStream, .subjects = {kSubject}};
+    if (!wait_until([&] { return api_->create_stream(stream).ok(); }, 10s)) {
+      say("   cannot create stream DEMO");
+      return false;
+    }
+    say(std::string("   stream ") + kStream + " holds subject " + kSubject);
+    return true;
   }
 
-  say("");
-  say("3. Publishing " + std::to_string(options.messages) +
-      " jobs in bursts of 20, while things go wrong:");
-  auto publish = [&](int first, int count) {
+  // 2. Two `natsfleet run` replicas of the same work, both bound.
+  bool start_replicas() {
+    say("");
+    say("2. Starting replica-a and replica-b: `natsfleet run` with the same work '" +
+        std::string(kWork) + "', each writing what it handles to its own file sink.");
+    replicas_[0].name = "replica-a";
+    replicas_[1].name = "replica-b";
+    for (auto& r : replicas_) {
+      r.dir = broker_.state_dir();
+      if (!r.spawn(options_.self_executable, broker_.url())) {
+        say("   cannot start " + r.name);
+        return false;
+      }
+    }
+    // Both replicas have a pull waiting on the shared consumer: both are in the fleet.
+    const bool both = wait_until(
+        [&] {
+          auto info = api_->consumer_info(kStream, kWork);
+          return info && info->num_waiting >= 2;
+        },
+        15s);
+    for (auto& r : replicas_) r.show_new_log(out_);
+    if (!both) say("   the replicas did not bind in time");
+    return both;
+  }
+
+  // 3 and 4. Jobs flow; replica-b hangs, then is killed with work in hand.
+  void crash_a_replica() {
+    say("");
+    say("3. Publishing " + std::to_string(n_) + " jobs in bursts of 20, while things go wrong:");
+    publish(0, n_ / 3);
+    say("");
+    say("4. After " + std::to_string(n_ / 3) +
+        " jobs: replica-b hangs (SIGSTOP) while jobs keep coming, then is killed with SIGKILL.");
+    say("   Whatever it was holding was never acked.");
+    ::kill(replicas_[1].pid, SIGSTOP);
+    publish(n_ / 3, n_ / 6);
+    replicas_[1].signal_and_wait(SIGKILL);
+    publish(n_ / 3 + n_ / 6, n_ / 3 - n_ / 6);
+  }
+
+  // 5. The broker killed and started again; replica-a finishes everything, replica-b's too.
+  void restart_the_broker() {
+    say("");
+    say("5. After " + std::to_string(2 * (n_ / 3)) +
+        " jobs: killing the broker with SIGKILL, and starting it again a second later on the "
+        "same port and store.");
+    broker_.kill();
+    std::this_thread::sleep_for(1s);
+    if (auto ok = broker_.start(); !ok) {
+      say("   cannot restart the broker: " + ok.error().describe());
+      return;
+    }
+    broker_back_ = true;
+    publish(2 * (n_ / 3), n_ - 2 * (n_ / 3));
+    replicas_[0].show_new_log(out_);
+    say("   all " + std::to_string(n_) +
+        " jobs stored; waiting for replica-a to finish them, including replica-b's unacked work "
+        "once its ack_wait (3s) runs out.");
+    // Finished means finished on the broker: nothing pending, nothing awaiting an ack.
+    const bool finished = wait_until(
+        [&] {
+          auto info = api_->consumer_info(kStream, kWork);
+          return handled_all(n_) && info && info->num_pending == 0 && info->num_ack_pending == 0;
+        },
+        60s);
+    std::this_thread::sleep_for(1500ms);  // replica-a reads the ack floor every second
+    replicas_[0].read(after_crashes_);
+    say(finished ? "   done: replica-a took over " + std::to_string(after_crashes_.redelivered) +
+                       " redelivered messages."
+                 : "   not everything was handled within a minute.");
+  }
+
+  // 6. The consumer deleted by hand; replica-a makes it anew after its ack floor.
+  void delete_the_consumer() {
+    say("");
+    say("6. Deleting consumer '" + std::string(kWork) +
+        "' by hand, as an operator might, then publishing " + std::to_string(extra_) +
+        " more jobs.");
+    (void)api_->delete_consumer(kStream, kWork);
+    publish(n_, extra_);
+    wait_until([&] { return handled_all(n_ + extra_); }, 30s);
+    std::this_thread::sleep_for(500ms);
+    replicas_[0].show_new_log(out_);
+  }
+
+  // 7. replica-a's sink fails (ENOSPC): jobs are held, no delivery used, /readyz says why.
+  void fill_the_disk() {
+    say("");
+    say("7. replica-a's disk fills up: its sink file now points at /dev/full, so every write "
+        "fails with ENOSPC. " +
+        std::to_string(held_) + " more jobs arrive.");
+    say("   A full disk is not a bad message: the jobs are held, with no delivery used.");
+    std::filesystem::rename(replicas_[0].sink_file(), replicas_[0].earlier_sink_file());
+    std::filesystem::create_symlink("/dev/full", replicas_[0].sink_file());
+    std::this_thread::sleep_for(1500ms);  // the sink looks for a moved file once a second
+    publish(n_ + extra_, held_);
+    std::string readiness;
+    wait_until(
+        [&] {
+          auto [status, body] = get_loopback(replicas_[0].health_port, "/readyz");
+          readiness = body;
+          return status == 503 && readiness.find("downstream is down") != std::string::npos;
+        },
+        15s);
+    replicas_[0].show_new_log(out_);
+    while (!readiness.empty() && readiness.back() == '\n') readiness.pop_back();
+    if (!readiness.empty()) say("   replica-a's /readyz answers 503: " + readiness);
+    std::this_thread::sleep_for(3s);
+    say("   Three seconds later the disk has room again.");
+    std::filesystem::remove(replicas_[0].sink_file());
+    wait_until([&] { return handled_all(n_ + extra_ + held_); }, 60s);
+    std::this_thread::sleep_for(500ms);
+    replicas_[0].show_new_log(out_);
+    replicas_[0].read(after_disk_);
+  }
+
+  // 8. SIGTERM: replica-a drains and exits 0.
+  void stop_the_survivor() {
+    say("");
+    say("8. Stopping replica-a with SIGTERM.");
+    const int exit_code = replicas_[0].signal_and_wait(SIGTERM);
+    replicas_[0].show_new_log(out_);
+    say("   replica-a exited with " + std::to_string(exit_code) + ".");
+  }
+
+  // 9. What each replica handled, what was repeated and why, and what was lost (returned).
+  size_t account() {
+    Handled a, b, all;
+    replicas_[0].read(a);
+    replicas_[1].read(b);
+    for (const auto& r : replicas_) r.read(all);
+    const int published = n_ + extra_ + held_;
+    size_t lost = 0;
+    for (int i = 0; i < published; ++i)
+      if (!all.times.count("job-" + std::to_string(i))) ++lost;
+    size_t by_both = 0;
+    for (const auto& [payload, times] : a.times)
+      if (b.times.count(payload)) ++by_both;
+    const size_t repeated_before = after_crashes_.records - after_crashes_.times.size();
+    const size_t replayed = (a.records - after_crashes_.records) - static_cast<size_t>(extra_) -
+                            static_cast<size_t>(held_);
+    say("");
+    say("9. The account:");
+    row("published", static_cast<size_t>(published));
+    row("handled by replica-a", a.records, "the survivor");
+    row("handled by replica-b", b.records, "before it was killed");
+    row("taken over by replica-a", after_crashes_.redelivered,
+        "redelivered after ack_wait: replica-b's unacked work");
+    row("handled by both replicas", by_both, "replica-b died before its ack went out");
+    row("repeated after the broker crash", repeated_before,
+        "acks the killed broker had not stored");
+    row("replayed after the recreate", replayed, "acked after the last ack floor replica-a saw");
+    row("redelivered by the full disk", after_disk_.redelivered - after_crashes_.redelivered,
+        "held by replica-a, not handed back");
+    row("lost", lost);
+    say("   Delivery is at-least-once: a crash may repeat a message, never drop one.");
+    return lost;
+  }
+
+  void row(const std::string& label, size_t value, const std::string& note = {}) {
+    std::ostringstream line;
+    line << "   " << std::left << std::setw(30) << label << std::right << std::setw(6) << value;
+    if (!note.empty()) line << "   " << note;
+    say(line.str());
+  }
+
+  // Publishes job-<first> .. job-<first + count - 1>, each until the stream has stored it (a
+  // publish while the broker is away is retried), in bursts of 20.
+  void publish(int first, int count) {
     for (int i = first; i < first + count; ++i) {
       const std::string payload = "job-" + std::to_string(i);
-      // A JetStream publish is acked by the stream; while the broker is away it is retried.
       while (true) {
-        auto ack = conn.request(kSubject, payload, 2s);
+        auto ack = admin_->request(kSubject, payload, 2s);
         if (ack && ack->status == 0 && ack->data.find("\"seq\"") != std::string::npos) break;
         std::this_thread::sleep_for(100ms);
       }
       if (i % 20 == 19) std::this_thread::sleep_for(20ms);
     }
-  };
-  auto handled_all = [&](int count) {
+  }
+
+  // job-0 .. job-<count - 1> are each in some replica's sink file.
+  bool handled_all(int count) const {
     Handled all;
-    for (const auto& r : replicas) r.read(all);
+    for (const auto& r : replicas_) r.read(all);
     for (int i = 0; i < count; ++i)
       if (!all.times.count("job-" + std::to_string(i))) return false;
     return true;
-  };
-  const int n = options.messages;
-  publish(0, n / 3);
-  say("");
-  say("4. After " + std::to_string(n / 3) +
-      " jobs: replica-b hangs (SIGSTOP) while jobs keep coming, then is killed with SIGKILL.");
-  say("   Whatever it was holding was never acked.");
-  ::kill(replicas[1].pid, SIGSTOP);
-  publish(n / 3, n / 6);
-  replicas[1].signal_and_wait(SIGKILL);
-  publish(n / 3 + n / 6, n / 3 - n / 6);
-  say("");
-  say("5. After " + std::to_string(2 * (n / 3)) +
-      " jobs: killing the broker with SIGKILL, and starting it again a second later on the same "
-      "port and store.");
-  broker.kill();
-  std::this_thread::sleep_for(1s);
-  if (auto ok = broker.start(); !ok) {
-    say("   cannot restart the broker: " + ok.error().describe());
-    return 1;
   }
-  publish(2 * (n / 3), n - 2 * (n / 3));
-  replicas[0].show_new_log(out);
-  say("   all " + std::to_string(n) +
-      " jobs stored; waiting for replica-a to finish them, including replica-b's unacked work "
-      "once its ack_wait (3s) runs out.");
-  // Finished means finished on the broker: nothing pending, nothing awaiting an ack.
-  const bool first_round = wait_until(
-      [&] {
-        auto info = api.consumer_info(kStream, kWork);
-        return handled_all(n) && info && info->num_pending == 0 && info->num_ack_pending == 0;
-      },
-      60s);
-  std::this_thread::sleep_for(1500ms);  // replica-a reads the ack floor every second
-  Handled after_crashes;
-  replicas[0].read(after_crashes);
-  say(first_round ? "   done: replica-a took over " + std::to_string(after_crashes.redelivered) +
-                        " redelivered messages."
-                  : "   not everything was handled within a minute.");
 
-  const int extra = std::max(n / 10, 10);
-  say("");
-  say("6. Deleting consumer '" + std::string(kWork) +
-      "' by hand, as an operator might, then publishing " + std::to_string(extra) + " more jobs.");
-  (void)api.delete_consumer(kStream, kWork);
-  publish(n, extra);
-  wait_until([&] { return handled_all(n + extra); }, 30s);
-  std::this_thread::sleep_for(500ms);
-  replicas[0].show_new_log(out);
+  const DemoOptions& options_;
+  std::ostream& out_;
+  const int n_;
+  const int extra_ = std::max(n_ / 10, 10);  // published after the consumer is deleted
+  const int held_ = std::max(n_ / 20, 10);   // published while the disk is full
+  broker::EmbeddedBroker broker_;
+  bool broker_back_ = false;
+  std::unique_ptr<nats::Connection> admin_;
+  std::optional<nats::JetStreamApi> api_;
+  std::vector<Replica> replicas_ = std::vector<Replica>(2);
+  Handled after_crashes_;
+  Handled after_disk_;
+};
 
-  const int held = std::max(n / 20, 10);
-  say("");
-  say("7. replica-a's disk fills up: its sink file now points at /dev/full, so every write fails "
-      "with ENOSPC. " +
-      std::to_string(held) + " more jobs arrive.");
-  say("   A full disk is not a bad message: the jobs are held, with no delivery used.");
-  std::filesystem::rename(replicas[0].sink_file(), replicas[0].earlier_sink_file());
-  std::filesystem::create_symlink("/dev/full", replicas[0].sink_file());
-  std::this_thread::sleep_for(1500ms);  // the sink looks for a moved file once a second
-  publish(n + extra, held);
-  std::string readiness;
-  wait_until(
-      [&] {
-        auto [status, body] = get_loopback(replicas[0].health_port, "/readyz");
-        readiness = body;
-        return status == 503 && readiness.find("downstream is down") != std::string::npos;
-      },
-      15s);
-  replicas[0].show_new_log(out);
-  while (!readiness.empty() && readiness.back() == '\n') readiness.pop_back();
-  if (!readiness.empty()) say("   replica-a's /readyz answers 503: " + readiness);
-  std::this_thread::sleep_for(3s);
-  say("   Three seconds later the disk has room again.");
-  std::filesystem::remove(replicas[0].sink_file());
-  wait_until([&] { return handled_all(n + extra + held); }, 60s);
-  std::this_thread::sleep_for(500ms);
-  replicas[0].show_new_log(out);
-  Handled after_disk;
-  replicas[0].read(after_disk);
+}  // namespace
 
-  say("");
-  say("8. Stopping replica-a with SIGTERM.");
-  const int exit_code = replicas[0].signal_and_wait(SIGTERM);
-  replicas[0].show_new_log(out);
-  say("   replica-a exited with " + std::to_string(exit_code) + ".");
-
-  Handled a, b, all;
-  replicas[0].read(a);
-  replicas[1].read(b);
-  for (const auto& r : replicas) r.read(all);
-  const int published = n + extra + held;
-  size_t lost = 0;
-  for (int i = 0; i < published; ++i)
-    if (!all.times.count("job-" + std::to_string(i))) ++lost;
-  size_t by_both = 0;
-  for (const auto& [payload, times] : a.times)
-    if (b.times.count(payload)) ++by_both;
-  const size_t repeated_before = after_crashes.records - after_crashes.times.size();
-  const size_t replayed =
-      (a.records - after_crashes.records) - static_cast<size_t>(extra) - static_cast<size_t>(held);
-
-  say("");
-  say("9. The account:");
-  auto row = [&](const std::string& label, size_t value, const std::string& note = {}) {
-    std::ostringstream line;
-    line << "   " << std::left << std::setw(30) << label << std::right << std::setw(6) << value;
-    if (!note.empty()) line << "   " << note;
-    say(line.str());
-  };
-  row("published", static_cast<size_t>(published));
-  row("handled by replica-a", a.records, "the survivor");
-  row("handled by replica-b", b.records, "before it was killed");
-  row("taken over by replica-a", after_crashes.redelivered,
-      "redelivered after ack_wait: replica-b's unacked work");
-  row("handled by both replicas", by_both, "replica-b died before its ack went out");
-  row("repeated after the broker crash", repeated_before, "acks the killed broker had not stored");
-  row("replayed after the recreate", replayed, "acked after the last ack floor replica-a saw");
-  row("redelivered by the full disk", after_disk.redelivered - after_crashes.redelivered,
-      "held by replica-a, not handed back");
-  row("lost", lost);
-  say("   Delivery is at-least-once: a crash may repeat a message, never drop one.");
-  const auto took = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started);
-  say("");
-  say(lost == 0 ? "Nothing was lost. (" + std::to_string(took.count()) + " s)"
-                : std::to_string(lost) + " jobs were lost: this is a bug.");
-  admin.value()->shutdown(1s);
-  broker.stop();
-  return lost == 0 ? 0 : 1;
-}
+int run_demo(const DemoOptions& options, std::ostream& out) { return Story(options, out).run(); }
 
 }  // namespace natsfleet::demo

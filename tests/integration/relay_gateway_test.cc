@@ -13,19 +13,16 @@
 #include "natsfleet/relay_gateway.h"
 #include "support/fast_fleet.h"
 #include "support/nats_server.h"
+#include "support/relay_replica.h"
 #include "support/websocket_client.h"
 
 namespace natsfleet::testing {
 namespace {
 
-struct Replica {
+struct Replica : RelayReplica {
   Replica(const std::string& url, const std::string& name)
-      : fleet(fast_options({url}, name)),
-        relay(fleet, {.name = "sync-status", .heartbeat = 250ms}),
-        gateway(relay, {}) {}
+      : RelayReplica(url, name), gateway(relay, {}) {}
 
-  Fleet fleet;
-  Relay relay;
   RelayGateway gateway;
 };
 

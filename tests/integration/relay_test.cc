@@ -12,6 +12,7 @@
 #include "support/broker_client.h"
 #include "support/fast_fleet.h"
 #include "support/nats_server.h"
+#include "support/relay_replica.h"
 
 namespace natsfleet::testing {
 namespace {
@@ -36,15 +37,8 @@ class FakeSession final : public RelaySession {
   std::vector<std::string> got_;
 };
 
-struct Replica {
-  Replica(const std::string& url, const std::string& name, RelayOptions options = {})
-      : fleet(fast_options({url}, name)), relay(fleet, with_name(options)) {}
-
-  static RelayOptions with_name(RelayOptions o) {
-    o.name = "sync-status";
-    o.heartbeat = 250ms;
-    return o;
-  }
+struct Replica : RelayReplica {
+  using RelayReplica::RelayReplica;
 
   std::shared_ptr<FakeSession> attach(const std::string& member) {
     auto session = std::make_shared<FakeSession>();
@@ -52,9 +46,6 @@ struct Replica {
     EXPECT_TRUE(id) << id.error().describe();
     return session;
   }
-
-  Fleet fleet;
-  Relay relay;
 };
 
 bool wait_ready(std::initializer_list<Replica*> replicas) {
