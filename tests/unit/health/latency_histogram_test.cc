@@ -125,8 +125,11 @@ TEST(DaemonMetrics, CountersHandedOutStayPutWhileSubscriptionsAreAdded) {
   for (int i = 0; i < 200; ++i) m.register_subscription("s" + std::to_string(i));
   first.observe(milliseconds(1), Disposition::Kind::ack);
   EXPECT_FALSE(m.has_subscription("ghost"));
-  for (const auto& s : m.snapshot())
-    if (s.name == "m") EXPECT_EQ(s.acked, 1u);
+  for (const auto& s : m.snapshot()) {
+    if (s.name == "m") {
+      EXPECT_EQ(s.acked, 1u);
+    }
+  }
 }
 
 }  // namespace
