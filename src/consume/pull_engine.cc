@@ -5,9 +5,9 @@
 
 namespace natsfleet::consume {
 
-PullEngine::PullEngine(nats::Connection& connection, Options options, Deliver deliver,
+PullEngine::PullEngine(std::unique_ptr<InboxLink> link, Options options, Deliver deliver,
                        Signal signal)
-    : connection_(connection),
+    : link_(std::move(link)),
       options_([&] {
         // The broker refuses a heartbeat larger than half the expiry.
         options.expires = std::max(options.expires, options.heartbeat * 3);
@@ -43,18 +43,17 @@ Result<void> PullEngine::start() {
 }
 
 Result<void> PullEngine::subscribe_inbox() {
-  const std::string inbox = connection_.new_inbox();
+  const std::string inbox = link_->new_inbox();
   uint64_t generation = 0;
   {
     std::lock_guard lock(mu_);
     generation = generation_ + 1;
   }
-  auto sub = connection_.subscribe_batches(
-      inbox, "", [this, generation](std::vector<nats::InboundMessage>& batch) {
-        on_batch(batch, generation);
-      });
+  auto sub = link_->listen(inbox, [this, generation](std::vector<nats::InboundMessage>& batch) {
+    on_batch(batch, generation);
+  });
   if (!sub) return sub.error();
-  std::unique_ptr<nats::Subscription> old;
+  std::unique_ptr<InboxLink::Listening> old;
   {
     std::lock_guard lock(mu_);
     if (!running_) return {};
@@ -70,7 +69,7 @@ Result<void> PullEngine::subscribe_inbox() {
 }
 
 void PullEngine::stop() {
-  std::unique_ptr<nats::Subscription> sub;
+  std::unique_ptr<InboxLink::Listening> sub;
   {
     std::lock_guard lock(mu_);
     running_ = false;
@@ -267,7 +266,7 @@ void PullEngine::send_pull(int64_t want, const std::string& reply) {
   // that a gap may have replaced by then: the broker would hand what it asks for to nobody. The
   // reconnect pulls afresh (restart_pulls). A failed publish (connection closing) is recovered
   // the same way, or by tick().
-  if (!connection_.connected() || !connection_.publish(pull_subject_, pull_body(want), reply)) {
+  if (!link_->connected() || !link_->publish(pull_subject_, pull_body(want), reply)) {
     std::lock_guard lock(mu_);
     flow_.unsent(want);
   }

@@ -21,10 +21,10 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "consume/inbox_link.h"
 #include "consume/intake.h"
 #include "consume/pull_status.h"
 #include "consume/pull_window.h"
-#include "nats/connection.h"
 
 namespace natsfleet::consume {
 
@@ -49,7 +49,7 @@ class PullEngine final : public Intake {
   // push consumer, leadership change, max waiting.
   using Signal = std::function<void(const PullStatus&)>;
 
-  PullEngine(nats::Connection& connection, Options options, Deliver deliver, Signal signal);
+  PullEngine(std::unique_ptr<InboxLink> link, Options options, Deliver deliver, Signal signal);
   ~PullEngine() override;
   PullEngine(const PullEngine&) = delete;
   PullEngine& operator=(const PullEngine&) = delete;
@@ -102,13 +102,13 @@ class PullEngine final : public Intake {
   void refill();
   std::string pull_body(int64_t batch) const;
 
-  nats::Connection& connection_;
+  const std::unique_ptr<InboxLink> link_;
   const Options options_;
   Deliver deliver_;
   Signal signal_;
   const std::string pull_subject_;
   std::string inbox_;
-  std::unique_ptr<nats::Subscription> subscription_;
+  std::unique_ptr<InboxLink::Listening> subscription_;
 
   const std::chrono::milliseconds gap_after_;
 

@@ -245,8 +245,8 @@ Result<void> ConsumerSubscription::bind() {
   if (!info) return info.error();
   if (scope_ == Scope::shared) answer_peers();
 
-  last_floor_seen_ = lifecycle_.ack_floor();
-  last_info_ = last_progress_ = ctx_.clock->now();
+  last_info_ = ctx_.clock->now();
+  stall_watch_.restart(last_info_, lifecycle_.ack_floor());
   status_.set_location(lifecycle_.stream(), lifecycle_.consumer());
   status_.set_consumer_counts(info->num_pending, info->num_ack_pending, lifecycle_.ack_floor());
   install_intake(info->config);
@@ -303,7 +303,7 @@ void ConsumerSubscription::log_once(const std::string& text) {
 }
 
 void ConsumerSubscription::install_intake(const nats::ConsumerConfig& config) {
-  unserved_since_ = {};  // a consumer just bound has had no chance to serve yet
+  unserved_watch_.reset();  // a consumer just bound has had no chance to serve yet
   std::lock_guard lock(engine_mu_);
   if (stopping()) return;
   if (engine_) {
@@ -333,8 +333,8 @@ void ConsumerSubscription::install_intake(const nats::ConsumerConfig& config) {
       pipeline_.take_all(batch);
     };
     engine_ = std::make_unique<consume::PullEngine>(
-        *ctx_.connection, options, std::move(deliver_all),
-        [this](const consume::PullStatus& s) { on_pull_signal(s); });
+        std::make_unique<consume::ConnectionInboxLink>(*ctx_.connection), options,
+        std::move(deliver_all), [this](const consume::PullStatus& s) { on_pull_signal(s); });
   }
   if (auto started = engine_->start(); !started) {
     status_.warn("cannot subscribe: " + started.error().describe());
@@ -474,25 +474,15 @@ void ConsumerSubscription::poll_info() {
       status_.warn("consumer info failed: " + info.error().describe());
     return;
   }
-  bool changed = lifecycle_.saw_consumer(*info);
-  if (!info->leader.empty()) {
-    changed = changed || (!leader_seen_.empty() && info->leader != leader_seen_);
-    leader_seen_ = info->leader;
-  }
-  (void)changed;
+  lifecycle_.saw_consumer(*info);
   status_.set_consumer_counts(info->num_pending, info->num_ack_pending, lifecycle_.ack_floor());
   const uint64_t acked = status_.counters.acked.load() + status_.counters.termed.load();
   const auto now = ctx_.clock->now();
   if (stuck_watch_.observe(now, info->ack_floor_stream_seq, info->num_ack_pending,
                            pipeline_.busy()))
     move_stuck_leader(*info);
-  if (info->ack_floor_stream_seq != last_floor_seen_ || acked != last_acked_seen_ ||
-      info->num_pending + info->num_ack_pending == 0)
-    last_progress_ = now;
-  last_floor_seen_ = info->ack_floor_stream_seq;
-  last_acked_seen_ = acked;
-
-  const bool stuck = now - last_progress_ > ctx_.options.stall_after;
+  const bool stuck = stall_watch_.observe(now, info->ack_floor_stream_seq, acked,
+                                          info->num_pending + info->num_ack_pending);
   if (stuck && status_.state() == SubscriptionState::bound)
     status_.set_state(SubscriptionState::stalled, std::to_string(info->num_pending) + " pending, " +
                                                       std::to_string(info->num_ack_pending) +
@@ -526,31 +516,20 @@ bool ConsumerSubscription::replace_if_unserved(const std::string& evidence) {
   // A fleet told to exit when its consumer goes missing leaves consumers to their operator.
   if (spec_.on_missing == OnMissing::exit) return false;
   const auto now = ctx_.clock->now();
-  if (!unserved_long(now)) return false;
-  const auto unserved = now - unserved_since_;
+  UnservedWatch::Link link{.connected = ctx_.connection->connected(),
+                           .link_changed = Clock::time_point{Clock::duration(link_changed_.load())}};
+  {
+    std::lock_guard lock(engine_mu_);
+    if (engine_) link.last_served = engine_->last_served();
+  }
+  if (!unserved_watch_.evidence(now, link)) return false;
+  const auto unserved = unserved_watch_.unserved(now);
   if (still_served(unserved, evidence)) {
-    unserved_since_ = now;
+    unserved_watch_.spare(now);
     return false;
   }
   delete_unserved(unserved, evidence);
   return true;
-}
-
-bool ConsumerSubscription::unserved_long(Clock::time_point now) {
-  Clock::time_point served{};
-  {
-    std::lock_guard lock(engine_mu_);
-    if (engine_) served = engine_->last_served();
-  }
-  // The clock starts at the first evidence after the consumer last served (or the link last
-  // changed: an outage says nothing about the consumer).
-  const Clock::time_point link_changed{Clock::duration(link_changed_.load())};
-  if (!ctx_.connection->connected() || unserved_since_ == Clock::time_point{} ||
-      served > unserved_since_ || link_changed > unserved_since_) {
-    unserved_since_ = now;
-    return false;
-  }
-  return now - unserved_since_ >= ctx_.options.replace_unserved_after;
 }
 
 bool ConsumerSubscription::still_served(Clock::duration unserved, const std::string& evidence) {
@@ -601,7 +580,7 @@ void ConsumerSubscription::delete_unserved(Clock::duration unserved, const std::
     status_.event(spdlog::level::info, "consumer-deleted",
                   "{} {}: delete of consumer {} answered: {}", lifecycle_.kind(), spec_.name,
                   lifecycle_.consumer(), deleted.error().describe());
-  unserved_since_ = {};
+  unserved_watch_.reset();
   deleted_here_ = true;
 }
 
@@ -668,14 +647,15 @@ void ConsumerSubscription::run_recovering() {
       std::lock_guard lock(signal_mu_);
       signal_.reset();  // settled by this recovery
     }
-    last_info_ = last_progress_ = ctx_.clock->now();
+    last_info_ = ctx_.clock->now();
+    stall_watch_.restart(last_info_, lifecycle_.ack_floor());
     status_.set_state(SubscriptionState::bound, "recovered after: " + recovering_reason_);
     return;
   }
 }
 
 bool ConsumerSubscription::remake_consumer() {
-  unserved_since_ = {};  // whatever is found from now on is a new consumer
+  unserved_watch_.reset();  // whatever is found from now on is a new consumer
   auto made = lifecycle_.recreate(pipeline_.last_handled_seq());
   if (!made) {
     status_.warn("cannot recreate consumer " + lifecycle_.consumer() + ": " +

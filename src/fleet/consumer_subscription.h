@@ -37,7 +37,7 @@
 #include "consume/pull_status.h"
 #include "fleet/consumer_lifecycle.h"
 #include "fleet/delivery_pipeline.h"
-#include "fleet/stuck_consumer.h"
+#include "fleet/consumer_watches.h"
 #include "fleet/subscription_status.h"
 #include "fleet/supervised.h"
 #include "nats/jetstream_api.h"
@@ -93,9 +93,6 @@ class ConsumerSubscription final : public Supervised, private IntakeControl {
   // unanswered): once it has lasted replace_unserved_after with nothing served meanwhile and the
   // stream answers, deletes the consumer so that the recovery makes it anew (true then).
   bool replace_if_unserved(const std::string& evidence);
-  // The consumer has served nothing for replace_unserved_after, counted from the first evidence
-  // since it last served or the link last changed (which restarts the count).
-  bool unserved_long(Clock::time_point now);
   // A last look before deleting: a leader, a consumer made lately, a stream that does not
   // answer yet, or a leader that answers a pull spares it.
   bool still_served(Clock::duration unserved, const std::string& evidence);
@@ -169,20 +166,15 @@ class ConsumerSubscription final : public Supervised, private IntakeControl {
 
   // Supervisor-thread state.
   std::set<std::string> logged_;
-  // A consumer leader that stopped redelivering is asked to step down (fleet/stuck_consumer.h).
+  // What the info polls and the intake's evidence add up to (fleet/consumer_watches.h).
+  StallWatch stall_watch_{ctx_.options.stall_after};
   StuckConsumerWatch stuck_watch_{StuckConsumerWatch::after_for(spec_.ack_wait)};
+  UnservedWatch unserved_watch_{ctx_.options.replace_unserved_after};
   std::string recovering_reason_;
-  uint64_t last_floor_seen_ = 0;
-  uint64_t last_acked_seen_ = 0;
-  std::string leader_seen_;  // the consumer's leader at the last poll that named one
   Clock::time_point last_info_{};
-  Clock::time_point last_progress_{};
   // Pulls answered "no responders" back to back wait longer each time (see run_bound).
   base::Backoff unanswered_backoff_;
   Clock::time_point unanswered_at_{};
-  // Since when the consumer has served nothing, by the evidence replace_if_unserved() was given
-  // (the epoch: it serves, as far as this replica knows).
-  Clock::time_point unserved_since_{};
   // replace_if_unserved() deleted the consumer: the recovery makes it anew without a lookup.
   bool deleted_here_ = false;
 };

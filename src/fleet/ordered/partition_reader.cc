@@ -215,7 +215,7 @@ Result<void> PartitionReader::start_engine() {
   o.heartbeat = setup_.spec->heartbeat;
   o.ack_wait = milliseconds(0);  // the log rule finds what a gap lost
   auto engine = std::make_unique<consume::PullEngine>(
-      *setup_.connection, o,
+      std::make_unique<consume::ConnectionInboxLink>(*setup_.connection), o,
       [this](std::vector<nats::InboundMessage>& batch) { deliver_(*this, batch); },
       [this](const consume::PullStatus& s) {
         if (s.signal == consume::PullSignal::consumer_deleted ||
