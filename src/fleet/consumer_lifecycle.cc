@@ -217,31 +217,32 @@ bool ConsumerLifecycle::saw_consumer(const nats::ConsumerInfo& info) {
   return anew;
 }
 
-ConsumerLifecycle::Lookup ConsumerLifecycle::look_up(Error* error) {
+ConsumerLifecycle::Found ConsumerLifecycle::look_up() {
   auto info = api_.consumer_info(stream_, consumer_);
   if (info) {
     saw_consumer(*info);
-    return Lookup::present;
+    return {};
   }
-  *error = info.error();
-  if (info.error().is_consumer_not_found()) return Lookup::consumer_missing;
-  if (info.error().is_stream_not_found()) return Lookup::stream_missing;
-  return Lookup::unreachable;
+  const Lookup lookup = info.error().is_consumer_not_found() ? Lookup::consumer_missing
+                        : info.error().is_stream_not_found() ? Lookup::stream_missing
+                                                             : Lookup::unreachable;
+  return {lookup, info.error()};
 }
 
-ConsumerLifecycle::Lookup ConsumerLifecycle::confirm(Error* error, const Wait& wait) {
-  Lookup first = look_up(error);
-  if (first == Lookup::present || first == Lookup::unreachable) return first;
+ConsumerLifecycle::Found ConsumerLifecycle::confirm(const Wait& wait) {
+  Found first = look_up();
+  if (first.lookup == Lookup::present || first.lookup == Lookup::unreachable) return first;
   // A new leader may briefly not know the consumer; a recovering cluster may not know the
   // stream for a while. Only a verdict that holds across the whole window counts.
   const int lookups = std::max(options_.missing_lookups, 1);
   const auto spacing = options_.missing_window / std::max(lookups - 1, 1);
-  Lookup verdict = first;
+  Found verdict = first;
   for (int i = 1; i < lookups; ++i) {
     if (!wait(spacing)) break;
-    Lookup next = look_up(error);
-    if (next == Lookup::present || next == Lookup::unreachable) return next;
-    if (next == Lookup::consumer_missing) verdict = Lookup::consumer_missing;
+    Found next = look_up();
+    if (next.lookup == Lookup::present || next.lookup == Lookup::unreachable) return next;
+    if (next.lookup == Lookup::consumer_missing || verdict.lookup != Lookup::consumer_missing)
+      verdict = std::move(next);
   }
   return verdict;
 }

@@ -33,8 +33,12 @@ class ConsumerLifecycle {
   // A shared durable that every replica of the fleet binds to (work), or this replica's own
   // named ephemeral (a JetStream broadcast).
   enum class Scope { shared, per_replica };
-  // What a lookup of the bound consumer found.
+  // What a lookup of the bound consumer found, and what the broker said when it was not present.
   enum class Lookup { present, consumer_missing, stream_missing, unreachable };
+  struct Found {
+    Lookup lookup = Lookup::present;
+    Error error;  // set unless present
+  };
 
   struct Options {
     Scope scope = Scope::shared;
@@ -72,11 +76,11 @@ class ConsumerLifecycle {
                                   const Wait& wait = {}, const AskPeers& ask_peers = {});
 
   // One lookup of the bound consumer; raises the ack floor when present.
-  Lookup look_up(Error* error);
+  Found look_up();
   // look_up, and when the consumer or stream seems missing, again `missing_lookups` times over
   // `missing_window` (a new leader may briefly not know it): only a verdict that holds across the
   // window counts. `wait(d)` sleeps and returns false when the subscription is stopping.
-  Lookup confirm(Error* error, const Wait& wait);
+  Found confirm(const Wait& wait);
 
   // Recreates the bound consumer after the last ack floor seen (or, per_replica, after
   // `last_handled` when higher); from the stream's start when the stream was created anew.

@@ -516,8 +516,9 @@ bool ConsumerSubscription::replace_if_unserved(const std::string& evidence) {
   // A fleet told to exit when its consumer goes missing leaves consumers to their operator.
   if (spec_.on_missing == OnMissing::exit) return false;
   const auto now = ctx_.clock->now();
-  UnservedWatch::Link link{.connected = ctx_.connection->connected(),
-                           .link_changed = Clock::time_point{Clock::duration(link_changed_.load())}};
+  UnservedWatch::Link link{
+      .connected = ctx_.connection->connected(),
+      .link_changed = Clock::time_point{Clock::duration(link_changed_.load())}};
   {
     std::lock_guard lock(engine_mu_);
     if (engine_) link.last_served = engine_->last_served();
@@ -598,17 +599,16 @@ void ConsumerSubscription::run_recovering() {
       continue;
     }
     reconnected_ = false;
-    Error error;
     using Lookup = ConsumerLifecycle::Lookup;
     // Deleted here a moment ago: missing, no need to confirm it (a create that finds it still
     // there fails, and the next round looks).
     const auto found = std::exchange(deleted_here_, false)
-                           ? Lookup::consumer_missing
-                           : lifecycle_.confirm(&error, [this](milliseconds d) {
+                           ? ConsumerLifecycle::Found{.lookup = Lookup::consumer_missing}
+                           : lifecycle_.confirm([this](milliseconds d) {
                                wait_for(d);
                                return !stopping();
                              });
-    switch (found) {
+    switch (found.lookup) {
       case Lookup::present: {
         // Acks first: a new consumer leader that lags the old one delivers from where its state
         // ends, and an ack that reaches it before the pull moves it past what was handled.
@@ -622,8 +622,9 @@ void ConsumerSubscription::run_recovering() {
         break;
       }
       case Lookup::unreachable:
-        if (replace_if_unserved("its lookups go unanswered (" + error.describe() + ")")) continue;
-        status_.warn("consumer lookup failed (" + error.describe() +
+        if (replace_if_unserved("its lookups go unanswered (" + found.error.describe() + ")"))
+          continue;
+        status_.warn("consumer lookup failed (" + found.error.describe() +
                      "); the broker may be down or paused; retrying");
         wait_for(backoff.next());
         continue;

@@ -502,9 +502,9 @@ TEST_F(Lifecycle, MissingIsConfirmedAcrossTheWholeWindowBeforeItCounts) {
   ASSERT_TRUE(lifecycle.bind("DAEMON_SYNC"));
   broker.consumers.clear();
   Waits waits;
-  Error error;
-  EXPECT_EQ(lifecycle.confirm(&error, waits.fn()), Lookup::consumer_missing);
-  EXPECT_TRUE(error.is_consumer_not_found());
+  const auto found = lifecycle.confirm(waits.fn());
+  EXPECT_EQ(found.lookup, Lookup::consumer_missing);
+  EXPECT_TRUE(found.error.is_consumer_not_found());
   // Three lookups over two seconds: two waits of a second.
   EXPECT_EQ(waits.asked, (std::vector<std::chrono::milliseconds>{1s, 1s}));
 }
@@ -514,8 +514,7 @@ TEST_F(Lifecycle, AConsumerANewLeaderBrieflyDidNotKnowIsPresent) {
   ASSERT_TRUE(lifecycle.bind("DAEMON_SYNC"));
   broker.hidden_lookups = 2;
   Waits waits;
-  Error error;
-  EXPECT_EQ(lifecycle.confirm(&error, waits.fn()), Lookup::present);
+  EXPECT_EQ(lifecycle.confirm(waits.fn()).lookup, Lookup::present);
   EXPECT_EQ(waits.asked.size(), 2u);
 }
 
@@ -525,9 +524,8 @@ TEST_F(Lifecycle, AnUnreachableBrokerIsNeitherPresentNorMissing) {
   broker.consumers.clear();
   broker.hidden_lookups = 0;
   Waits waits;
-  Error error;
   broker.unreachable = true;
-  EXPECT_EQ(lifecycle.confirm(&error, waits.fn()), Lookup::unreachable);
+  EXPECT_EQ(lifecycle.confirm(waits.fn()).lookup, Lookup::unreachable);
   EXPECT_TRUE(waits.asked.empty());
 }
 
@@ -536,8 +534,7 @@ TEST_F(Lifecycle, AStreamGoneForTheWholeWindowIsStreamMissing) {
   ASSERT_TRUE(lifecycle.bind("DAEMON_SYNC"));
   broker.streams.clear();
   Waits waits;
-  Error error;
-  EXPECT_EQ(lifecycle.confirm(&error, waits.fn()), Lookup::stream_missing);
+  EXPECT_EQ(lifecycle.confirm(waits.fn()).lookup, Lookup::stream_missing);
   EXPECT_EQ(waits.asked.size(), 2u);
 }
 
@@ -547,8 +544,7 @@ TEST_F(Lifecycle, StoppingEndsTheConfirmationEarly) {
   broker.consumers.clear();
   Waits waits;
   waits.stopping_after = true;
-  Error error;
-  EXPECT_EQ(lifecycle.confirm(&error, waits.fn()), Lookup::consumer_missing);
+  EXPECT_EQ(lifecycle.confirm(waits.fn()).lookup, Lookup::consumer_missing);
   EXPECT_EQ(waits.asked.size(), 1u);
 }
 
@@ -603,8 +599,7 @@ TEST_F(Lifecycle, AConsumerMadeAnewElsewhereIsSaidWithWhereItStarts) {
   lifecycle.saw_ack_floor(300);
   broker.consumers.clear();
   broker.add_consumer("DAEMON_SYNC", config_starting_at(spec, 250, "sync-listener"), 0);
-  Error error;
-  EXPECT_EQ(lifecycle.look_up(&error), Lookup::present);
+  EXPECT_EQ(lifecycle.look_up().lookup, Lookup::present);
   EXPECT_NE(log().find("was made anew by another replica or the broker: it delivers from stream "
                        "sequence 250 (it delivered from the stream's start), its ack floor 0, "
                        "the last one seen here 300"),
@@ -635,8 +630,7 @@ TEST_F(Lifecycle, ARecreationAPeerWonSaysWhereTheWinnerStarts) {
   EXPECT_NE(log().find("using the one the broker holds, which delivers from stream sequence 90"),
             std::string::npos)
       << log();
-  Error error;
-  EXPECT_EQ(lifecycle.look_up(&error), Lookup::present);
+  EXPECT_EQ(lifecycle.look_up().lookup, Lookup::present);
   EXPECT_EQ(log().find("made anew"), std::string::npos) << log();  // already said
 }
 
