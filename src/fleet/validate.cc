@@ -66,11 +66,11 @@ std::string words(std::chrono::milliseconds d) {
 Result<void> in_range(std::string_view field, long long value, long long min, long long max) {
   if (value >= min && value <= max) return {};
   return invalid(std::string(field) + " must be between " + std::to_string(min) + " and " +
-         std::to_string(max) + ", got " + std::to_string(value));
+                 std::to_string(max) + ", got " + std::to_string(value));
 }
 
 Result<void> in_range(std::string_view field, std::chrono::milliseconds value,
-                         std::chrono::milliseconds min, std::chrono::milliseconds max) {
+                      std::chrono::milliseconds min, std::chrono::milliseconds max) {
   if (value >= min && value <= max) return {};
   if (value < min) return invalid(std::string(field) + " must be at least " + words(min));
   return invalid(std::string(field) + " must be at most " + words(max) + ", got " + words(value));
@@ -82,7 +82,7 @@ Result<void> name_valid(std::string_view name) {
     if (std::isspace(static_cast<unsigned char>(c)) || c == '.' || c == '*' || c == '>' ||
         c == '/' || c == '\\')
       return invalid("name '" + std::string(name) +
-             "' may not contain whitespace, '.', '*', '>', '/' or '\\'");
+                     "' may not contain whitespace, '.', '*', '>', '/' or '\\'");
   return {};
 }
 
@@ -105,11 +105,12 @@ Result<void> filter_valid(const WorkSpec& spec) {
   if (!spec.subject.empty() && spec.subject != spec.subjects.front())
     return invalid("subject '" + spec.subject + "' and subjects are both set: set one of them");
   for (size_t i = 0; i < spec.subjects.size(); ++i) {
-    if (auto bad = subject_valid(spec.subjects[i]); !bad) return invalid("subjects: " + bad.error().message);
+    if (auto bad = subject_valid(spec.subjects[i]); !bad)
+      return invalid("subjects: " + bad.error().message);
     for (size_t j = 0; j < i; ++j)
       if (overlap(spec.subjects[j], spec.subjects[i]))
         return invalid("subjects '" + spec.subjects[j] + "' and '" + spec.subjects[i] +
-               "' overlap: a consumer's filter subjects must not");
+                       "' overlap: a consumer's filter subjects must not");
   }
   if (spec.subjects.size() > 1 && spec.ordering == Ordering::per_key)
     return invalid("ordering = per-key takes one subject, not several");
@@ -124,23 +125,20 @@ Result<void> work_valid(const WorkSpec& spec) {
   if (!spec.stream.empty())
     if (auto bad = name_valid(spec.stream); !bad) return invalid("stream " + bad.error().message);
   if (spec.concurrency < 1) return invalid("concurrency must be at least 1");
-  if (auto bad = in_range("concurrency", spec.concurrency, 1, L::kMaxConcurrency); !bad)
-    return bad;
+  if (auto bad = in_range("concurrency", spec.concurrency, 1, L::kMaxConcurrency); !bad) return bad;
   if (spec.max_ack_pending < 1) return invalid("max_ack_pending must be at least 1");
-  if (auto bad = in_range("max_ack_pending", spec.max_ack_pending, 1, L::kMaxAckPending);
-      !bad)
+  if (auto bad = in_range("max_ack_pending", spec.max_ack_pending, 1, L::kMaxAckPending); !bad)
     return bad;
   if (spec.max_ack_pending < spec.concurrency)
     return invalid("max_ack_pending is below concurrency: some handlers could never get work");
-  if (spec.max_deliver == 0 || spec.max_deliver < -1) return invalid("max_deliver must be -1 or at least 1");
+  if (spec.max_deliver == 0 || spec.max_deliver < -1)
+    return invalid("max_deliver must be -1 or at least 1");
   if (spec.max_deliver > L::kMaxDeliver)
-    return invalid("max_deliver must be -1 (unlimited) or between 1 and " + std::to_string(L::kMaxDeliver) +
-           ", got " + std::to_string(spec.max_deliver));
-  if (auto bad = in_range("ack_wait", spec.ack_wait, L::kMinAckWait, L::kMaxAckWait);
-      !bad)
+    return invalid("max_deliver must be -1 (unlimited) or between 1 and " +
+                   std::to_string(L::kMaxDeliver) + ", got " + std::to_string(spec.max_deliver));
+  if (auto bad = in_range("ack_wait", spec.ack_wait, L::kMinAckWait, L::kMaxAckWait); !bad)
     return bad;
-  if (auto bad = in_range("heartbeat", spec.heartbeat, L::kMinHeartbeat, L::kMaxHeartbeat);
-      !bad)
+  if (auto bad = in_range("heartbeat", spec.heartbeat, L::kMinHeartbeat, L::kMaxHeartbeat); !bad)
     return bad;
   if (auto bad =
           in_range("keep_alive_limit", spec.keep_alive_limit, milliseconds(0), L::kMaxBackoff);
@@ -152,22 +150,18 @@ Result<void> work_valid(const WorkSpec& spec) {
           in_range("pull_expires", spec.pull_expires, L::kMinPullExpires, L::kMaxPullExpires);
       !bad)
     return bad;
-  if (auto bad =
-          in_range("nak_backoff_min", spec.nak_backoff_min, milliseconds(0), L::kMaxBackoff);
+  if (auto bad = in_range("nak_backoff_min", spec.nak_backoff_min, milliseconds(0), L::kMaxBackoff);
       !bad)
     return bad;
-  if (auto bad =
-          in_range("nak_backoff_max", spec.nak_backoff_max, milliseconds(0), L::kMaxBackoff);
+  if (auto bad = in_range("nak_backoff_max", spec.nak_backoff_max, milliseconds(0), L::kMaxBackoff);
       !bad)
     return bad;
   if (spec.nak_backoff_max < spec.nak_backoff_min)
     return invalid("nak_backoff_max is below nak_backoff_min");
   if (spec.retry_min < std::chrono::milliseconds(1)) return invalid("retry_min must be positive");
-  if (auto bad = in_range("retry_min", spec.retry_min, milliseconds(1), L::kMaxBackoff);
-      !bad)
+  if (auto bad = in_range("retry_min", spec.retry_min, milliseconds(1), L::kMaxBackoff); !bad)
     return bad;
-  if (auto bad = in_range("retry_max", spec.retry_max, milliseconds(1), L::kMaxBackoff);
-      !bad)
+  if (auto bad = in_range("retry_max", spec.retry_max, milliseconds(1), L::kMaxBackoff); !bad)
     return bad;
   if (spec.retry_max < spec.retry_min) return invalid("retry_max is below retry_min");
   if (spec.ordering == Ordering::per_key) {
@@ -175,19 +169,20 @@ Result<void> work_valid(const WorkSpec& spec) {
     if (auto plan = fleet::PartitionPlan::make(subject, spec.key_token, spec.partitions); !plan)
       return invalid(plan.error().message);
     if (spec.shape != WorkShape::pull) return invalid("ordering = per-key needs the pull shape");
-    if (auto bad = in_range("lease", spec.lease, L::kMinLease, L::kMaxLease); !bad)
-      return bad;
+    if (auto bad = in_range("lease", spec.lease, L::kMinLease, L::kMaxLease); !bad) return bad;
   } else if (spec.key_token != 0) {
     return invalid("key_token applies to ordering = per-key only");
   }
   if (!spec.dead_letter.empty()) {
     if (auto bad = subject_valid(spec.dead_letter, /*allow_wildcards=*/false); !bad)
-      return invalid("dead_letter " + bad.error().message + ": it is where messages are published, so it has no wildcards");
+      return invalid("dead_letter " + bad.error().message +
+                     ": it is where messages are published, so it has no wildcards");
     // Its own dead letters would come back to the work that gave up on them, for ever.
     for (const auto& subject : spec.subjects.empty() ? std::vector{spec.subject} : spec.subjects)
       if (matches(subject, spec.dead_letter))
-        return invalid("dead_letter '" + spec.dead_letter + "' is matched by the work's own subject '" +
-               subject + "': its dead letters would be consumed again");
+        return invalid("dead_letter '" + spec.dead_letter +
+                       "' is matched by the work's own subject '" + subject +
+                       "': its dead letters would be consumed again");
   }
   return {};
 }
@@ -197,24 +192,21 @@ Result<void> broadcast_valid(const BroadcastSpec& spec) {
   if (auto bad = name_valid(spec.name); !bad) return bad;
   if (auto bad = subject_valid(spec.subject); !bad) return bad;
   if (spec.concurrency < 1) return invalid("concurrency must be at least 1");
-  if (auto bad = in_range("concurrency", spec.concurrency, 1, L::kMaxConcurrency); !bad)
-    return bad;
+  if (auto bad = in_range("concurrency", spec.concurrency, 1, L::kMaxConcurrency); !bad) return bad;
   if (spec.max_queued < 1) return invalid("max_queued must be at least 1");
-  if (auto bad = in_range("max_queued", spec.max_queued, 1, L::kMaxQueued); !bad)
-    return bad;
+  if (auto bad = in_range("max_queued", spec.max_queued, 1, L::kMaxQueued); !bad) return bad;
   if (spec.key_token < 0) return invalid("key_token cannot be negative");
-  if (auto bad = in_range("key_token", spec.key_token, 0, L::kMaxKeyToken); !bad)
-    return bad;
+  if (auto bad = in_range("key_token", spec.key_token, 0, L::kMaxKeyToken); !bad) return bad;
   if (spec.source == BroadcastSource::jetstream) {
     if (!spec.stream.empty())
       if (auto bad = name_valid(spec.stream); !bad) return invalid("stream " + bad.error().message);
-    if (auto bad = in_range("heartbeat", spec.heartbeat, L::kMinHeartbeat, L::kMaxHeartbeat);
-        !bad)
+    if (auto bad = in_range("heartbeat", spec.heartbeat, L::kMinHeartbeat, L::kMaxHeartbeat); !bad)
       return bad;
-    if (spec.create_stream && spec.stream.empty()) return invalid("create_stream needs a stream name");
+    if (spec.create_stream && spec.stream.empty())
+      return invalid("create_stream needs a stream name");
     if (spec.create_stream)
       if (auto bad = in_range("stream_max_age", spec.stream_max_age, L::kMinStreamMaxAge,
-                                  L::kMaxStreamMaxAge);
+                              L::kMaxStreamMaxAge);
           !bad)
         return bad;
   }
