@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <system_error>
@@ -428,86 +429,102 @@ std::string missing_mapping(const Daemon::State& s, const config::WorkConfig& wo
          "broker starts: restart natsfleet to start it";
 }
 
+// The config file read again, or nothing (logged) when it fails to load.
+std::optional<config::DaemonConfig> read_config_again(Daemon::State& s) {
+  base::log_event(*s.log, spdlog::level::info, {{"event", "reload-requested"}},
+                  "reload requested: reading {}", s.config.file);
+  try {
+    return config::load_config(s.config.file);
+  } catch (const config::ConfigError& e) {
+    base::log_event(*s.log, spdlog::level::err, {{"event", "reload-failed"}, {"error", e.what()}},
+                    "reload: {}; the running config is kept", e.what());
+    return std::nullopt;
+  }
+}
+
+// What runs after a reload, in the new config's order, and how the starts went.
+struct Running {
+  std::vector<config::WorkConfig> work;
+  std::vector<config::BroadcastConfig> broadcast;
+  size_t started = 0, failed = 0;
+
+  void add(const config::DaemonConfig& c, const std::string& name) {
+    if (const auto* w = find_work(c, name)) work.push_back(*w);
+    if (const auto* b = find_broadcast(c, name)) broadcast.push_back(*b);
+  }
+};
+
+// Starts `name` as `next` defines it; when that fails and it ran before the reload (`was_running`),
+// starts it again as `before` defined it.
+void start_or_restore(Daemon::State& s, const config::DaemonConfig& next,
+                      const config::DaemonConfig& before, const std::string& name, bool was_running,
+                      const DescriptorBudget& budget, Running& running) {
+  std::string problem;
+  if (const auto* w = find_work(next, name)) problem = missing_mapping(s, *w);
+  if (problem.empty()) {
+    auto ok = start_named(s, next, name, budget);
+    if (ok) {
+      running.add(next, name);
+      ++running.started;
+      return;
+    }
+    problem = ok.error().describe();
+  }
+  ++running.failed;
+  base::log_event(*s.log, spdlog::level::err,
+                  {{"event", "reload-failed"}, {"subscription", name}, {"error", problem}},
+                  "reload: {}: {}{}", name, problem, was_running ? "; starting it as it was" : "");
+  if (!was_running) return;
+  if (auto again = start_named(s, before, name, budget); again)
+    running.add(before, name);
+  else
+    base::log_event(
+        *s.log, spdlog::level::err, {{"event", "reload-failed"}, {"subscription", name}},
+        "reload: {}: cannot start it as it was either: {}", name, again.error().describe());
+}
+
 // Reads the config file again and applies what changed, one subscription at a time; the others
 // run on untouched. A config that fails to load changes nothing. A subscription whose new
 // definition cannot start runs on as it was.
 void reload(Daemon::State& s) {
   auto& log = *s.log;
-  base::log_event(log, spdlog::level::info, {{"event", "reload-requested"}},
-                  "reload requested: reading {}", s.config.file);
-  config::DaemonConfig next;
-  try {
-    next = config::load_config(s.config.file);
-  } catch (const config::ConfigError& e) {
-    base::log_event(log, spdlog::level::err, {{"event", "reload-failed"}, {"error", e.what()}},
-                    "reload: {}; the running config is kept", e.what());
-    return;
-  }
-  const ReloadPlan plan = plan_reload(s.config, next);
+  const auto next = read_config_again(s);
+  if (!next) return;
+  const ReloadPlan plan = plan_reload(s.config, *next);
   for (const auto& key : plan.restart_only)
     base::log_event(log, spdlog::level::warn, {{"event", "reload-restart-only"}, {"key", key}},
                     "reload: {} changed; it takes effect at the next start (the running value "
                     "is kept)",
                     key);
-  if (s.broker && !plan.start.empty() && !ensure_streams(s.broker->url(), next, log))
+  if (s.broker && !plan.start.empty() && !ensure_streams(s.broker->url(), *next, log))
     base::log_event(log, spdlog::level::err, {{"event", "reload-failed"}},
                     "reload: the embedded broker's streams could not be made; subscriptions "
                     "without a stream wait for one");
   const config::DaemonConfig before = s.config;
-  s.config.shutdown_timeout = next.shutdown_timeout;
+  s.config.shutdown_timeout = next->shutdown_timeout;
   for (const auto& name : plan.stop) stop_subscription(s, name);
-  const DescriptorBudget budget = plan_descriptors(
-      descriptor_limit(), next, health::HealthServerOptions{}.max_connections, s.broker != nullptr);
-  // What runs afterwards, in the new config's order.
-  std::vector<config::WorkConfig> work;
-  std::vector<config::BroadcastConfig> broadcast;
-  size_t started = 0, failed = 0;
-  auto keep_running = [&](const config::DaemonConfig& c, const std::string& name) {
-    if (const auto* w = find_work(c, name)) work.push_back(*w);
-    if (const auto* b = find_broadcast(c, name)) broadcast.push_back(*b);
-  };
+  const DescriptorBudget budget =
+      plan_descriptors(descriptor_limit(), *next, health::HealthServerOptions{}.max_connections,
+                       s.broker != nullptr);
   const std::set<std::string> to_start(plan.start.begin(), plan.start.end());
   const std::set<std::string> stopped(plan.stop.begin(), plan.stop.end());
-  for (const auto& name : subscription_names(next)) {
-    if (!to_start.count(name)) {
-      keep_running(next, name);
-      continue;
-    }
-    std::string problem;
-    if (const auto* w = find_work(next, name)) problem = missing_mapping(s, *w);
-    if (problem.empty()) {
-      if (auto ok = start_named(s, next, name, budget); ok) {
-        keep_running(next, name);
-        ++started;
-        continue;
-      } else {
-        problem = ok.error().describe();
-      }
-    }
-    ++failed;
-    base::log_event(log, spdlog::level::err,
-                    {{"event", "reload-failed"}, {"subscription", name}, {"error", problem}},
-                    "reload: {}: {}{}", name, problem,
-                    stopped.count(name) ? "; starting it as it was" : "");
-    if (stopped.count(name)) {
-      if (auto again = start_named(s, before, name, budget); again)
-        keep_running(before, name);
-      else
-        base::log_event(
-            log, spdlog::level::err, {{"event", "reload-failed"}, {"subscription", name}},
-            "reload: {}: cannot start it as it was either: {}", name, again.error().describe());
-    }
+  Running running;
+  for (const auto& name : subscription_names(*next)) {
+    if (to_start.count(name))
+      start_or_restore(s, *next, before, name, stopped.count(name) > 0, budget, running);
+    else
+      running.add(*next, name);
   }
-  s.config.work = std::move(work);
-  s.config.broadcast = std::move(broadcast);
+  s.config.work = std::move(running.work);
+  s.config.broadcast = std::move(running.broadcast);
   base::log_event(log, spdlog::level::info,
                   {{"event", "reloaded"},
-                   {"started", static_cast<int64_t>(started)},
+                   {"started", static_cast<int64_t>(running.started)},
                    {"stopped", static_cast<int64_t>(plan.stop.size())},
                    {"unchanged", static_cast<int64_t>(plan.unchanged)},
-                   {"failed", static_cast<int64_t>(failed)}},
-                  "reloaded: {} started, {} stopped, {} unchanged, {} failed", started,
-                  plan.stop.size(), plan.unchanged, failed);
+                   {"failed", static_cast<int64_t>(running.failed)}},
+                  "reloaded: {} started, {} stopped, {} unchanged, {} failed", running.started,
+                  plan.stop.size(), plan.unchanged, running.failed);
 }
 
 }  // namespace
