@@ -62,6 +62,7 @@ OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& conte
       plan_(PartitionPlan::make(spec_.subject, spec_.key_token, spec_.partitions).value()),
       me_(member_id()),
       status_(spec_.name, "work", spec_.subject, context.log),
+      transport_(*context.connection),
       api_(*context.connection, kApiTimeout),
       reader_api_(*context.connection, kReaderApiTimeout) {}
 
@@ -472,99 +473,112 @@ void OrderedWork::run_one(std::unique_lock<std::mutex>& lock, Ready lane) {
 
   ++status_.counters.received;
   if (rejections > 0) ++status_.counters.redelivered;
-  std::optional<Disposition> outcome;
-  try {
-    outcome = handler_(message);
-  } catch (const DownstreamUnavailable& e) {
-    outcome = Disposition::retry(e.after()).because(e.what());
-  } catch (const std::exception& e) {
-    ++status_.counters.handler_errors;
-    outcome = Disposition::nak().because(std::string("the handler threw: ") + e.what());
-  } catch (...) {
-    ++status_.counters.handler_errors;
-    outcome = Disposition::nak().because("the handler threw");
-  }
-  using Kind = Disposition::Kind;
-  // A retry while other messages succeed since its last one: this message is the problem, not
-  // the downstream (the contract of Disposition::retry), so it uses a delivery.
-  if (outcome->kind() == Kind::retry && retried_at != 0 && last_success_.load() > retried_at)
-    outcome = Disposition::nak(outcome->delay())
-                  .because("failed again while other messages succeeded: " + outcome->reason());
-  const bool rejected = outcome->kind() == Kind::nak;
-  bool finished = outcome->kind() == Kind::ack;
-  bool hold = outcome->kind() == Kind::retry;
-  if (outcome->kind() == Kind::term || (rejected && rejections + 1 >= spec_.max_deliver)) {
-    const std::string reason =
-        outcome->reason().empty()
-            ? (rejected ? "rejected " + std::to_string(rejections + 1) + " times (max_deliver)"
-                        : std::string("terminated by the handler"))
-            : outcome->reason();
-    finished = true;
-    if (!spec_.dead_letter.empty()) {
-      ConnectionTransport transport(*ctx_.connection);
-      auto stored = publish_dead_letter(transport,
-                                        dead_letter_copy(message, spec_.dead_letter, spec_.name,
-                                                         reason, std::chrono::system_clock::now()),
-                                        kApiTimeout);
-      if (!stored) {  // kept in its lane until the dead letter is stored
-        finished = false;
-        hold = true;
-        outcome = Disposition::retry().because("cannot store the dead letter: " +
-                                               stored.error().describe());
-      } else {
-        ++status_.counters.dead_lettered;
-      }
-    }
-    if (finished) {
-      ++status_.counters.termed;
-      base::log_event(*ctx_.log, spdlog::level::err,
-                      {{"work", spec_.name},
-                       {"event", "terminated"},
-                       {"stream", stream_},
-                       {"stream_seq", message.stream_seq()},
-                       {"partition", lane.partition},
-                       {"error", reason}},
-                      "work {}: stream sequence {} (subject {}) set aside: {}", spec_.name,
-                      message.stream_seq(), message.subject(), reason);
-    }
-  }
+  const Disposition outcome = judge(message, lane.partition, rejections, retried_at);
 
   lock.lock();
   busy_.erase({lane.partition, lane.key});
   it = owned_.find(lane.partition);
   if (it == owned_.end() || it->second.reader.get() != lane.reader) return;  // given up meanwhile
   --it->second.running;
-  PartitionReader& reader = *it->second.reader;
-  if (finished) {
-    if (outcome->kind() == Kind::ack) {
-      ++status_.counters.acked;
-      last_success_ = Clock::now().time_since_epoch().count();
-    }
-    if (retry_streak_ > 0) {
-      retry_streak_ = 0;
-      status_.set_downstream(false, {}, 0);
-    }
-    if (reader.done(lane.key)) ready_.push_back(std::move(lane));
-    wake_.notify_all();
-    return;
+  settle_lane(*it->second.reader, std::move(lane), outcome, rejections);
+}
+
+Disposition OrderedWork::call_handler(const Message& message) {
+  try {
+    return handler_(message);
+  } catch (const DownstreamUnavailable& e) {
+    return Disposition::retry(e.after()).because(e.what());
+  } catch (const std::exception& e) {
+    ++status_.counters.handler_errors;
+    return Disposition::nak().because(std::string("the handler threw: ") + e.what());
+  } catch (...) {
+    ++status_.counters.handler_errors;
+    return Disposition::nak().because("the handler threw");
   }
-  if (hold) {
-    ++status_.counters.retried;
-    ++retry_streak_;
-    if (reader.lanes().has(lane.key))
-      reader.lanes().front(lane.key).retried_at = Clock::now().time_since_epoch().count();
-    status_.set_downstream(true, outcome->reason(), later_.size() + 1);
-    wake_later(
-        std::move(lane),
-        std::max(outcome->delay(), doubling(spec_.retry_min, spec_.retry_max, retry_streak_)));
-    return;
+}
+
+Disposition OrderedWork::judge(const Message& message, int partition, int rejections,
+                               int64_t retried_at) {
+  using Kind = Disposition::Kind;
+  Disposition outcome = call_handler(message);
+  // A retry while other messages succeed since its last one: this message is the problem, not
+  // the downstream (the contract of Disposition::retry), so it uses a delivery.
+  if (outcome.kind() == Kind::retry && retried_at != 0 && last_success_.load() > retried_at)
+    outcome = Disposition::nak(outcome.delay())
+                  .because("failed again while other messages succeeded: " + outcome.reason());
+  const bool rejected = outcome.kind() == Kind::nak;
+  if (outcome.kind() != Kind::term && !(rejected && rejections + 1 >= spec_.max_deliver))
+    return outcome;
+  const std::string reason =
+      !outcome.reason().empty()
+          ? outcome.reason()
+          : (rejected ? "rejected " + std::to_string(rejections + 1) + " times (max_deliver)"
+                      : std::string("terminated by the handler"));
+  if (auto set_aside = this->set_aside(message, partition, reason); !set_aside)
+    return Disposition::retry().because("cannot store the dead letter: " +
+                                        set_aside.error().describe());
+  return Disposition::term().because(reason);
+}
+
+Result<void> OrderedWork::set_aside(const Message& message, int partition,
+                                    const std::string& reason) {
+  if (!spec_.dead_letter.empty()) {
+    auto stored = publish_dead_letter(transport_,
+                                      dead_letter_copy(message, spec_.dead_letter, spec_.name,
+                                                       reason, std::chrono::system_clock::now()),
+                                      kApiTimeout);
+    if (!stored) return stored;
+    ++status_.counters.dead_lettered;
   }
-  ++status_.counters.naked;
-  if (!reader.lanes().has(lane.key)) return;
-  reader.lanes().front(lane.key).rejections = rejections + 1;
-  wake_later(std::move(lane),
-             std::max(outcome->delay(),
-                      doubling(spec_.nak_backoff_min, spec_.nak_backoff_max, rejections + 1)));
+  ++status_.counters.termed;
+  base::log_event(*ctx_.log, spdlog::level::err,
+                  {{"work", spec_.name},
+                   {"event", "terminated"},
+                   {"stream", stream_},
+                   {"stream_seq", message.stream_seq()},
+                   {"partition", partition},
+                   {"error", reason}},
+                  "work {}: stream sequence {} (subject {}) set aside: {}", spec_.name,
+                  message.stream_seq(), message.subject(), reason);
+  return {};
+}
+
+void OrderedWork::settle_lane(PartitionReader& reader, Ready lane, const Disposition& outcome,
+                              int rejections) {
+  using Kind = Disposition::Kind;
+  switch (outcome.kind()) {
+    case Kind::ack:
+    case Kind::term:
+      if (outcome.kind() == Kind::ack) {
+        ++status_.counters.acked;
+        last_success_ = Clock::now().time_since_epoch().count();
+      }
+      if (retry_streak_ > 0) {
+        retry_streak_ = 0;
+        status_.set_downstream(false, {}, 0);
+      }
+      if (reader.done(lane.key)) ready_.push_back(std::move(lane));
+      wake_.notify_all();
+      return;
+    case Kind::retry:  // the lane waits, its message first, and uses no delivery
+      ++status_.counters.retried;
+      ++retry_streak_;
+      if (reader.lanes().has(lane.key))
+        reader.lanes().front(lane.key).retried_at = Clock::now().time_since_epoch().count();
+      status_.set_downstream(true, outcome.reason(), later_.size() + 1);
+      wake_later(
+          std::move(lane),
+          std::max(outcome.delay(), doubling(spec_.retry_min, spec_.retry_max, retry_streak_)));
+      return;
+    case Kind::nak:
+      ++status_.counters.naked;
+      if (!reader.lanes().has(lane.key)) return;
+      reader.lanes().front(lane.key).rejections = rejections + 1;
+      wake_later(std::move(lane),
+                 std::max(outcome.delay(),
+                          doubling(spec_.nak_backoff_min, spec_.nak_backoff_max, rejections + 1)));
+      return;
+  }
 }
 
 void OrderedWork::connection_changed(bool connected) {

@@ -28,6 +28,7 @@
 #include "fleet/ordered/partition_plan.h"
 #include "fleet/subscription_status.h"
 #include "fleet/supervised.h"
+#include "fleet/transport.h"
 #include "nats/jetstream_api.h"
 
 namespace natsfleet::fleet {
@@ -94,6 +95,15 @@ class OrderedWork final : public Supervised {
   bool next_ready(std::unique_lock<std::mutex>& lock, Ready& out);
   // The lane's front message through the handler (mu_ released meanwhile), then its verdict.
   void run_one(std::unique_lock<std::mutex>& lock, Ready lane);
+  // The handler's verdict, an exception turned into a nak (DownstreamUnavailable: a retry).
+  Disposition call_handler(const Message& message);
+  // What becomes of `message`: ack, retry (the downstream, or a dead letter not stored yet), nak,
+  // or term once it is set aside (a term, or a nak on its last delivery).
+  Disposition judge(const Message& message, int partition, int rejections, int64_t retried_at);
+  // Stores the dead letter (when the work has one) and says so; an error: not stored.
+  Result<void> set_aside(const Message& message, int partition, const std::string& reason);
+  // Under mu_: the verdict applied to the lane (next message, or this one again later).
+  void settle_lane(PartitionReader& reader, Ready lane, const Disposition& outcome, int rejections);
   // Under mu_: the lane runs again after `delay`.
   void wake_later(Ready lane, std::chrono::milliseconds delay);
   // The partition's checkpoint and the consumer read through (the lease's while nothing is read).
@@ -106,7 +116,8 @@ class OrderedWork final : public Supervised {
   const PartitionPlan plan_;
   const std::string me_;
   SubscriptionStatus status_;
-  nats::JetStreamApi api_;         // the lease bucket, the stream, dead letters
+  ConnectionTransport transport_;  // dead letters
+  nats::JetStreamApi api_;         // the lease bucket, the stream
   nats::JetStreamApi reader_api_;  // the readers' consumers
   std::string stream_;
   nats::RetentionPolicy retention_ = nats::RetentionPolicy::limits;
