@@ -7,7 +7,8 @@
 //   ConsumerLifecycle lifecycle(spec, options, api, log);
 //   auto info = lifecycle.bind(stream);           // reconcile; then consume info->config
 //   lifecycle.tend_predecessor(Clock::now());      // every info_interval
-//   if (lifecycle.confirm(wait) == Lookup::consumer_missing) lifecycle.recreate(last_handled);
+//   if (lifecycle.confirm(wait).lookup == Lookup::consumer_missing)
+//   lifecycle.recreate(last_handled);
 #pragma once
 
 #include <chrono>

@@ -10,7 +10,6 @@
 
 #include "base/backoff.h"
 #include "base/log_event.h"
-#include "base/utc_time.h"
 #include "consume/ack_metadata.h"
 #include "consume/pull_engine.h"
 #include "consume/queue_intake.h"
@@ -62,6 +61,8 @@ ConsumerSubscription::ConsumerSubscription(WorkSpec spec, WorkHandler handler,
       api_(*context.connection, context.options.request_timeout),
       lifecycle_(spec_, lifecycle_options(spec_, scope, replica_, context.options), api_,
                  context.log),
+      watch_broker_(*context.connection, api_, context.options.request_timeout),
+      watch_(spec_, ctx_.options, lifecycle_, status_, watch_broker_, *context.clock),
       // Often enough to see a missed heartbeat, and to keep held messages' in-progress acks
       // (every ack_wait / 3) well inside ack_wait.
       tick_(std::clamp(std::min(spec_.heartbeat, spec_.ack_wait) / 4, milliseconds(25),
@@ -245,8 +246,7 @@ Result<void> ConsumerSubscription::bind() {
   if (!info) return info.error();
   if (scope_ == Scope::shared) answer_peers();
 
-  last_info_ = ctx_.clock->now();
-  stall_watch_.restart(last_info_, lifecycle_.ack_floor());
+  watch_.bound();
   status_.set_location(lifecycle_.stream(), lifecycle_.consumer());
   status_.set_consumer_counts(info->num_pending, info->num_ack_pending, lifecycle_.ack_floor());
   install_intake(info->config);
@@ -303,7 +303,7 @@ void ConsumerSubscription::log_once(const std::string& text) {
 }
 
 void ConsumerSubscription::install_intake(const nats::ConsumerConfig& config) {
-  unserved_watch_.reset();  // a consumer just bound has had no chance to serve yet
+  watch_.forget_unserved();  // a consumer just bound has had no chance to serve yet
   std::lock_guard lock(engine_mu_);
   if (stopping()) return;
   if (engine_) {
@@ -382,7 +382,22 @@ void ConsumerSubscription::run_bound() {
     return;
   }
   pipeline_.tend_held(ctx_.clock->now());
-  if (ctx_.clock->now() - last_info_ >= ctx_.options.info_interval) poll_info();
+  if (watch_.poll_due())
+    if (auto verdict = watch_.poll(here()); heed(verdict)) enter_recovering(verdict.why);
+}
+
+ConsumerWatch::Here ConsumerSubscription::here() const {
+  ConsumerWatch::Here now{.busy = pipeline_.busy(),
+                          .settled = status_.counters.acked.load() + status_.counters.termed.load(),
+                          .link_changed = Clock::time_point{Clock::duration(link_changed_.load())}};
+  std::lock_guard lock(engine_mu_);
+  if (engine_) now.last_served = engine_->last_served();
+  return now;
+}
+
+bool ConsumerSubscription::heed(ConsumerWatch::Verdict& verdict) {
+  if (verdict.given_back) pipeline_.give_back(std::move(*verdict.given_back));
+  return verdict.recover;
 }
 
 bool ConsumerSubscription::act_on(const consume::PullStatus& signal) {
@@ -398,8 +413,9 @@ bool ConsumerSubscription::act_on(const consume::PullStatus& signal) {
         wait_for(std::chrono::duration_cast<milliseconds>(until - ctx_.clock->now()));
       unanswered_at_ = ctx_.clock->now();
       if (stopping()) return false;
-      enter_recovering(replace_if_unserved("its pulls find no responder")
-                           ? std::string("the consumer served nobody; deleted to make it anew")
+      auto verdict = watch_.unserved(here(), "its pulls find no responder");
+      enter_recovering(heed(verdict)
+                           ? verdict.why
                            : std::string("pull answered: ") + consume::to_string(signal.signal));
       return false;
     }
@@ -460,131 +476,6 @@ void ConsumerSubscription::report_gap(uint64_t skipped) {
                     pipeline_.stale_after().count(), skipped));
 }
 
-void ConsumerSubscription::poll_info() {
-  last_info_ = ctx_.clock->now();
-  if (auto retired = lifecycle_.tend_predecessor(last_info_); !retired)
-    status_.warn(retired.error().describe());
-  auto info = api_.consumer_info(lifecycle_.stream(), lifecycle_.consumer());
-  if (!info) {
-    if (info.error().is_consumer_not_found() || info.error().is_stream_not_found())
-      enter_recovering("consumer info: " + info.error().describe());
-    else if (replace_if_unserved("its lookups go unanswered (" + info.error().describe() + ")"))
-      enter_recovering("the consumer served nobody; deleted to make it anew");
-    else
-      status_.warn("consumer info failed: " + info.error().describe());
-    return;
-  }
-  lifecycle_.saw_consumer(*info);
-  status_.set_consumer_counts(info->num_pending, info->num_ack_pending, lifecycle_.ack_floor());
-  const uint64_t acked = status_.counters.acked.load() + status_.counters.termed.load();
-  const auto now = ctx_.clock->now();
-  if (stuck_watch_.observe(now, info->ack_floor_stream_seq, info->num_ack_pending,
-                           pipeline_.busy()))
-    move_stuck_leader(*info);
-  const bool stuck = stall_watch_.observe(now, info->ack_floor_stream_seq, acked,
-                                          info->num_pending + info->num_ack_pending);
-  if (stuck && status_.state() == SubscriptionState::bound)
-    status_.set_state(SubscriptionState::stalled, std::to_string(info->num_pending) + " pending, " +
-                                                      std::to_string(info->num_ack_pending) +
-                                                      " awaiting ack, and no progress");
-  else if (!stuck && status_.state() == SubscriptionState::stalled)
-    status_.set_state(SubscriptionState::bound, "progressing again");
-}
-
-void ConsumerSubscription::move_stuck_leader(const nats::ConsumerInfo& info) {
-  const auto stuck_ms = std::chrono::duration_cast<milliseconds>(stuck_watch_.after()).count();
-  auto moved = api_.step_down_consumer_leader(lifecycle_.stream(), lifecycle_.consumer());
-  if (!moved) {
-    // A single server has no other leader to offer: said once.
-    log_once(
-        fmt::format("{} {}: consumer {} has {} message(s) awaiting ack and its ack floor {} "
-                    "has not moved for {} ms; asking its leader to step down failed: {}",
-                    lifecycle_.kind(), spec_.name, lifecycle_.consumer(), info.num_ack_pending,
-                    info.ack_floor_stream_seq, stuck_ms, moved.error().describe()));
-    return;
-  }
-  status_.event(
-      spdlog::level::warn, "leader-stepdown",
-      "{} {}: consumer {} has {} message(s) awaiting ack, none of them here, and its ack floor {} "
-      "has not moved for {} ms: asked its leader to step down, so that a new leader redelivers "
-      "them (a leader that stops redelivering is a nats-server defect, fixed in 2.10.26)",
-      lifecycle_.kind(), spec_.name, lifecycle_.consumer(), info.num_ack_pending,
-      info.ack_floor_stream_seq, stuck_ms);
-}
-
-bool ConsumerSubscription::replace_if_unserved(const std::string& evidence) {
-  // A fleet told to exit when its consumer goes missing leaves consumers to their operator.
-  if (spec_.on_missing == OnMissing::exit) return false;
-  const auto now = ctx_.clock->now();
-  UnservedWatch::Link link{
-      .connected = ctx_.connection->connected(),
-      .link_changed = Clock::time_point{Clock::duration(link_changed_.load())}};
-  {
-    std::lock_guard lock(engine_mu_);
-    if (engine_) link.last_served = engine_->last_served();
-  }
-  if (!unserved_watch_.evidence(now, link)) return false;
-  const auto unserved = unserved_watch_.unserved(now);
-  if (still_served(unserved, evidence)) {
-    unserved_watch_.spare(now);
-    return false;
-  }
-  delete_unserved(unserved, evidence);
-  return true;
-}
-
-bool ConsumerSubscription::still_served(Clock::duration unserved, const std::string& evidence) {
-  // One more look: a leader elected a moment ago answers, a consumer made lately (by a peer that
-  // replaced it) is still electing its first, and a missing one is the recovery's to make.
-  auto info = api_.consumer_info(lifecycle_.stream(), lifecycle_.consumer());
-  const auto made_lately = [&](const std::string& created) {
-    const auto made = base::parse_rfc3339_nanos(created);
-    return made && !base::older_than(*made, ctx_.options.replace_unserved_after);
-  };
-  if ((info && (!info->leader.empty() || made_lately(info->created))) ||
-      (!info && info.error().is_consumer_not_found()))
-    return true;
-  // A stream that does not answer either is a broker still recovering: its consumers elect
-  // their leaders after it does, so the time counts from when it answers.
-  if (auto stream = api_.stream_info(lifecycle_.stream()); !stream) return true;
-  // Lookups can go unanswered while the leader serves pulls: a pull that takes nothing asks the
-  // leader itself, and any answer spares the consumer (docs/design/recovery.md, "Unserved").
-  auto probe = ctx_.connection->request(
-      "$JS.API.CONSUMER.MSG.NEXT." + lifecycle_.stream() + "." + lifecycle_.consumer(),
-      consume::kLeaderProbeBody, ctx_.options.request_timeout);
-  if (!probe) return false;
-  if (probe->status == 0 && !probe->reply.empty()) pipeline_.give_back(std::move(*probe));
-  // Info: lookups unanswered this long while pulls are served is the broker's own trouble,
-  // worth an operator's look (at most once per replace_unserved_after).
-  status_.event(spdlog::level::info, "consumer-kept",
-                "{} {}: consumer {} has answered no lookup for {} s ({}), but its leader answers "
-                "pulls (status {}): kept",
-                lifecycle_.kind(), spec_.name, lifecycle_.consumer(),
-                std::chrono::duration_cast<std::chrono::seconds>(unserved).count(), evidence,
-                probe->status);
-  return true;
-}
-
-void ConsumerSubscription::delete_unserved(Clock::duration unserved, const std::string& evidence) {
-  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(unserved).count();
-  status_.event(
-      spdlog::level::warn, "consumer-unserved",
-      "{} {}: consumer {} has served nothing for {} s ({}) while stream {} answers: the broker "
-      "left it without a leader; deleting it to make it anew after ack floor {}",
-      lifecycle_.kind(), spec_.name, lifecycle_.consumer(), seconds, evidence, lifecycle_.stream(),
-      lifecycle_.ack_floor());
-  // Nobody leads it to answer the delete: its answer is waited for briefly, and the recovery
-  // makes it anew at once, without confirming it missing (docs/design/recovery.md, "Unserved").
-  nats::JetStreamApi quick(*ctx_.connection,
-                           std::min(ctx_.options.request_timeout, std::chrono::milliseconds(500)));
-  if (auto deleted = quick.delete_consumer(lifecycle_.stream(), lifecycle_.consumer()); !deleted)
-    status_.event(spdlog::level::info, "consumer-deleted",
-                  "{} {}: delete of consumer {} answered: {}", lifecycle_.kind(), spec_.name,
-                  lifecycle_.consumer(), deleted.error().describe());
-  unserved_watch_.reset();
-  deleted_here_ = true;
-}
-
 void ConsumerSubscription::enter_recovering(const std::string& why) {
   recovering_reason_ = why;
   status_.set_state(SubscriptionState::recovering, why);
@@ -602,7 +493,7 @@ void ConsumerSubscription::run_recovering() {
     using Lookup = ConsumerLifecycle::Lookup;
     // Deleted here a moment ago: missing, no need to confirm it (a create that finds it still
     // there fails, and the next round looks).
-    const auto found = std::exchange(deleted_here_, false)
+    const auto found = watch_.take_deleted()
                            ? ConsumerLifecycle::Found{.lookup = Lookup::consumer_missing}
                            : lifecycle_.confirm([this](milliseconds d) {
                                wait_for(d);
@@ -622,7 +513,9 @@ void ConsumerSubscription::run_recovering() {
         break;
       }
       case Lookup::unreachable:
-        if (replace_if_unserved("its lookups go unanswered (" + found.error.describe() + ")"))
+        if (auto verdict = watch_.unserved(
+                here(), "its lookups go unanswered (" + found.error.describe() + ")");
+            heed(verdict))
           continue;
         status_.warn("consumer lookup failed (" + found.error.describe() +
                      "); the broker may be down or paused; retrying");
@@ -648,15 +541,14 @@ void ConsumerSubscription::run_recovering() {
       std::lock_guard lock(signal_mu_);
       signal_.reset();  // settled by this recovery
     }
-    last_info_ = ctx_.clock->now();
-    stall_watch_.restart(last_info_, lifecycle_.ack_floor());
+    watch_.bound();
     status_.set_state(SubscriptionState::bound, "recovered after: " + recovering_reason_);
     return;
   }
 }
 
 bool ConsumerSubscription::remake_consumer() {
-  unserved_watch_.reset();  // whatever is found from now on is a new consumer
+  watch_.forget_unserved();  // whatever is found from now on is a new consumer
   auto made = lifecycle_.recreate(pipeline_.last_handled_seq());
   if (!made) {
     status_.warn("cannot recreate consumer " + lifecycle_.consumer() + ": " +

@@ -36,7 +36,7 @@
 #include "consume/intake.h"
 #include "consume/pull_status.h"
 #include "fleet/consumer_lifecycle.h"
-#include "fleet/consumer_watches.h"
+#include "fleet/consumer_watch.h"
 #include "fleet/delivery_pipeline.h"
 #include "fleet/subscription_status.h"
 #include "fleet/supervised.h"
@@ -85,18 +85,11 @@ class ConsumerSubscription final : public Supervised, private IntakeControl {
   // create on a stream holding messages).
   ConsumerLifecycle::Peers ask_peers(const std::string& stream);
   void install_intake(const nats::ConsumerConfig& config);
-  void poll_info();
-  // The consumer's leader seems to have stopped redelivering: asks it to step down.
-  void move_stuck_leader(const nats::ConsumerInfo& info);
   void log_once(const std::string& text);
-  // Evidence that the consumer serves nobody (a pull refused for want of a responder, a lookup
-  // unanswered): once it has lasted replace_unserved_after with nothing served meanwhile and the
-  // stream answers, deletes the consumer so that the recovery makes it anew (true then).
-  bool replace_if_unserved(const std::string& evidence);
-  // A last look before deleting: a leader, a consumer made lately, a stream that does not
-  // answer yet, or a leader that answers a pull spares it.
-  bool still_served(Clock::duration unserved, const std::string& evidence);
-  void delete_unserved(Clock::duration unserved, const std::string& evidence);
+  // What the consumer watch needs to know of this replica now.
+  ConsumerWatch::Here here() const;
+  // Hands back what a leader probe took; true when the watch calls for a recovery.
+  bool heed(ConsumerWatch::Verdict& verdict);
   void enter_recovering(const std::string& why);
   // The consumer is missing: makes it anew after the ack floor (ConsumerLifecycle::recreate)
   // and consumes it. False, with a warning, when it could not be made.
@@ -139,6 +132,9 @@ class ConsumerSubscription final : public Supervised, private IntakeControl {
   nats::JetStreamApi api_;
   // Which consumer on which stream, made right on the broker (supervisor thread only).
   ConsumerLifecycle lifecycle_;
+  // Info polls, stall, stuck leader, unserved consumer (supervisor thread only).
+  JetStreamWatchBroker watch_broker_;
+  ConsumerWatch watch_;
   std::chrono::milliseconds tick_;
 
   std::thread thread_;
@@ -154,7 +150,7 @@ class ConsumerSubscription final : public Supervised, private IntakeControl {
   std::optional<consume::PullStatus> signal_;  // the latest unsettled status from the engine
   Clock::time_point last_keep_alive_{};
 
-  std::mutex engine_mu_;
+  mutable std::mutex engine_mu_;
   std::unique_ptr<consume::Intake> engine_;
   std::string deliver_subject_;                // of the intake; empty when pulling
   std::unique_ptr<nats::Subscription> peers_;  // answer_peers(); under engine_mu_
@@ -166,17 +162,10 @@ class ConsumerSubscription final : public Supervised, private IntakeControl {
 
   // Supervisor-thread state.
   std::set<std::string> logged_;
-  // What the info polls and the intake's evidence add up to (fleet/consumer_watches.h).
-  StallWatch stall_watch_{ctx_.options.stall_after};
-  StuckConsumerWatch stuck_watch_{StuckConsumerWatch::after_for(spec_.ack_wait)};
-  UnservedWatch unserved_watch_{ctx_.options.replace_unserved_after};
   std::string recovering_reason_;
-  Clock::time_point last_info_{};
   // Pulls answered "no responders" back to back wait longer each time (see run_bound).
   base::Backoff unanswered_backoff_;
   Clock::time_point unanswered_at_{};
-  // replace_if_unserved() deleted the consumer: the recovery makes it anew without a lookup.
-  bool deleted_here_ = false;
 };
 
 }  // namespace natsfleet::fleet
