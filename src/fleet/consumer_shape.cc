@@ -76,8 +76,8 @@ std::string deliver_subject_for(const std::string& durable) {
   return "_NATSFLEET.deliver." + durable;
 }
 
-std::string peers_subject_for(const std::string& stream, const std::string& durable) {
-  return "_NATSFLEET.peers." + stream + "." + durable;
+std::string peers_subject_for(const std::string& stream, const std::string& work) {
+  return "_NATSFLEET.peers." + stream + "." + work;
 }
 
 nats::ConsumerConfig desired_consumer_config(const WorkSpec& spec, const std::string& durable) {

@@ -67,7 +67,7 @@ std::string describe_subjects(const std::vector<std::string>& subjects);
 std::string deliver_subject_for(const std::string& durable);
 // Where the replicas bound to a work's consumer on `stream` answer "I know it" to a replica
 // about to create it (ConsumerLifecycle::AskPeers).
-std::string peers_subject_for(const std::string& stream, const std::string& durable);
+std::string peers_subject_for(const std::string& stream, const std::string& work);
 
 // Where a consumer of this config starts, in words: "the stream's start", "stream sequence 42".
 std::string delivers_from(const nats::ConsumerConfig& config);

@@ -256,11 +256,12 @@ Result<void> ConsumerSubscription::bind() {
 void ConsumerSubscription::answer_peers() {
   std::lock_guard lock(engine_mu_);
   if (peers_ || stopping()) return;
-  auto subscribed = ctx_.connection->subscribe(
-      peers_subject_for(lifecycle_.stream(), lifecycle_.consumer()), "peers",
-      [connection = ctx_.connection](nats::InboundMessage&& asked) {
-        if (!asked.reply.empty()) (void)connection->publish(asked.reply, "bound");
-      });
+  auto subscribed =
+      ctx_.connection->subscribe(peers_subject_for(lifecycle_.stream(), spec_.name), "peers",
+                                 [connection = ctx_.connection](nats::InboundMessage&& asked) {
+                                   if (!asked.reply.empty())
+                                     (void)connection->publish(asked.reply, "bound");
+                                 });
   if (!subscribed) {
     status_.warn("cannot answer peers: " + subscribed.error().describe());
     return;

@@ -109,6 +109,10 @@ TEST(Migration, FailureAReplayedTwoReplicasConvergeOnOneSuccessorAndLoseNothing)
   ASSERT_TRUE(wait_for([&] { return a.health().ready && b.health().ready; }, 15s));
   EXPECT_EQ(bound_consumer(a), successor);
   EXPECT_EQ(bound_consumer(b), successor);
+  // A replica starting now asks by the work's name whether anyone is bound: bound to the
+  // successor, they answer.
+  auto peers = admin.connection().request("_NATSFLEET.peers.DAEMON_SYNC.sync-listener", "", 2s);
+  EXPECT_TRUE(peers) << peers.error().describe();
 
   // Every message the old consumer had not acked is handled; nothing it acked comes back.
   ASSERT_TRUE(seen.wait_distinct(300, 30s)) << seen.locked([](auto& r) { return r.distinct(); });
