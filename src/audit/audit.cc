@@ -98,9 +98,10 @@ Result<AuditReport> run_audit(const AuditOptions& options) {
       if (!plan) continue;
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_clock::now());
-      const std::string problem = fleet::probe_partition_mapping(
+      auto probed = fleet::probe_partition_mapping(
           **connection, *plan, std::clamp(left, std::chrono::milliseconds(100), kProbeTimeout));
-      if (problem.empty()) continue;
+      if (probed) continue;
+      const std::string& problem = probed.error().message;
       report.findings.push_back(
           {"", w.spec.name, "partition-mapping",
            fmt::format("{}:{}: {}", options.config->file, w.line, problem),

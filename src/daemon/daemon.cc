@@ -415,8 +415,8 @@ Result<void> start_named(Daemon::State& s, const config::DaemonConfig& c, const 
 }
 
 // On the embedded broker, per-key work needs a subject mapping the broker was given when it
-// started: empty when `work` has it (or is not per-key), else why it cannot start.
-std::string missing_mapping(const Daemon::State& s, const config::WorkConfig& work) {
+// started: an error (invalid_argument) when `work` is per-key and the broker lacks its mapping.
+Result<void> mapping_present(const Daemon::State& s, const config::WorkConfig& work) {
   if (!s.broker || work.spec.ordering != Ordering::per_key) return {};
   auto plan =
       fleet::PartitionPlan::make(work.spec.subject, work.spec.key_token, work.spec.partitions);
@@ -424,9 +424,10 @@ std::string missing_mapping(const Daemon::State& s, const config::WorkConfig& wo
   const std::pair<std::string, std::string> mapping{plan->source(), plan->destination()};
   for (const auto& m : s.broker_mappings)
     if (m == mapping) return {};
-  return "work " + work.spec.name +
-         ": per-key work needs the embedded broker's subject mapping, which is set when the "
-         "broker starts: restart natsfleet to start it";
+  return Error{Errc::invalid_argument,
+               "work " + work.spec.name +
+                   ": per-key work needs the embedded broker's subject mapping, which is set when "
+                   "the broker starts: restart natsfleet to start it"};
 }
 
 // The config file read again, or nothing (logged) when it fails to load.
@@ -459,17 +460,15 @@ struct Running {
 void start_or_restore(Daemon::State& s, const config::DaemonConfig& next,
                       const config::DaemonConfig& before, const std::string& name, bool was_running,
                       const DescriptorBudget& budget, Running& running) {
-  std::string problem;
-  if (const auto* w = find_work(next, name)) problem = missing_mapping(s, *w);
-  if (problem.empty()) {
-    auto ok = start_named(s, next, name, budget);
-    if (ok) {
-      running.add(next, name);
-      ++running.started;
-      return;
-    }
-    problem = ok.error().describe();
+  const auto* work = find_work(next, name);
+  auto started = work ? mapping_present(s, *work) : Result<void>{};
+  if (started) started = start_named(s, next, name, budget);
+  if (started) {
+    running.add(next, name);
+    ++running.started;
+    return;
   }
+  const std::string problem = started.error().describe();
   ++running.failed;
   base::log_event(*s.log, spdlog::level::err,
                   {{"event", "reload-failed"}, {"subscription", name}, {"error", problem}},

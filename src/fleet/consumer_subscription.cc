@@ -188,8 +188,8 @@ void ConsumerSubscription::run_binding() {
       wait_for(tick_);
       continue;
     }
-    if (auto refused = unsupported_by_server(); !refused.empty()) {
-      go_fatal(refused);
+    if (auto supported = supported_by_server(); !supported) {
+      go_fatal(supported.error().message);
       return;
     }
     auto bound = bind();
@@ -202,7 +202,7 @@ void ConsumerSubscription::run_binding() {
   }
 }
 
-std::string ConsumerSubscription::unsupported_by_server() {
+Result<void> ConsumerSubscription::supported_by_server() {
   if (spec_.subjects.size() < 2) return {};
   auto version = ctx_.connection->server_version();
   if (!version) {
@@ -212,10 +212,11 @@ std::string ConsumerSubscription::unsupported_by_server() {
     return {};
   }
   if (version->at_least(2, 10)) return {};
-  return fmt::format(
-      "work {} filters several subjects ({}), which needs nats-server 2.10 or newer; the server "
-      "it is connected to runs {}: upgrade it, or split the work into one per subject",
-      spec_.name, describe_subjects(spec_.subjects), version->text);
+  return Error{Errc::invalid_argument,
+               fmt::format("work {} filters several subjects ({}), which needs nats-server 2.10 "
+                           "or newer; the server it is connected to runs {}: upgrade it, or "
+                           "split the work into one per subject",
+                           spec_.name, describe_subjects(spec_.subjects), version->text)};
 }
 
 Result<void> ConsumerSubscription::bind() {

@@ -74,8 +74,9 @@ class ConsumerSubscription final : public Supervised, private IntakeControl {
   void run_binding();
   void run_bound();
   void run_recovering();
-  // Why the connected server cannot run this spec (several filter subjects before 2.10), or "".
-  std::string unsupported_by_server();
+  // An error (invalid_argument) when the connected server cannot run this spec: several filter
+  // subjects before 2.10.
+  Result<void> supported_by_server();
   Result<void> bind();
   Result<std::string> locate_stream();
   // Work only: answers peers asking whether a live replica knows the bound consumer, from the

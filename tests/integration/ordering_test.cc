@@ -69,7 +69,8 @@ TEST(PartitionMapping, TheProbeFindsTheMappingAndStoresNothing) {
   NatsServer server({.extra_config = mapping_config(plan)});
   BrokerClient admin(server.url());
   admin.create_stream("ORDERS", {plan.stored_subjects()});
-  EXPECT_EQ(fleet::probe_partition_mapping(admin.connection(), plan, 5s), "");
+  auto probed = fleet::probe_partition_mapping(admin.connection(), plan, 5s);
+  EXPECT_TRUE(probed) << probed.error().describe();
   admin.publish("orders.after", "x");  // the probe went before: sequence 1 if it stored nothing
   EXPECT_EQ(admin.api().stream_info("ORDERS")->messages, 1u);
 }
@@ -80,14 +81,18 @@ TEST(PartitionMapping, TheProbeNamesAMissingOrDifferentMapping) {
     NatsServer bare;
     BrokerClient admin(bare.url());
     admin.create_stream("ORDERS", {plan.stored_subjects()});
-    EXPECT_EQ(fleet::probe_partition_mapping(admin.connection(), plan, 5s),
-              "the broker has no subject mapping for orders.*");
+    auto probed = fleet::probe_partition_mapping(admin.connection(), plan, 5s);
+    ASSERT_FALSE(probed);
+    EXPECT_EQ(probed.error().code, Errc::invalid_argument);
+    EXPECT_EQ(probed.error().message, "the broker has no subject mapping for orders.*");
   }
   auto eight = fleet::PartitionPlan::make("orders.*", 2, 8).value();
   NatsServer other({.extra_config = mapping_config(eight)});
   BrokerClient admin(other.url());
-  const std::string problem = fleet::probe_partition_mapping(admin.connection(), plan, 5s);
-  EXPECT_NE(problem.find("another partition count"), std::string::npos) << problem;
+  auto probed = fleet::probe_partition_mapping(admin.connection(), plan, 5s);
+  ASSERT_FALSE(probed);
+  EXPECT_NE(probed.error().message.find("another partition count"), std::string::npos)
+      << probed.error().message;
 }
 
 TEST(OrderedWork, AFleetWithoutTheMappingReportsFatalWithTheMappingToAdd) {

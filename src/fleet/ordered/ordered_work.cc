@@ -90,12 +90,12 @@ void OrderedWork::run() {
         wake_.wait_for(lock, milliseconds(100));
       if (stopping_) return;
     }
-    const std::string problem = probe_partition_mapping(*ctx_.connection, plan_, kProbeTimeout);
-    if (problem.empty()) break;
-    const bool unanswered = problem.find("reached no subscriber") != std::string::npos;
+    auto probed = probe_partition_mapping(*ctx_.connection, plan_, kProbeTimeout);
+    if (probed) break;
+    const bool unanswered = probed.error().code == Errc::timeout;
     if (unanswered && attempt < kProbeAttempts) continue;  // a reconnect in between, say
     const std::string reason =
-        problem +
+        probed.error().message +
         ". Per-key order needs the broker to map the subject to partitions: add to "
         "nats-server's configuration (the account's mappings block, or the top level "
         "for the default account) and reload it: mappings { " +

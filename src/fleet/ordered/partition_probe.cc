@@ -20,8 +20,8 @@ namespace {
 
 // One probe: where the broker maps a subject of the work's own, with `key` in the key token and
 // a fixed token in every other wildcard.
-std::string probe_key(nats::Connection& connection, const PartitionPlan& plan,
-                      const std::string& key, milliseconds timeout) {
+Result<void> probe_key(nats::Connection& connection, const PartitionPlan& plan,
+                       const std::string& key, milliseconds timeout) {
   auto tokens = base::subject_tokens(plan.source());
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] == "*" || tokens[i] == ">")
@@ -42,14 +42,17 @@ std::string probe_key(nats::Connection& connection, const PartitionPlan& plan,
   };
   auto mapped_sub = connection.subscribe(base::join_subject(anywhere), "", on_message);
   if (!mapped_sub)
-    return "cannot subscribe to " + base::join_subject(anywhere) + ": " +
-           mapped_sub.error().message;
+    return Error{mapped_sub.error().code, "cannot subscribe to " + base::join_subject(anywhere) +
+                                              ": " + mapped_sub.error().message};
   auto plain_sub = connection.subscribe(published, "", on_message);
-  if (!plain_sub) return "cannot subscribe to " + published + ": " + plain_sub.error().message;
+  if (!plain_sub)
+    return Error{plain_sub.error().code,
+                 "cannot subscribe to " + published + ": " + plain_sub.error().message};
   // No stream has this name, so whichever stream holds the subject refuses to store it.
   const Headers headers{{"Nats-Expected-Stream", {std::string(kProbeToken) + "-stores-nothing"}}};
   if (auto sent = connection.publish(published, "", headers); !sent)
-    return "cannot publish the probe " + published + ": " + sent.error().message;
+    return Error{sent.error().code,
+                 "cannot publish the probe " + published + ": " + sent.error().message};
   std::string where;
   {
     std::unique_lock lock(mu);
@@ -60,24 +63,29 @@ std::string probe_key(nats::Connection& connection, const PartitionPlan& plan,
   plain_sub.value().reset();
   if (where == expected) return {};
   if (where.empty())
-    return "a probe published to " + published + " reached no subscriber within " +
-           std::to_string(timeout.count()) + " ms (is publishing and subscribing allowed?)";
-  if (where == published) return "the broker has no subject mapping for " + plan.source();
-  return "the broker maps " + published + " to " + where + ", the plan expects " + expected +
-         " (another mapping, or another partition count)";
+    return Error{Errc::timeout, "a probe published to " + published +
+                                    " reached no subscriber within " +
+                                    std::to_string(timeout.count()) +
+                                    " ms (is publishing and subscribing allowed?)"};
+  if (where == published)
+    return Error{Errc::invalid_argument, "the broker has no subject mapping for " + plan.source()};
+  return Error{Errc::invalid_argument, "the broker maps " + published + " to " + where +
+                                           ", the plan expects " + expected +
+                                           " (another mapping, or another partition count)"};
 }
 
 }  // namespace
 
-std::string probe_partition_mapping(nats::Connection& connection, const PartitionPlan& plan,
-                                    milliseconds timeout) {
+Result<void> probe_partition_mapping(nats::Connection& connection, const PartitionPlan& plan,
+                                     milliseconds timeout) {
   // Several fixed keys: one key may land where the plan says under another partition count too
   // (fnv % 8 equals fnv % 16 for half of all keys); these 16 tell 16 from 4, 8 and 32, and they
   // are the same on every run, so a check that passes once passes again.
   for (int i = 0; i < kProbeKeys; ++i) {
-    const std::string problem =
-        probe_key(connection, plan, std::string(kProbeToken) + "-" + std::to_string(i), timeout);
-    if (!problem.empty()) return problem;
+    if (auto probed = probe_key(connection, plan,
+                                std::string(kProbeToken) + "-" + std::to_string(i), timeout);
+        !probed)
+      return probed;
   }
   return {};
 }

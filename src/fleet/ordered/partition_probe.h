@@ -7,6 +7,7 @@
 #include <string>
 
 #include "fleet/ordered/partition_plan.h"
+#include "natsfleet/error.h"
 
 namespace natsfleet::nats {
 class Connection;
@@ -14,8 +15,10 @@ class Connection;
 
 namespace natsfleet::fleet {
 
-// "" when the broker maps as planned, else what is wrong, in words.
-std::string probe_partition_mapping(nats::Connection& connection, const PartitionPlan& plan,
-                                    std::chrono::milliseconds timeout);
+// Errors, in words: timeout (no probe reached a subscriber: publishing or subscribing is not
+// allowed, or the link dropped), invalid_argument (no mapping, or another one), or the
+// connection's own (cannot subscribe or publish).
+Result<void> probe_partition_mapping(nats::Connection& connection, const PartitionPlan& plan,
+                                     std::chrono::milliseconds timeout);
 
 }  // namespace natsfleet::fleet
