@@ -83,9 +83,9 @@ void render_fleet(Writer& w, const FleetHealth& health, const std::string& servi
   w.sample("natsfleet_reconnects_total", base, health.reconnects);
 }
 
-void render_subscriptions(Writer& w, const FleetHealth& health, const std::string& service) {
-  const auto& subs = health.subscriptions;
-
+// How each subscription's deliveries ended, its other counters, and broadcasts dropped.
+void render_message_counts(Writer& w, const std::vector<SubscriptionHealth>& subs,
+                           const std::string& service) {
   w.family("natsfleet_messages_total", "counter",
            "Deliveries handed to handlers (received) and how they ended (acked, naked, termed).");
   for (const auto& s : subs) {
@@ -137,7 +137,11 @@ void render_subscriptions(Writer& w, const FleetHealth& health, const std::strin
     labels.emplace_back("reason", "queue_full");
     w.sample("natsfleet_dropped_total", labels, s.counters.dropped);
   }
+}
 
+// Whether each subscription's downstream is down, and what it holds meanwhile.
+void render_downstream(Writer& w, const std::vector<SubscriptionHealth>& subs,
+                       const std::string& service) {
   w.family("natsfleet_sink_down", "gauge",
            "1 while the subscription's downstream is down: messages are held and retried.");
   for (const auto& s : subs)
@@ -147,44 +151,47 @@ void render_subscriptions(Writer& w, const FleetHealth& health, const std::strin
            "Messages held for a retry while the downstream is down.");
   for (const auto& s : subs)
     w.sample("natsfleet_held_messages", subscription_labels(service, s), s.held);
+}
 
-  // Per-key ordered work only (WorkSpec::ordering).
-  const bool ordered = std::any_of(subs.begin(), subs.end(), [](auto& s) { return s.partitions; });
-  if (ordered) {
-    struct OrderedFamily {
-      std::string_view name;
-      std::string_view type;
-      std::string_view help;
-      double (*value)(const SubscriptionHealth&);
-    };
-    const OrderedFamily families[] = {
-        {"natsfleet_partitions", "gauge", "Partitions of a per-key ordered work.",
-         [](const SubscriptionHealth& s) { return static_cast<double>(s.partitions); }},
-        {"natsfleet_partitions_owned", "gauge",
-         "Partitions this replica owns now (holds their lease and reads them).",
-         [](const SubscriptionHealth& s) {
-           return static_cast<double>(s.partitions_owned.size());
-         }},
-        {"natsfleet_partition_leases_taken_total", "counter",
-         "Partitions this replica began to own (at start, after a member left, on a handover).",
-         [](const SubscriptionHealth& s) { return static_cast<double>(s.leases_taken); }},
-        {"natsfleet_partition_leases_lost_total", "counter",
-         "Partitions another replica took while this one held them (it had stopped renewing: a "
-         "pause or a cut link); this replica stopped them at once.",
-         [](const SubscriptionHealth& s) { return static_cast<double>(s.leases_lost); }},
-        {"natsfleet_partition_rewinds_total", "counter",
-         "Times a partition's reader read again from its checkpoint after a hole in its log (a "
-         "lost delivery, a lost consumer, missed heartbeats).",
-         [](const SubscriptionHealth& s) { return static_cast<double>(s.rewinds); }},
-    };
-    for (const auto& family : families) {
-      w.family(family.name, family.type, family.help);
-      for (const auto& s : subs)
-        if (s.partitions > 0)
-          w.sample(family.name, subscription_labels(service, s), family.value(s));
-    }
+// Partitions, leases and rewinds of per-key ordered work (WorkSpec::ordering); nothing when
+// there is none.
+void render_ordered(Writer& w, const std::vector<SubscriptionHealth>& subs,
+                    const std::string& service) {
+  if (std::none_of(subs.begin(), subs.end(), [](auto& s) { return s.partitions > 0; })) return;
+  struct OrderedFamily {
+    std::string_view name;
+    std::string_view type;
+    std::string_view help;
+    double (*value)(const SubscriptionHealth&);
+  };
+  const OrderedFamily families[] = {
+      {"natsfleet_partitions", "gauge", "Partitions of a per-key ordered work.",
+       [](const SubscriptionHealth& s) { return static_cast<double>(s.partitions); }},
+      {"natsfleet_partitions_owned", "gauge",
+       "Partitions this replica owns now (holds their lease and reads them).",
+       [](const SubscriptionHealth& s) { return static_cast<double>(s.partitions_owned.size()); }},
+      {"natsfleet_partition_leases_taken_total", "counter",
+       "Partitions this replica began to own (at start, after a member left, on a handover).",
+       [](const SubscriptionHealth& s) { return static_cast<double>(s.leases_taken); }},
+      {"natsfleet_partition_leases_lost_total", "counter",
+       "Partitions another replica took while this one held them (it had stopped renewing: a "
+       "pause or a cut link); this replica stopped them at once.",
+       [](const SubscriptionHealth& s) { return static_cast<double>(s.leases_lost); }},
+      {"natsfleet_partition_rewinds_total", "counter",
+       "Times a partition's reader read again from its checkpoint after a hole in its log (a "
+       "lost delivery, a lost consumer, missed heartbeats).",
+       [](const SubscriptionHealth& s) { return static_cast<double>(s.rewinds); }},
+  };
+  for (const auto& family : families) {
+    w.family(family.name, family.type, family.help);
+    for (const auto& s : subs)
+      if (s.partitions > 0) w.sample(family.name, subscription_labels(service, s), family.value(s));
   }
+}
 
+// Each subscription's state, and its consumer's counts at the last info poll.
+void render_states(Writer& w, const std::vector<SubscriptionHealth>& subs,
+                   const std::string& service) {
   w.family("natsfleet_subscription_state", "gauge",
            "1 for the state the subscription is in, 0 for the others.");
   for (const auto& s : subs) {
@@ -215,6 +222,14 @@ void render_subscriptions(Writer& w, const FleetHealth& health, const std::strin
       if (has_consumer(s)) w.sample(family.name, subscription_labels(service, s), s.*family.field);
     }
   }
+}
+
+void render_subscriptions(Writer& w, const FleetHealth& health, const std::string& service) {
+  const auto& subs = health.subscriptions;
+  render_message_counts(w, subs, service);
+  render_downstream(w, subs, service);
+  render_ordered(w, subs, service);
+  render_states(w, subs, service);
 }
 
 void render_daemon(Writer& w, const FleetHealth& health, const DaemonMetrics& metrics,
