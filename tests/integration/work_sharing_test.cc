@@ -404,7 +404,7 @@ TEST(Handlers, AMessageSetAsideWhileHeldForAnOutageLeavesTheOthersToBeTried) {
 }
 
 // What the replacement of an unserved consumer asks before it deletes one (see
-// ConsumerSubscription::replace_if_unserved): a pull of one message of at most 1 byte, no wait,
+// ConsumerWatch::unserved): a pull of one message of at most 1 byte, no wait,
 // is answered by the consumer's leader and takes nothing; with no consumer to serve it, nobody
 // answers.
 TEST(BrokerPull, ALeaderProbeIsAnsweredAndTakesNothing) {
