@@ -50,18 +50,20 @@ bench: build
 	@$(BUILD)/bench/natsfleet-relay-bench
 
 # natsfleet under random faults (tests/chaos): `make chaos SECONDS=60 SEED=7` for a short or
-# replayed run; BROKER=2.10 or BROKER=2.15 runs it on that nats-server, fetched by the build, in
-# place of Debian 12's 2.9. Each run writes its history, summary.json and timeline.png under
+# replayed run; KEYS=1000 runs per-key ordered work over that many keys; BROKER=2.10 or
+# BROKER=2.15 runs it on that nats-server, fetched by the build, in place of Debian 12's 2.9
+# (the run prints the line that replays it). Each run writes its history, summary.json and timeline.png under
 # chaos-runs/.
 SECONDS ?= 300
 SEED    ?=
+KEYS    ?=
 BROKER  ?=
 BROKER_BIN = $(abspath $(BUILD))/nats-server-$(BROKER)/usr/bin
 chaos: build
 	@$(if $(BROKER),test -x $(BROKER_BIN)/nats-server || \
 	  { echo "make chaos: no nats-server $(BROKER) in $(BROKER_BIN)" >&2; exit 2; })
 	@$(if $(BROKER),PATH=$(BROKER_BIN):$$PATH) $(BUILD)/tests/chaos/natsfleet-chaos run \
-	  --seconds $(SECONDS) $(if $(SEED),--seed $(SEED))
+	  --seconds $(SECONDS) $(if $(SEED),--seed $(SEED)) $(if $(KEYS),--keys $(KEYS))
 
 # Integration tests under AddressSanitizer + UBSan, and under ThreadSanitizer.
 asan: deps

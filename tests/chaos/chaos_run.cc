@@ -494,6 +494,17 @@ void say(const RunClock& clock, const std::string& line) {
   std::fflush(stdout);
 }
 
+// The make line that runs `o` again: its length, seed, keys and broker (Debian's 2.9 needs none).
+std::string replay_command(const RunOptions& o) {
+  std::string line =
+      "make chaos SECONDS=" + std::to_string(o.length.count()) + " SEED=" + std::to_string(o.seed);
+  if (o.keys > 0) line += " KEYS=" + std::to_string(o.keys);
+  const auto [major, minor] = testing::nats_server_version();
+  if (std::pair(major, minor) > std::pair(2, 9))
+    line += " BROKER=" + std::to_string(major) + "." + std::to_string(minor);
+  return line;
+}
+
 }  // namespace
 
 AtSequence stream_holds(nats::JetStreamApi& api, const std::string& stream, uint64_t seq,
@@ -803,8 +814,7 @@ int run_chaos(const RunOptions& o) {
   std::printf("history, summary.json%s in %s\n", picture.empty() ? " and timeline.png" : "",
               o.out_dir.c_str());
   if (!picture.empty()) std::printf("no timeline picture: %s\n", picture.c_str());
-  std::printf("replay: make chaos SECONDS=%lld SEED=%llu\n",
-              static_cast<long long>(o.length.count()), static_cast<unsigned long long>(o.seed));
+  std::printf("replay: %s\n", replay_command(o).c_str());
   return verdict.pass ? 0 : 1;
 }
 

@@ -19,13 +19,19 @@ constexpr milliseconds kAckEvery{100};
 // (on an interest stream it would hold every message).
 constexpr milliseconds kSweepEvery{30'000};
 
+// How long a reader with room reads nothing before it asks the stream's leader (ReaderWatch).
+milliseconds watch_period(const WorkSpec& spec) {
+  return std::max<milliseconds>(2 * spec.heartbeat, milliseconds(2000));
+}
+
 }  // namespace
 
 PartitionReader::PartitionReader(Setup setup, Deliver deliver)
     : setup_(std::move(setup)),
       deliver_(std::move(deliver)),
       prefix_(partition_consumer(setup_.spec->name, setup_.partition)),
-      lanes_(setup_.checkpoint) {}
+      lanes_(setup_.checkpoint),
+      watch_(watch_period(*setup_.spec)) {}
 
 PartitionReader::~PartitionReader() { stop_engine(); }
 
@@ -225,6 +231,7 @@ Result<void> PartitionReader::start_engine() {
         }
       });
   consume::PullEngine* started = engine.get();
+  watch_ = ReaderWatch(watch_period(*setup_.spec));
   {
     std::lock_guard lock(*setup_.mu);
     engine_ = std::move(engine);
@@ -293,12 +300,16 @@ void PartitionReader::tick() {
   std::string why;
   bool missed = false;
   consume::PullEngine* engine = nullptr;
+  uint64_t read_to = 0;
+  bool room = false;
   {
     std::lock_guard lock(*setup_.mu);
     if (cursor_.hole()) why = cursor_.hole_why();
     engine = engine_.get();
     if (engine) missed = engine->heartbeat_missed();
     if (why.empty() && engine && now - acked_at_ >= kAckEvery) ack_checkpoint_locked();
+    read_to = lanes_.read_to();
+    room = lanes_.waiting() < static_cast<size_t>(setup_.window);
   }
   if (why.empty() && !engine) {
     if (now < next_make_) return;  // the broker refused it lately: try again later
@@ -314,12 +325,24 @@ void PartitionReader::tick() {
     else
       engine->restart_pulls();
   }
+  if (why.empty() && engine) why = look(now, read_to, room);
   if (retired_) return;
   if (!why.empty()) return rewind(why);
   if (reconnected_.exchange(false)) engine->restart_pulls();
   engine->tick();  // only this thread replaces the engine
   if (now >= next_sweep_) sweep();
   if (!to_delete_.empty()) delete_old_consumers();
+}
+
+std::string PartitionReader::look(std::chrono::steady_clock::time_point now, uint64_t read_to,
+                                  bool room) {
+  if (!watch_.look_due(now, read_to, room)) return {};
+  auto next =
+      setup_.api->get_message(setup_.stream, read_to + 1, setup_.plan->filter(setup_.partition));
+  if (!next && !next.error().is_jetstream(nats::kJsNoMessageFound)) return {};  // no answer
+  if (!watch_.unserved(next ? next->seq : 0)) return {};
+  return "its consumer delivers nothing while stream sequence " + std::to_string(watch_.waiting()) +
+         " waits";
 }
 
 void PartitionReader::ack_checkpoint_locked() {

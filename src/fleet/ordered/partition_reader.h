@@ -8,7 +8,9 @@
 // hole nothing is taken and the reader rewinds: a new consumer from the checkpoint + 1, the old
 // one deleted. A message at or below what was read already is known: skipped (its delivery is
 // kept only to ack the checkpoint through the current consumer).
-// A consumer found gone (looked up after missed heartbeats or a status) rewinds too. Acks: AckAll
+// A consumer found gone (looked up after missed heartbeats or a status) rewinds too, and so does
+// one that serves nothing while the stream's leader holds a message past what was read
+// (ReaderWatch). Acks: AckAll
 // at the checkpoint (on a work-queue stream, which takes explicit acks only, each delivery up to
 // it), so interest and work-queue streams let go of what is done.
 //
@@ -30,6 +32,7 @@
 #include "consume/pull_engine.h"
 #include "fleet/ordered/key_lanes.h"
 #include "fleet/ordered/log_cursor.h"
+#include "fleet/ordered/reader_watch.h"
 #include "nats/jetstream_api.h"
 #include "nats/stream_config.h"
 #include "natsfleet/spec.h"
@@ -124,6 +127,9 @@ class PartitionReader {
   Result<void> start_engine();
   void stop_engine();
   void rewind(const std::string& why);
+  // Asks the stream's leader, when ReaderWatch says to, whether the consumer serves; why not if
+  // it does not.
+  std::string look(std::chrono::steady_clock::time_point now, uint64_t read_to, bool room);
   void ack_checkpoint_locked();
   void delete_old_consumers();
 
@@ -148,6 +154,7 @@ class PartitionReader {
   std::chrono::steady_clock::time_point next_make_{};    // of a consumer the broker refused
   std::chrono::milliseconds make_backoff_{125};
   std::string last_rewind_why_;
+  ReaderWatch watch_;
   bool adopted_ = false;
   std::string adopt_error_;
   std::chrono::steady_clock::time_point acked_at_{};
