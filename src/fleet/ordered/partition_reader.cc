@@ -103,14 +103,16 @@ Result<std::vector<nats::StoredMessage>> read_delivered(const GetNext& get, uint
     if (!m) return m.error();
     if (m->seq > delivered) break;
     seq = m->seq + 1;
-    ++found;
+    if (++found > pending) break;  // wrong already: no need to read the rest
     if (m->seq > done) out.push_back(std::move(*m));
   }
   if (found != pending)
     return Error{make_error_code(Errc::protocol),
-                 "the stream returned " + std::to_string(found) +
-                     " of the partition's messages up to sequence " + std::to_string(delivered) +
-                     " where the consumer has " + std::to_string(pending) + " waiting for an ack"};
+                 "the stream holds " + std::string(found > pending ? "more than " : "") +
+                     std::to_string(found > pending ? pending : found) +
+                     " of the partition's messages after the ack floor up to sequence " +
+                     std::to_string(delivered) + " where the consumer has " +
+                     std::to_string(pending) + " waiting for an ack"};
   return out;
 }
 

@@ -46,7 +46,8 @@ using GetNext = std::function<Result<nats::StoredMessage>(uint64_t seq)>;
 // What a consumer delivered after its ack `floor` up to `delivered`, read with `get`, of which
 // those above `done` are returned. Every delivery after the floor waits for its ack, so the reads
 // must find `pending` messages: fewer means the stream's leader has not yet stored what the
-// consumer's server delivered from its own copy (an error: what it lacks would be lost).
+// consumer's server delivered from its own copy (an error: what it lacks would be lost); more, a
+// consumer whose state does not add up (an error found at the first message too many).
 Result<std::vector<nats::StoredMessage>> read_delivered(const GetNext& get, uint64_t floor,
                                                         uint64_t done, uint64_t delivered,
                                                         uint64_t pending);

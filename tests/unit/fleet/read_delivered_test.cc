@@ -43,8 +43,20 @@ TEST(ReadDelivered, FewerMessagesThanTheConsumerHasPendingIsAnError) {
   Stream s{.messages = {{5, "b"}, {8, "c"}}};
   auto read = read_delivered(s.get(), 3, 5, 9, 3);
   ASSERT_FALSE(read);
-  EXPECT_NE(read.error().describe().find("returned 2"), std::string::npos)
+  EXPECT_NE(read.error().describe().find("holds 2 of"), std::string::npos)
       << read.error().describe();
+}
+
+TEST(ReadDelivered, MoreMessagesThanTheConsumerHasPendingIsAnErrorFoundAtTheFirstOneTooMany) {
+  // A consumer that says it delivered through 1,000 from an ack floor of 0 with 2 awaiting an
+  // ack: its state does not add up, and the reads stop at the third message.
+  Stream s;
+  for (uint64_t seq = 1; seq <= 1000; ++seq) s.messages[seq] = "m";
+  auto read = read_delivered(s.get(), 0, 0, 1000, 2);
+  ASSERT_FALSE(read);
+  EXPECT_NE(read.error().describe().find("holds more than 2 of"), std::string::npos)
+      << read.error().describe();
+  EXPECT_EQ(s.gets, 3);
 }
 
 TEST(ReadDelivered, NothingDeliveredAfterTheFloorReadsNothing) {
