@@ -21,6 +21,7 @@
 #include "base/duration.h"
 #include "base/endpoint.h"
 #include "base/subject_tokens.h"
+#include "config/table_reader.h"
 #include "config/variables.h"
 #include "natsfleet/validate.h"
 
@@ -28,7 +29,6 @@ namespace natsfleet::config {
 namespace {
 
 using std::chrono::milliseconds;
-using Names = std::span<const std::string_view>;
 
 constexpr std::string_view kTopKeys[] = {
     "name", "servers",  "credentials", "user",      "password_file",    "token_file",
@@ -71,239 +71,22 @@ std::string definition_of(const toml::table& table) {
   return out.str();
 }
 
-int line_of(const toml::node& node) { return static_cast<int>(node.source().begin.line); }
-
-std::string type_name(const toml::node& node) {
-  switch (node.type()) {
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a float";
-    case toml::node_type::boolean:
-      return "a boolean";
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::date:
-      return "a date";
-    case toml::node_type::time:
-      return "a time";
-    case toml::node_type::date_time:
-      return "a date-time";
-    default:
-      return "nothing";
-  }
-}
-
-std::string join(Names names) {
-  std::string out;
-  for (std::string_view name : names) {
-    if (!out.empty()) out += ", ";
-    out += name;
-  }
-  return out;
-}
-
-// "a, b or c", for a hint.
-std::string join_or(Names names) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
-    out += names[i];
-  }
-  return out;
-}
-
-std::string in_quotes(std::string_view text) { return "'" + std::string(text) + "'"; }
-
-// One table of the config. Every type or value problem becomes a ConfigError naming the dotted
-// key: the key's own line when it is present, the table's line when it is missing.
-class TableReader {
- public:
-  TableReader(const std::string& file, const toml::table& table, std::string path)
-      : file_(file), table_(table), path_(std::move(path)) {}
-
-  std::string path(std::string_view key) const {
-    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
-  }
-  int line() const { return std::max(1, line_of(table_)); }
-  int line(std::string_view key) const {
-    auto it = table_.find(key);
-    if (it == table_.end()) return line();
-    return static_cast<int>(it->first.source().begin.line);
-  }
-  const toml::node* find(std::string_view key) const { return table_.get(key); }
-
-  [[noreturn]] void fail(std::string_view key, std::string problem) const {
-    throw ConfigError(file_, line(key), path(key), std::move(problem));
-  }
-  [[noreturn]] void fail_table(std::string problem) const {
-    throw ConfigError(file_, line(), path_, std::move(problem));
-  }
-  [[noreturn]] void fail_at(const toml::node& node, std::string key_path,
-                            std::string problem) const {
-    throw ConfigError(file_, line_of(node), std::move(key_path), std::move(problem));
-  }
-
-  // A typo must not silently fall back to a default, so a key this table does not know is an error.
-  // The first unknown key by line is reported, whatever order the table keeps its keys in.
-  void reject_unknown(Names known, std::string_view where) const {
-    const toml::key* first = nullptr;
-    for (auto&& [key, value] : table_) {
-      if (std::find(known.begin(), known.end(), key.str()) != known.end()) continue;
-      if (!first || key.source().begin.line < first->source().begin.line) first = &key;
-    }
-    if (first)
-      fail(first->str(), "unknown key in " + std::string(where) + " (known: " + join(known) + ")");
-  }
-
-  std::optional<std::string> string(std::string_view key) const {
-    const toml::node* node = find(key);
-    if (!node) return std::nullopt;
-    if (!node->is_string()) fail(key, "expected a string, got " + type_name(*node));
-    return expanded(node->as_string()->get(), [&](std::string problem) { fail(key, problem); });
-  }
-
-  // Every string value with its ${VAR}s replaced (config/variables.h); `fail` reports an error.
-  static std::string expanded(const std::string& text,
-                              const std::function<void(std::string)>& fail) {
-    auto value = expand_variables(text);
-    if (!value) fail(value.error().describe());
-    return std::move(value).value();
-  }
-
-  std::string required_string(std::string_view key, std::string_view hint = {}) const {
-    auto value = string(key);
-    if (!value)
-      fail(key, "missing" + (hint.empty() ? std::string() : " (" + std::string(hint) + ")"));
-    return *value;
-  }
-
-  // A string that may not be empty when given.
-  std::optional<std::string> non_empty_string(std::string_view key) const {
-    auto value = string(key);
-    if (value && value->empty()) fail(key, "is empty");
-    return value;
-  }
-
-  std::optional<std::string> choice(std::string_view key,
-                                    std::initializer_list<std::string_view> choices) const {
-    const Names allowed(choices.begin(), choices.size());
-    auto value = string(key);
-    if (value && std::find(allowed.begin(), allowed.end(), *value) == allowed.end())
-      fail(key, "must be one of " + join(allowed) + ", got " + in_quotes(*value));
-    return value;
-  }
-
-  // An integer in [min, max]; the message names the range. There is no integer without one.
-  std::optional<int> integer(std::string_view key, std::int64_t min, std::int64_t max) const {
-    const toml::node* node = find(key);
-    if (!node) return std::nullopt;
-    if (!node->is_integer()) fail(key, "expected an integer, got " + type_name(*node));
-    const std::int64_t value = node->as_integer()->get();
-    if (value < min || value > max)
-      fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                    ", got " + std::to_string(value));
-    return static_cast<int>(value);
-  }
-
-  // Only strings: a bare 30 could mean seconds or milliseconds, and guessing wrong is silent.
-  // A duration in [min, max]; the message names the range.
-  std::optional<milliseconds> duration(std::string_view key, milliseconds min,
-                                       milliseconds max) const {
-    const toml::node* node = find(key);
-    if (!node) return std::nullopt;
-    if (!node->is_string())
-      fail(key, "expected a duration string like \"30s\", got " + type_name(*node));
-    const std::string text =
-        expanded(node->as_string()->get(), [&](std::string problem) { fail(key, problem); });
-    auto value = base::parse_duration(text);
-    if (!value && !base::looks_like_duration(text))
-      fail(key,
-           in_quotes(text) +
-               " is not a duration: use a string like \"250ms\", \"30s\", \"2m\" or \"1m30s\"");
-    if (!value || *value < min || *value > max)
-      fail(key, "must be between " + base::format_duration(min) + " and " +
-                    base::format_duration(max) + ", got " + in_quotes(text));
-    return value;
-  }
-
-  const toml::table* table(std::string_view key) const {
-    const toml::node* node = find(key);
-    if (!node) return nullptr;
-    if (!node->is_table()) fail(key, "expected a table, got " + type_name(*node));
-    return node->as_table();
-  }
-
-  // An array of strings, each element's error at its own line as key[i].
-  std::optional<std::vector<std::string>> strings(std::string_view key) const {
-    const toml::node* node = find(key);
-    if (!node) return std::nullopt;
-    if (!node->is_array()) fail(key, "expected an array of strings, got " + type_name(*node));
-    const toml::array& items = *node->as_array();
-    std::vector<std::string> out;
-    for (size_t i = 0; i < items.size(); ++i) {
-      const toml::node& item = *items.get(i);
-      if (!item.is_string())
-        fail_at(item, path(key) + "[" + std::to_string(i) + "]",
-                "expected a string, got " + type_name(item));
-      out.push_back(expanded(item.as_string()->get(), [&](std::string problem) {
-        fail_at(item, path(key) + "[" + std::to_string(i) + "]", std::move(problem));
-      }));
-    }
-    return out;
-  }
-
-  // [[name]] tables: absent or `name = []` is none.
-  std::vector<const toml::table*> tables(std::string_view key) const {
-    std::vector<const toml::table*> out;
-    const toml::node* node = find(key);
-    if (!node) return out;
-    if (!node->is_array())
-      fail(key,
-           "expected an array of tables ([[" + std::string(key) + "]]), got " + type_name(*node));
-    const toml::array& items = *node->as_array();
-    for (size_t i = 0; i < items.size(); ++i) {
-      const toml::node& item = *items.get(i);
-      if (!item.is_table())
-        fail_at(item, path(key) + "[" + std::to_string(i) + "]",
-                "expected a table, got " + type_name(item));
-      out.push_back(item.as_table());
-    }
-    return out;
-  }
-
- private:
-  const std::string& file_;
-  const toml::table& table_;
-  std::string path_;
-};
-
-// What a check found wrong, or "" when nothing.
-std::string problem(const Result<void>& checked) {
-  return checked ? std::string() : checked.error().message;
-}
-
 // validate_work judges one field here, so that its answer can be blamed on that field's key: every
 // other field of the probe is valid, and max_ack_pending is as large as can be so that no
 // concurrency is refused for it.
-std::string work_field_problem(const std::function<void(WorkSpec&)>& set) {
+Result<void> check_work_field(const std::function<void(WorkSpec&)>& set) {
   WorkSpec probe{.name = "probe", .subject = "probe"};
   probe.max_ack_pending = Limits::kMaxAckPending;
   set(probe);
-  return problem(validate_work(probe));
+  return validate_work(probe);
 }
 
-std::string broadcast_field_problem(const std::function<void(BroadcastSpec&)>& set) {
+Result<void> check_broadcast_field(const std::function<void(BroadcastSpec&)>& set) {
   BroadcastSpec probe{.name = "probe", .subject = "probe"};
   set(probe);
-  return problem(validate_broadcast(probe));
+  return validate_broadcast(probe);
 }
 
-// RFC 9110 token characters: anything else in a header name breaks the request.
 // scheme://host[:port], as a browser sends it in Origin: no path, no trailing slash.
 bool is_origin(std::string_view text) {
   const auto scheme_end = text.find("://");
@@ -312,6 +95,7 @@ bool is_origin(std::string_view text) {
   return !rest.empty() && rest.find_first_of("/?#@ ") == std::string_view::npos;
 }
 
+// RFC 9110 token characters: anything else in a header name breaks the request.
 bool is_header_name(std::string_view name) {
   if (name.empty()) return false;
   return std::all_of(name.begin(), name.end(), [](unsigned char c) {
@@ -380,7 +164,7 @@ class ConfigParser {
 
   void read_fleet(const TableReader& top, DaemonConfig& config) const {
     config.fleet.name = top.required_string("name", "the service name");
-    if (auto bad = problem(check_name(config.fleet.name)); !bad.empty()) top.fail("name", bad);
+    top.check("name", check_name(config.fleet.name));
 
     if (auto servers = top.strings("servers")) {
       if (servers->empty()) top.fail("servers", "is empty: omit it for the embedded broker");
@@ -462,18 +246,18 @@ class ConfigParser {
     config.line = work.line();
     config.definition = definition_of(table);
     WorkSpec& spec = config.spec;
-    auto check = [&](std::string_view key, const std::function<void(WorkSpec&)>& set) {
-      if (auto bad = work_field_problem(set); !bad.empty()) work.fail(key, bad);
+    auto check_field = [&](std::string_view key, const std::function<void(WorkSpec&)>& set) {
+      work.check(key, check_work_field(set));
     };
     // A value read (when present) goes into its field of the spec, checked on its own.
     auto take = [&](std::string_view key, const auto& value, auto WorkSpec::*field) {
       if (!value) return;
       spec.*field = *value;
-      check(key, [&](WorkSpec& s) { s.*field = spec.*field; });
+      check_field(key, [&](WorkSpec& s) { s.*field = spec.*field; });
     };
 
     spec.name = work.required_string("name", "the shared consumer's name");
-    if (auto bad = problem(check_name(spec.name)); !bad.empty()) work.fail("name", bad);
+    work.check("name", check_name(spec.name));
     read_subjects(work, spec);
     take("stream", work.string("stream"), &WorkSpec::stream);
     if (auto shape = work.choice("shape", {"pull", "push-queue"})) {
@@ -488,7 +272,7 @@ class ConfigParser {
     take("retry_min", retry_min, &WorkSpec::retry_min);
     if (retry_max) {
       spec.retry_max = *retry_max;
-      check("retry_max", [&](WorkSpec& s) {
+      check_field("retry_max", [&](WorkSpec& s) {
         s.retry_min = spec.retry_min;
         s.retry_max = spec.retry_max;
       });
@@ -508,7 +292,7 @@ class ConfigParser {
     if (auto dead_letter = work.non_empty_string("dead_letter")) {
       spec.dead_letter = *dead_letter;
       // Judged with the work's subject: it must not be one the work itself consumes.
-      check("dead_letter", [&](WorkSpec& s) {
+      check_field("dead_letter", [&](WorkSpec& s) {
         s.subject = spec.subject;
         s.subjects = spec.subjects;
         s.dead_letter = spec.dead_letter;
@@ -517,10 +301,10 @@ class ConfigParser {
     read_ordering(work, spec);
     // Each field passed alone, so what is left is a combination: max_ack_pending below
     // concurrency. Blame the key the user wrote.
-    if (auto bad = problem(validate_work(spec)); !bad.empty())
+    if (auto checked = validate_work(spec); !checked)
       work.fail(work.find("max_ack_pending") || !work.find("concurrency") ? "max_ack_pending"
                                                                           : "concurrency",
-                bad);
+                checked.error().message);
 
     config.sink = read_sink(work, config.sink_line);
     if (std::holds_alternative<sinks::WebSocketSinkOptions>(config.sink))
@@ -536,23 +320,22 @@ class ConfigParser {
     auto subjects = work.strings("subjects");
     if (!subjects) {
       spec.subject = work.required_string("subject");
-      if (auto bad = problem(check_subject(spec.subject)); !bad.empty()) work.fail("subject", bad);
+      work.check("subject", check_subject(spec.subject));
       return;
     }
     if (work.find("subject")) work.fail("subjects", "subject is set too: set one of them");
     if (subjects->empty()) work.fail("subjects", "is empty");
     const toml::array& items = *work.find("subjects")->as_array();
     for (size_t i = 0; i < subjects->size(); ++i)
-      if (auto bad = problem(check_subject((*subjects)[i])); !bad.empty())
-        work.fail_at(*items.get(i), work.path("subjects") + "[" + std::to_string(i) + "]", bad);
+      if (auto checked = check_subject((*subjects)[i]); !checked)
+        work.fail_at(*items.get(i), work.path("subjects") + "[" + std::to_string(i) + "]",
+                     checked.error().message);
     spec.subjects = std::move(*subjects);
     spec.subject = spec.subjects.front();
-    if (auto bad = work_field_problem([&](WorkSpec& s) {
-          s.subject.clear();
-          s.subjects = spec.subjects;
-        });
-        !bad.empty())
-      work.fail("subjects", bad);
+    work.check("subjects", check_work_field([&](WorkSpec& s) {
+                 s.subject.clear();
+                 s.subjects = spec.subjects;
+               }));
   }
 
   // ordering, key_token and partitions: read together, since each means something only with
@@ -585,7 +368,8 @@ class ConfigParser {
       s.key_token = spec.key_token;
       s.partitions = spec.partitions;
     };
-    if (auto bad = work_field_problem(with_order); !bad.empty()) {
+    if (auto checked = check_work_field(with_order); !checked) {
+      const std::string& bad = checked.error().message;
       work.fail(bad.find("partitions") != std::string::npos ? "partitions" : "key_token", bad);
       return;
     }
@@ -599,32 +383,27 @@ class ConfigParser {
     config.definition = definition_of(table);
     BroadcastSpec& spec = config.spec;
     spec.name = broadcast.required_string("name");
-    if (auto bad = problem(check_name(spec.name)); !bad.empty()) broadcast.fail("name", bad);
+    broadcast.check("name", check_name(spec.name));
     spec.subject = broadcast.required_string("subject");
-    if (auto bad = problem(check_subject(spec.subject)); !bad.empty())
-      broadcast.fail("subject", bad);
+    broadcast.check("subject", check_subject(spec.subject));
     if (auto concurrency = broadcast.integer("concurrency", 1, Limits::kMaxConcurrency)) {
       spec.concurrency = *concurrency;
-      if (auto bad =
-              broadcast_field_problem([&](BroadcastSpec& s) { s.concurrency = *concurrency; });
-          !bad.empty())
-        broadcast.fail("concurrency", bad);
+      broadcast.check("concurrency", check_broadcast_field(
+                                         [&](BroadcastSpec& s) { s.concurrency = *concurrency; }));
     }
     if (auto source = broadcast.choice("source", {"core", "jetstream"}))
       spec.source = *source == "core" ? BroadcastSource::core : BroadcastSource::jetstream;
     if (auto stream = broadcast.string("stream")) {
       spec.stream = *stream;
-      if (auto bad = problem(check_name(spec.stream)); !bad.empty()) broadcast.fail("stream", bad);
+      broadcast.check("stream", check_name(spec.stream));
     }
     if (auto heartbeat =
             broadcast.duration("heartbeat", Limits::kMinHeartbeat, Limits::kMaxHeartbeat)) {
       spec.heartbeat = *heartbeat;
-      if (auto bad = broadcast_field_problem([&](BroadcastSpec& s) {
-            s.source = BroadcastSource::jetstream;
-            s.heartbeat = spec.heartbeat;
-          });
-          !bad.empty())
-        broadcast.fail("heartbeat", bad);
+      broadcast.check("heartbeat", check_broadcast_field([&](BroadcastSpec& s) {
+                        s.source = BroadcastSource::jetstream;
+                        s.heartbeat = spec.heartbeat;
+                      }));
     }
     if (spec.source == BroadcastSource::core && (!spec.stream.empty()))
       broadcast.fail("stream", "applies to source = \"jetstream\" only");
@@ -632,9 +411,8 @@ class ConfigParser {
       if (spec.source != BroadcastSource::core)
         broadcast.fail("max_queued", "applies to source = \"core\" only (a stream holds the rest)");
       spec.max_queued = *max_queued;
-      if (auto bad = broadcast_field_problem([&](BroadcastSpec& s) { s.max_queued = *max_queued; });
-          !bad.empty())
-        broadcast.fail("max_queued", bad);
+      broadcast.check("max_queued",
+                      check_broadcast_field([&](BroadcastSpec& s) { s.max_queued = *max_queued; }));
     }
     const auto tokens = base::subject_tokens(spec.subject);
     if (auto key_token = broadcast.integer("key_token", 1, Limits::kMaxKeyToken)) {
@@ -645,7 +423,7 @@ class ConfigParser {
                                         " tokens of subject " + in_quotes(spec.subject));
       spec.key_token = static_cast<int>(*key_token);
     }
-    if (auto bad = problem(validate_broadcast(spec)); !bad.empty()) broadcast.fail_table(bad);
+    broadcast.check_table(validate_broadcast(spec));
     config.sink = read_sink(broadcast, config.sink_line);
     if (auto* websocket = std::get_if<sinks::WebSocketSinkOptions>(&config.sink)) {
       if (websocket->key_token == 0) {

@@ -17,6 +17,7 @@
 #include "base/endpoint.h"
 #include "base/log_event.h"
 #include "broker/embedded_broker.h"
+#include "daemon/daemon_state.h"
 #include "daemon/descriptor_budget.h"
 #include "daemon/reload_plan.h"
 #include "daemon/service_notifier.h"
@@ -35,23 +36,6 @@ namespace natsfleet::daemon {
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-struct Daemon::State {
-  config::DaemonConfig config;  // what runs: a reload replaces its subscriptions
-  std::vector<std::string> server_overrides;
-  std::shared_ptr<spdlog::logger> log;
-  std::unique_ptr<broker::EmbeddedBroker> broker;
-  std::vector<std::pair<std::string, std::string>> broker_mappings;  // given at its start
-  health::DaemonMetrics metrics;
-  // Every sink made, stopped ones too (a handler that overran its stop may still hold one): freed
-  // only after the fleet.
-  std::vector<std::unique_ptr<sinks::Sink>> sinks;
-  mutable std::mutex sinks_mu;  // sink_of: the health thread reads it while a reload changes it
-  std::map<std::string, sinks::Sink*> sink_of;  // running subscription's name -> its sink
-  std::unique_ptr<Fleet> fleet;
-  std::unique_ptr<health::HealthServer> health_server;
-  std::string fatal_reason;
-};
 
 namespace {
 
@@ -150,54 +134,6 @@ std::unique_ptr<broker::EmbeddedBroker> start_embedded_broker(const config::Daem
                   "no servers configured: embedded nats-server with JetStream on {}, state in {}",
                   b->url(), b->state_dir());
   return b;
-}
-
-// On its own embedded broker the daemon also provides the streams: a file stream per work
-// subject that no stream holds yet (on a real broker, streams are the operator's).
-bool ensure_streams(const std::string& url, const config::DaemonConfig& cfg, spdlog::logger& log) {
-  nats::ConnectOptions options;
-  options.servers = {url};
-  options.name = cfg.fleet.name + "-setup";
-  auto conn = nats::Connection::open(options, {});
-  if (!conn) return false;
-  const auto until = Clock::now() + 10s;
-  while (!conn.value()->connected() && Clock::now() < until) std::this_thread::sleep_for(20ms);
-  nats::JetStreamApi api(*conn.value(), 2s);
-  auto create = [&](const std::string& name, const std::vector<std::string>& subjects) {
-    const auto described = fleet::describe_subjects(subjects);
-    if (auto made = api.create_stream({.name = name, .subjects = subjects}); !made) {
-      base::log_event(log, spdlog::level::err, {{"event", "embedded-broker-failed"}},
-                      "embedded broker: cannot create stream {} for {}: {}", name, described,
-                      made.error().describe());
-      return false;
-    }
-    base::log_event(log, spdlog::level::info, {{"event", "stream-created"}},
-                    "embedded broker: created stream {} for subject {}", name, described);
-    return true;
-  };
-  for (const auto& work : cfg.work) {
-    auto subjects = fleet::filter_subjects(work.spec);
-    // Per-key ordered work is stored under its partitioned subjects
-    // (fleet/ordered/partition_plan.h).
-    if (work.spec.ordering == Ordering::per_key)
-      if (auto plan = fleet::PartitionPlan::make(work.spec.subject, work.spec.key_token,
-                                                 work.spec.partitions))
-        subjects = {plan->stored_subjects()};
-    auto held = api.find_stream(subjects.front());
-    std::string name = held ? *held : work.spec.stream;
-    if (name.empty()) {
-      name = work.spec.name;
-      for (char& c : name) c = c == '-' ? '_' : static_cast<char>(std::toupper(c));
-    }
-    if (!held && !create(name, subjects)) return false;
-    // The work's dead letters get a stream of their own: a terminated message is only let go once
-    // a stream has stored its copy.
-    if (!work.spec.dead_letter.empty() && !api.find_stream(work.spec.dead_letter) &&
-        !create(name + "_DEAD_LETTERS", {work.spec.dead_letter}))
-      return false;
-  }
-  conn.value()->shutdown(1s);
-  return true;
 }
 
 // Stored publishes wait for the stream's ack and carry the message id (a redelivery does not
@@ -312,8 +248,54 @@ Result<void> keep_sink(Daemon::State& s, const std::string& name, std::unique_pt
   return {};
 }
 
-// Makes the work's sink and adds the work to the fleet: before start() it starts with the fleet,
-// after, at once. An error names the work; the sink it made is stopped again.
+}  // namespace
+
+bool ensure_streams(const std::string& url, const config::DaemonConfig& cfg, spdlog::logger& log) {
+  nats::ConnectOptions options;
+  options.servers = {url};
+  options.name = cfg.fleet.name + "-setup";
+  auto conn = nats::Connection::open(options, {});
+  if (!conn) return false;
+  const auto until = Clock::now() + 10s;
+  while (!conn.value()->connected() && Clock::now() < until) std::this_thread::sleep_for(20ms);
+  nats::JetStreamApi api(*conn.value(), 2s);
+  auto create = [&](const std::string& name, const std::vector<std::string>& subjects) {
+    const auto described = fleet::describe_subjects(subjects);
+    if (auto made = api.create_stream({.name = name, .subjects = subjects}); !made) {
+      base::log_event(log, spdlog::level::err, {{"event", "embedded-broker-failed"}},
+                      "embedded broker: cannot create stream {} for {}: {}", name, described,
+                      made.error().describe());
+      return false;
+    }
+    base::log_event(log, spdlog::level::info, {{"event", "stream-created"}},
+                    "embedded broker: created stream {} for subject {}", name, described);
+    return true;
+  };
+  for (const auto& work : cfg.work) {
+    auto subjects = fleet::filter_subjects(work.spec);
+    // Per-key ordered work is stored under its partitioned subjects
+    // (fleet/ordered/partition_plan.h).
+    if (work.spec.ordering == Ordering::per_key)
+      if (auto plan = fleet::PartitionPlan::make(work.spec.subject, work.spec.key_token,
+                                                 work.spec.partitions))
+        subjects = {plan->stored_subjects()};
+    auto held = api.find_stream(subjects.front());
+    std::string name = held ? *held : work.spec.stream;
+    if (name.empty()) {
+      name = work.spec.name;
+      for (char& c : name) c = c == '-' ? '_' : static_cast<char>(std::toupper(c));
+    }
+    if (!held && !create(name, subjects)) return false;
+    // The work's dead letters get a stream of their own: a terminated message is only let go once
+    // a stream has stored its copy.
+    if (!work.spec.dead_letter.empty() && !api.find_stream(work.spec.dead_letter) &&
+        !create(name + "_DEAD_LETTERS", {work.spec.dead_letter}))
+      return false;
+  }
+  conn.value()->shutdown(1s);
+  return true;
+}
+
 Result<void> start_work(Daemon::State& s, const config::WorkConfig& work) {
   auto made = sinks::make_sink(work.sink);
   if (!made)
@@ -338,7 +320,6 @@ Result<void> start_work(Daemon::State& s, const config::WorkConfig& work) {
   return {};
 }
 
-// The same for a broadcast; a websocket sink gets the sessions `budget` leaves it.
 Result<void> start_broadcast(Daemon::State& s, const config::BroadcastConfig& bc,
                              const DescriptorBudget& budget) {
   sinks::SinkConfig sink_config = bc.sink;
@@ -375,158 +356,6 @@ Result<void> start_broadcast(Daemon::State& s, const config::BroadcastConfig& bc
                   "broadcast {}: {} -> {}", name, bc.spec.subject, sink->describe());
   return {};
 }
-
-// Stops one running subscription as a shutdown would (in-flight messages finish and are acked,
-// buffered ones given back), then its sink. The sink object stays until the daemon ends.
-void stop_subscription(Daemon::State& s, const std::string& name) {
-  sinks::Sink* sink = nullptr;
-  {
-    std::lock_guard lock(s.sinks_mu);
-    if (auto it = s.sink_of.find(name); it != s.sink_of.end()) sink = it->second;
-  }
-  if (sink) sink->begin_stop();
-  if (auto removed = s.fleet->remove(name, s.config.shutdown_timeout); !removed)
-    base::log_event(*s.log, spdlog::level::warn, {{"event", "reload"}, {"subscription", name}},
-                    "reload: {}: {}", name, removed.error().describe());
-  if (sink) sink->stop();
-  std::lock_guard lock(s.sinks_mu);
-  s.sink_of.erase(name);
-}
-
-const config::WorkConfig* find_work(const config::DaemonConfig& c, const std::string& name) {
-  for (const auto& w : c.work)
-    if (w.spec.name == name) return &w;
-  return nullptr;
-}
-
-const config::BroadcastConfig* find_broadcast(const config::DaemonConfig& c,
-                                              const std::string& name) {
-  for (const auto& b : c.broadcast)
-    if (b.spec.name == name) return &b;
-  return nullptr;
-}
-
-// Starts `name` as `c` defines it.
-Result<void> start_named(Daemon::State& s, const config::DaemonConfig& c, const std::string& name,
-                         const DescriptorBudget& budget) {
-  if (const auto* w = find_work(c, name)) return start_work(s, *w);
-  if (const auto* b = find_broadcast(c, name)) return start_broadcast(s, *b, budget);
-  return Result<void>(Errc::invalid_argument, "no subscription named " + name);
-}
-
-// On the embedded broker, per-key work needs a subject mapping the broker was given when it
-// started: an error (invalid_argument) when `work` is per-key and the broker lacks its mapping.
-Result<void> mapping_present(const Daemon::State& s, const config::WorkConfig& work) {
-  if (!s.broker || work.spec.ordering != Ordering::per_key) return {};
-  auto plan =
-      fleet::PartitionPlan::make(work.spec.subject, work.spec.key_token, work.spec.partitions);
-  if (!plan) return {};
-  const std::pair<std::string, std::string> mapping{plan->source(), plan->destination()};
-  for (const auto& m : s.broker_mappings)
-    if (m == mapping) return {};
-  return Error{Errc::invalid_argument,
-               "work " + work.spec.name +
-                   ": per-key work needs the embedded broker's subject mapping, which is set when "
-                   "the broker starts: restart natsfleet to start it"};
-}
-
-// The config file read again, or nothing (logged) when it fails to load.
-std::optional<config::DaemonConfig> read_config_again(Daemon::State& s) {
-  base::log_event(*s.log, spdlog::level::info, {{"event", "reload-requested"}},
-                  "reload requested: reading {}", s.config.file);
-  try {
-    return config::load_config(s.config.file);
-  } catch (const config::ConfigError& e) {
-    base::log_event(*s.log, spdlog::level::err, {{"event", "reload-failed"}, {"error", e.what()}},
-                    "reload: {}; the running config is kept", e.what());
-    return std::nullopt;
-  }
-}
-
-// What runs after a reload, in the new config's order, and how the starts went.
-struct Running {
-  std::vector<config::WorkConfig> work;
-  std::vector<config::BroadcastConfig> broadcast;
-  size_t started = 0, failed = 0;
-
-  void add(const config::DaemonConfig& c, const std::string& name) {
-    if (const auto* w = find_work(c, name)) work.push_back(*w);
-    if (const auto* b = find_broadcast(c, name)) broadcast.push_back(*b);
-  }
-};
-
-// Starts `name` as `next` defines it; when that fails and it ran before the reload (`was_running`),
-// starts it again as `before` defined it.
-void start_or_restore(Daemon::State& s, const config::DaemonConfig& next,
-                      const config::DaemonConfig& before, const std::string& name, bool was_running,
-                      const DescriptorBudget& budget, Running& running) {
-  const auto* work = find_work(next, name);
-  auto started = work ? mapping_present(s, *work) : Result<void>{};
-  if (started) started = start_named(s, next, name, budget);
-  if (started) {
-    running.add(next, name);
-    ++running.started;
-    return;
-  }
-  const std::string problem = started.error().describe();
-  ++running.failed;
-  base::log_event(*s.log, spdlog::level::err,
-                  {{"event", "reload-failed"}, {"subscription", name}, {"error", problem}},
-                  "reload: {}: {}{}", name, problem, was_running ? "; starting it as it was" : "");
-  if (!was_running) return;
-  if (auto again = start_named(s, before, name, budget); again)
-    running.add(before, name);
-  else
-    base::log_event(
-        *s.log, spdlog::level::err, {{"event", "reload-failed"}, {"subscription", name}},
-        "reload: {}: cannot start it as it was either: {}", name, again.error().describe());
-}
-
-// Reads the config file again and applies what changed, one subscription at a time; the others
-// run on untouched. A config that fails to load changes nothing. A subscription whose new
-// definition cannot start runs on as it was.
-void reload(Daemon::State& s) {
-  auto& log = *s.log;
-  const auto next = read_config_again(s);
-  if (!next) return;
-  const ReloadPlan plan = plan_reload(s.config, *next);
-  for (const auto& key : plan.restart_only)
-    base::log_event(log, spdlog::level::warn, {{"event", "reload-restart-only"}, {"key", key}},
-                    "reload: {} changed; it takes effect at the next start (the running value "
-                    "is kept)",
-                    key);
-  if (s.broker && !plan.start.empty() && !ensure_streams(s.broker->url(), *next, log))
-    base::log_event(log, spdlog::level::err, {{"event", "reload-failed"}},
-                    "reload: the embedded broker's streams could not be made; subscriptions "
-                    "without a stream wait for one");
-  const config::DaemonConfig before = s.config;
-  s.config.shutdown_timeout = next->shutdown_timeout;
-  for (const auto& name : plan.stop) stop_subscription(s, name);
-  const DescriptorBudget budget =
-      plan_descriptors(descriptor_limit(), *next, health::HealthServerOptions{}.max_connections,
-                       s.broker != nullptr);
-  const std::set<std::string> to_start(plan.start.begin(), plan.start.end());
-  const std::set<std::string> stopped(plan.stop.begin(), plan.stop.end());
-  Running running;
-  for (const auto& name : subscription_names(*next)) {
-    if (to_start.count(name))
-      start_or_restore(s, *next, before, name, stopped.count(name) > 0, budget, running);
-    else
-      running.add(*next, name);
-  }
-  s.config.work = std::move(running.work);
-  s.config.broadcast = std::move(running.broadcast);
-  base::log_event(log, spdlog::level::info,
-                  {{"event", "reloaded"},
-                   {"started", static_cast<int64_t>(running.started)},
-                   {"stopped", static_cast<int64_t>(plan.stop.size())},
-                   {"unchanged", static_cast<int64_t>(plan.unchanged)},
-                   {"failed", static_cast<int64_t>(running.failed)}},
-                  "reloaded: {} started, {} stopped, {} unchanged, {} failed", running.started,
-                  plan.stop.size(), plan.unchanged, running.failed);
-}
-
-}  // namespace
 
 // Until a stop is requested: tells the service manager when every subscription is first bound
 // (READY=1), and, while the fleet answers for its health and is live, that it is alive

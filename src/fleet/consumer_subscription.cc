@@ -207,8 +207,9 @@ Result<void> ConsumerSubscription::supported_by_server() {
   auto version = ctx_.connection->server_version();
   if (!version) {
     // Unknown (a server that speaks TLS first, say): the create's answer tells (create_or_read).
-    log_once("work " + spec_.name + ": cannot read the server's version (" +
-             version.error().describe() + "); several filter subjects need 2.10 or newer");
+    status_.event_once("consumer", "work " + spec_.name + ": cannot read the server's version (" +
+                                       version.error().describe() +
+                                       "); several filter subjects need 2.10 or newer");
     return {};
   }
   if (version->at_least(2, 10)) return {};
@@ -291,17 +292,14 @@ Result<std::string> ConsumerSubscription::locate_stream() {
       if (api_.stream_info(spec_.stream)) return spec_.stream;
       return created.error();
     }
-    log_once(fmt::format("{} {}: created stream {} for subject {}", lifecycle_.kind(), spec_.name,
-                         spec_.stream, spec_.subject));
+    status_.event_once("consumer",
+                       fmt::format("{} {}: created stream {} for subject {}", lifecycle_.kind(),
+                                   spec_.name, spec_.stream, spec_.subject));
     return spec_.stream;
   }
   if (!spec_.stream.empty()) return spec_.stream;
   // The subject decides the stream, whatever the service or its own streams are called.
   return api_.find_stream(spec_.subject);
-}
-
-void ConsumerSubscription::log_once(const std::string& text) {
-  if (logged_.insert(text).second) status_.event(spdlog::level::info, "consumer", "{}", text);
 }
 
 void ConsumerSubscription::install_intake(const nats::ConsumerConfig& config) {

@@ -27,7 +27,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -86,7 +85,6 @@ class ConsumerSubscription final : public Supervised, private IntakeControl {
   // create on a stream holding messages).
   ConsumerLifecycle::Peers ask_peers(const std::string& stream);
   void install_intake(const nats::ConsumerConfig& config);
-  void log_once(const std::string& text);
   // What the consumer watch needs to know of this replica now.
   ConsumerWatch::Here here() const;
   // Hands back what a leader probe took; true when the watch calls for a recovery.
@@ -162,7 +160,6 @@ class ConsumerSubscription final : public Supervised, private IntakeControl {
   DeliveryPipeline pipeline_;
 
   // Supervisor-thread state.
-  std::set<std::string> logged_;
   std::string recovering_reason_;
   // Pulls answered "no responders" back to back wait longer each time (see run_bound).
   base::Backoff unanswered_backoff_;

@@ -71,7 +71,7 @@ void ConsumerWatch::move_stuck_leader(const nats::ConsumerInfo& info) {
         "has not moved for {} ms; asking its leader to step down failed: {}",
         lifecycle_.kind(), spec_.name, lifecycle_.consumer(), info.num_ack_pending,
         info.ack_floor_stream_seq, stuck_ms, moved.error().describe());
-    if (said_.insert(text).second) status_.event(spdlog::level::info, "consumer", "{}", text);
+    status_.event_once("consumer", text);
     return;
   }
   status_.event(

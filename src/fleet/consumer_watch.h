@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 
@@ -102,7 +101,6 @@ class ConsumerWatch {
   UnservedWatch unserved_;
   Clock::time_point last_poll_{};
   bool deleted_ = false;
-  std::set<std::string> said_;  // step-down failures, said once each
 };
 
 // The Broker of a running fleet: its connection and JetStream API.

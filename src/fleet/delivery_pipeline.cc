@@ -14,6 +14,7 @@
 #include "consume/ack_metadata.h"
 #include "fleet/dead_letter_copy.h"
 #include "fleet/delivery_control.h"
+#include "fleet/handler_call.h"
 
 namespace natsfleet::fleet {
 namespace {
@@ -148,7 +149,8 @@ void DeliveryPipeline::process(nats::InboundMessage&& in, bool probe) {
   Message message = as_message(in);
   if (screen(message, probe) == Step::done) return;
   const auto tried = clock_.now();
-  Disposition outcome = run_handler(message);
+  Disposition outcome =
+      call_work_handler(handler_, message, status_, nak_delay(spec_, message.delivered()));
   const auto now = clock_.now();
   if (!gate_.down()) {
     if (auto window = tuner_.observe(now - started, message.data().size()))
@@ -220,28 +222,6 @@ DeliveryPipeline::Step DeliveryPipeline::screen(const Message& message, bool pro
   if (probe) apply(gate_.dropped(message.stream_seq(), clock_.now()));
   intake_.message_done();
   return Step::done;
-}
-
-Disposition DeliveryPipeline::run_handler(const Message& message) {
-  try {
-    return handler_(message);
-  } catch (const DownstreamUnavailable& e) {
-    return Disposition::retry(e.after()).because(e.what());
-  } catch (const std::exception& e) {
-    status_.counters.handler_errors++;
-    base::log_event(status_.log(), spdlog::level::debug,
-                    {{"work", spec_.name}, {"event", "handler-threw"}, {"error", e.what()}},
-                    "work {}: handler threw: {}", spec_.name, e.what());
-    return Disposition::nak(nak_delay(spec_, message.delivered()))
-        .because(std::string("handler threw: ") + e.what());
-  } catch (...) {
-    status_.counters.handler_errors++;
-    base::log_event(status_.log(), spdlog::level::debug,
-                    {{"work", spec_.name}, {"event", "handler-threw"}},
-                    "work {}: handler threw something not derived from std::exception", spec_.name);
-    return Disposition::nak(nak_delay(spec_, message.delivered()))
-        .because("handler threw something not derived from std::exception");
-  }
 }
 
 void DeliveryPipeline::keep_for_retry(const Message& message, bool probe,

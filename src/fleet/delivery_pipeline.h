@@ -111,7 +111,6 @@ class DeliveryPipeline {
   void process(nats::InboundMessage&& in, bool probe);
   Step admit(nats::InboundMessage& in, bool probe, Clock::time_point started);
   Step screen(const Message& message, bool probe);
-  Disposition run_handler(const Message& message);
   void keep_for_retry(const Message& message, bool probe, const Disposition& outcome,
                       Clock::time_point now);
   void settle(const Message& message, Disposition outcome);

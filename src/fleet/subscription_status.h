@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "base/log_event.h"
@@ -60,6 +61,8 @@ class SubscriptionStatus {
              spdlog::format_string_t<Args...> format, Args&&... args) const {
     event_with(level, event, {}, format, std::forward<Args>(args)...);
   }
+  // Logs `text` at info as `event` the first time it is said here, never again after.
+  void event_once(std::string_view event, const std::string& text);
   const std::string& name() const { return name_; }
 
  private:
@@ -83,6 +86,7 @@ class SubscriptionStatus {
   bool downstream_down_ = false;
   std::string downstream_error_;
   uint64_t held_ = 0;
+  std::set<std::string> said_;  // by event_once()
 };
 
 }  // namespace natsfleet::fleet

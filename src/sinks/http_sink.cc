@@ -13,7 +13,9 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cctype>
+#include <map>
 #include <stdexcept>
+#include <string_view>
 
 #include "base/backoff.h"
 #include "base/endpoint.h"
@@ -331,49 +333,82 @@ bool printable(std::string_view v) {
          std::all_of(v.begin(), v.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
 }
 
+// The endpoint is unreachable, overloaded or failing: the message is fine (retry, honouring
+// Retry-After).
+SinkResult retry_later(const Message& message, std::string error,
+                       std::string_view retry_after = {}) {
+  const auto after = retry_after.empty() ? std::chrono::milliseconds(0)
+                                         : http_retry_delay(retry_after, message.delivered());
+  return SinkResult{Disposition::retry(after), {}, std::move(error)};
+}
+
+// The POST of `message`: the record as its body, the headers HttpSink::deliver lists, the
+// publisher's trace context, and the configured `extra` headers.
+http::request<http::string_body> make_request(const HttpUrl& url, const std::string& host,
+                                              const std::map<std::string, std::string>& extra,
+                                              const Message& message,
+                                              const std::string& subscription) {
+  http::request<http::string_body> request{http::verb::post, url.target, 11};
+  request.set(http::field::host, host);
+  request.set(http::field::user_agent, "natsfleet");
+  request.set(http::field::content_type, "application/json");
+  request.set("Nats-Subject", message.subject());
+  if (const auto& d = message.delivery()) {
+    request.set("Nats-Stream", d->stream);
+    request.set("Nats-Sequence", std::to_string(d->stream_seq));
+  }
+  // Ordered work's fencing token, with Nats-Sequence: the endpoint refuses a late write.
+  if (const auto& fence = message.fence()) {
+    request.set("Natsfleet-Partition", std::to_string(fence->partition));
+    request.set("Natsfleet-Epoch", std::to_string(fence->epoch));
+  }
+  request.set("Nats-Delivered", std::to_string(message.delivered()));
+  // A publisher's trace continues into the service: its W3C trace context passes on.
+  if (const auto* parent = header_value(message.headers(), "traceparent");
+      parent && valid_traceparent(*parent)) {
+    request.set("traceparent", *parent);
+    if (const auto* state = header_value(message.headers(), "tracestate");
+        state && printable(*state))
+      request.set("tracestate", *state);
+  }
+  for (const auto& [name, value] : extra) request.set(name, value);
+  request.body() = record_json(message, subscription);
+  request.prepare_payload();
+  return request;
+}
+
+// What the endpoint's answer makes of the message: 2xx done; 408, 429 and 5xx a retry (the
+// endpoint is busy or failing); another 4xx rejects it for good; 1xx and 3xx (redirects are
+// not followed) a nak, for max_deliver to decide.
+SinkResult judge_response(const http::response<http::string_body>& response, const Message& message,
+                          const std::string& url) {
+  const unsigned status = response.result_int();
+  const std::string text =
+      "POST " + url + ": " + std::to_string(status) + " " + short_body(response.body());
+  if (status >= 200 && status < 300) return {};
+  if (status == 408 || status == 429 || status >= 500) {
+    const auto retry_after = response[http::field::retry_after];
+    return retry_later(message, text, std::string_view(retry_after.data(), retry_after.size()));
+  }
+  if (status >= 400) return SinkResult{Disposition::term(), {}, text};
+  return SinkResult{Disposition::nak(http_retry_delay({}, message.delivered())),
+                    {},
+                    text + " (redirects are not followed)"};
+}
+
 }  // namespace
 
 SinkResult HttpSink::deliver(const Message& message, const std::string& subscription) {
-  // The endpoint is unreachable, overloaded or failing: the message is fine (retry, honouring
-  // Retry-After). Only an answer about this message (another 4xx) rejects it.
-  const auto retry = [&](std::string error, std::string_view retry_after = {}) {
-    const auto after = retry_after.empty() ? std::chrono::milliseconds(0)
-                                           : http_retry_delay(retry_after, message.delivered());
-    return SinkResult{Disposition::retry(after), {}, std::move(error)};
-  };
+  const std::string url = redact_url(options_.url);
   try {
     {
       std::lock_guard lock(mu_);
-      if (stopped_) return retry("http sink stopped");
+      if (stopped_) return retry_later(message, "http sink stopped");
     }
     const auto deadline = Clock::now() + options_.timeout;
-    http::request<http::string_body> request{http::verb::post, url_.target, 11};
-    request.set(http::field::host, host_header_);
-    request.set(http::field::user_agent, "natsfleet");
-    request.set(http::field::content_type, "application/json");
-    request.set("Nats-Subject", message.subject());
-    if (const auto& d = message.delivery()) {
-      request.set("Nats-Stream", d->stream);
-      request.set("Nats-Sequence", std::to_string(d->stream_seq));
-    }
-    // Ordered work's fencing token, with Nats-Sequence: the endpoint refuses a late write.
-    if (const auto& fence = message.fence()) {
-      request.set("Natsfleet-Partition", std::to_string(fence->partition));
-      request.set("Natsfleet-Epoch", std::to_string(fence->epoch));
-    }
-    request.set("Nats-Delivered", std::to_string(message.delivered()));
-    // A publisher's trace continues into the service: its W3C trace context passes on.
-    if (const auto* parent = header_value(message.headers(), "traceparent");
-        parent && valid_traceparent(*parent)) {
-      request.set("traceparent", *parent);
-      if (const auto* state = header_value(message.headers(), "tracestate");
-          state && printable(*state))
-        request.set("tracestate", *state);
-    }
-    for (const auto& [name, value] : options_.headers) request.set(name, value);
-    request.body() = record_json(message, subscription);
-    request.prepare_payload();
-
+    auto request = make_request(url_, host_header_, options_.headers, message, subscription);
+    const std::string timed_out =
+        "POST " + url + ": timed out after " + std::to_string(options_.timeout.count()) + "ms";
     Connection::Reply reply;
     // A kept-alive connection may have been closed by the server just as it was reused; one
     // retry on a fresh connection covers that without hiding a server that really fails.
@@ -381,19 +416,17 @@ SinkResult HttpSink::deliver(const Message& message, const std::string& subscrip
       auto connection = take_idle();
       const bool reused = connection != nullptr;
       if (!connection) connection = std::make_unique<Connection>(tls_.get());
-      if (!begin_exchange(connection.get())) return retry("http sink stopped");
+      if (!begin_exchange(connection.get())) return retry_later(message, "http sink stopped");
       struct Active {
         HttpSink& sink;
         Connection* connection;
         ~Active() { sink.end_exchange(connection); }
       } active{*this, connection.get()};
       if (!reused) {
-        if (auto ec = connection->connect(url_, deadline)) {
-          if (ec == beast::error::timeout)
-            return retry("POST " + redact_url(options_.url) + ": timed out after " +
-                         std::to_string(options_.timeout.count()) + "ms");
-          return retry("POST " + redact_url(options_.url) + ": " + ec.message());
-        }
+        if (auto ec = connection->connect(url_, deadline))
+          return retry_later(message, ec == beast::error::timeout
+                                          ? timed_out
+                                          : "POST " + url + ": " + ec.message());
       }
       reply = connection->exchange(request, deadline);
       if (reply.error && reused && !reply.got_bytes && reply.error != beast::error::timeout)
@@ -401,29 +434,11 @@ SinkResult HttpSink::deliver(const Message& message, const std::string& subscrip
       if (!reply.error && reply.reusable) give_back(std::move(connection));
       break;
     }
-    if (reply.error == beast::error::timeout)
-      return retry("POST " + redact_url(options_.url) + ": timed out after " +
-                   std::to_string(options_.timeout.count()) + "ms");
-    if (reply.error)
-      return retry("POST " + redact_url(options_.url) + ": " + reply.error.message());
-
-    const unsigned status = reply.response.result_int();
-    const std::string text = "POST " + redact_url(options_.url) + ": " + std::to_string(status) +
-                             " " + short_body(reply.response.body());
-    if (status >= 200 && status < 300) return {};
-    // 408 is a 4xx the server means as "try again", like 429 and 5xx.
-    if (status == 408 || status == 429 || status >= 500) {
-      const auto retry_after = reply.response[http::field::retry_after];
-      return retry(text, std::string_view(retry_after.data(), retry_after.size()));
-    }
-    if (status >= 400) return SinkResult{Disposition::term(), {}, text};
-    // 1xx and 3xx: redirects are not followed; the endpoint is misconfigured for this message,
-    // so it is rejected and max_deliver decides.
-    return SinkResult{Disposition::nak(http_retry_delay({}, message.delivered())),
-                      {},
-                      text + " (redirects are not followed)"};
+    if (reply.error == beast::error::timeout) return retry_later(message, timed_out);
+    if (reply.error) return retry_later(message, "POST " + url + ": " + reply.error.message());
+    return judge_response(reply.response, message, url);
   } catch (const std::exception& e) {
-    return retry("http sink: " + redact(e.what()));
+    return retry_later(message, "http sink: " + redact(e.what()));
   }
 }
 

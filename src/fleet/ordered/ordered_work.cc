@@ -9,6 +9,7 @@
 #include "base/backoff.h"
 #include "base/log_event.h"
 #include "fleet/dead_letter_copy.h"
+#include "fleet/handler_call.h"
 #include "fleet/ordered/lease_store.h"
 #include "fleet/ordered/partition_leases.h"
 #include "fleet/ordered/partition_probe.h"
@@ -483,24 +484,10 @@ void OrderedWork::run_one(std::unique_lock<std::mutex>& lock, Ready lane) {
   settle_lane(*it->second.reader, std::move(lane), outcome, rejections);
 }
 
-Disposition OrderedWork::call_handler(const Message& message) {
-  try {
-    return handler_(message);
-  } catch (const DownstreamUnavailable& e) {
-    return Disposition::retry(e.after()).because(e.what());
-  } catch (const std::exception& e) {
-    ++status_.counters.handler_errors;
-    return Disposition::nak().because(std::string("the handler threw: ") + e.what());
-  } catch (...) {
-    ++status_.counters.handler_errors;
-    return Disposition::nak().because("the handler threw");
-  }
-}
-
 Disposition OrderedWork::judge(const Message& message, int partition, int rejections,
                                int64_t retried_at) {
   using Kind = Disposition::Kind;
-  Disposition outcome = call_handler(message);
+  Disposition outcome = call_work_handler(handler_, message, status_, {});
   // A retry while other messages succeed since its last one: this message is the problem, not
   // the downstream (the contract of Disposition::retry), so it uses a delivery.
   if (outcome.kind() == Kind::retry && retried_at != 0 && last_success_.load() > retried_at)

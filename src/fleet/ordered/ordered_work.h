@@ -95,8 +95,6 @@ class OrderedWork final : public Supervised {
   bool next_ready(std::unique_lock<std::mutex>& lock, Ready& out);
   // The lane's front message through the handler (mu_ released meanwhile), then its verdict.
   void run_one(std::unique_lock<std::mutex>& lock, Ready lane);
-  // The handler's verdict, an exception turned into a nak (DownstreamUnavailable: a retry).
-  Disposition call_handler(const Message& message);
   // What becomes of `message`: ack, retry (the downstream, or a dead letter not stored yet), nak,
   // or term once it is set aside (a term, or a nak on its last delivery).
   Disposition judge(const Message& message, int partition, int rejections, int64_t retried_at);
