@@ -7,6 +7,9 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "natsfleet/fleet.h"
@@ -169,6 +172,8 @@ TEST(PublishToStream, DerivedPublishesSurviveRepeatedStreamLeaderElections) {
   spec.concurrency = 4;
   std::atomic<int> acked{0};
   std::atomic<int> plain{0};
+  std::mutex mu;
+  std::map<std::string, uint64_t> stored_at;  // source data -> the sequence its derived ack named
   ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
     std::this_thread::sleep_for(5ms);  // spread the work over the elections
     const std::string id = "deriver/" + std::to_string(m.stream_seq());
@@ -178,6 +183,9 @@ TEST(PublishToStream, DerivedPublishesSurviveRepeatedStreamLeaderElections) {
       ++plain;
     } else if (!stored) {
       return Disposition::nak(100ms);
+    } else {
+      std::lock_guard lock(mu);
+      stored_at[m.data()] = *stored;
     }
     ++acked;
     return Disposition::ack();
@@ -231,18 +239,38 @@ TEST(PublishToStream, DerivedPublishesSurviveRepeatedStreamLeaderElections) {
       },
       60s, 200ms))
       << "acked " << acked.load();
-  // ... and its derived message stored (message ids make a repeat count once).
+  // ... and its derived message stored (message ids make a repeat count once), unless the
+  // broker lost it: acknowledged at a sequence that, once the stream's replicas agree, holds
+  // another message (nats-server 2.10.27 did so once across a killed leader; the chaos checker
+  // counts the same apart as "lost by the broker").
   uint64_t stored = 0;
-  ASSERT_TRUE(wait_for(
+  (void)wait_for(
       [&] {
         auto info = admin.api().stream_info("DERIVED");
         stored = info ? info->messages : 0;
         return stored == kMessages;
       },
-      10s, 200ms))
-      << stored << " derived messages stored for " << kMessages << " acked sources; " << plain
-      << " sent as plain NATS";
+      10s, 200ms);
   EXPECT_EQ(plain.load(), 0);
+  std::lock_guard lock(mu);
+  ASSERT_EQ(stored_at.size(), static_cast<size_t>(kMessages)) << "a derived publish not acked";
+  std::set<std::string> in_stream;
+  auto info = admin.api().stream_info("DERIVED");
+  ASSERT_TRUE(info) << info.error().describe();
+  for (uint64_t seq = info->first_seq; seq <= info->last_seq; ++seq)
+    if (auto m = admin.api().get_message("DERIVED", seq)) in_stream.insert(m->data);
+  size_t lost_by_broker = 0;
+  for (const auto& [data, seq] : stored_at) {
+    if (in_stream.count(data)) continue;
+    auto there = admin.api().get_message("DERIVED", seq);
+    const bool another = seq > 0 && (there ? there->data != data : seq <= info->last_seq);
+    EXPECT_TRUE(another) << data << ": its derived message, acked at sequence " << seq
+                         << ", is not in the stream";
+    if (another) ++lost_by_broker;
+  }
+  std::printf(
+      "%zu derived messages stored for %d sources; %zu acked by the broker and lost by it\n",
+      in_stream.size(), kMessages, lost_by_broker);
   fleet.shutdown(5s);
 }
 
