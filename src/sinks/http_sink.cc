@@ -377,15 +377,15 @@ http::request<http::string_body> make_request(const HttpUrl& url, const std::str
   return request;
 }
 
-// What the endpoint's answer makes of the message: 2xx done; 408, 429 and 5xx a retry (the
-// endpoint is busy or failing); another 4xx rejects it for good; 1xx and 3xx (redirects are
-// not followed) a nak, for max_deliver to decide.
+// What the endpoint's answer (from `url`, redacted in what it says) makes of the message: 2xx done;
+// 408, 429 and 5xx a retry (the endpoint is busy or failing); another 4xx rejects it for good; 1xx
+// and 3xx (redirects are not followed) a nak, for max_deliver to decide.
 SinkResult judge_response(const http::response<http::string_body>& response, const Message& message,
                           const std::string& url) {
   const unsigned status = response.result_int();
-  const std::string text =
-      "POST " + url + ": " + std::to_string(status) + " " + short_body(response.body());
   if (status >= 200 && status < 300) return {};
+  const std::string text =
+      "POST " + redact_url(url) + ": " + std::to_string(status) + " " + short_body(response.body());
   if (status == 408 || status == 429 || status >= 500) {
     const auto retry_after = response[http::field::retry_after];
     return retry_later(message, text, std::string_view(retry_after.data(), retry_after.size()));
@@ -399,7 +399,6 @@ SinkResult judge_response(const http::response<http::string_body>& response, con
 }  // namespace
 
 SinkResult HttpSink::deliver(const Message& message, const std::string& subscription) {
-  const std::string url = redact_url(options_.url);
   try {
     {
       std::lock_guard lock(mu_);
@@ -407,8 +406,13 @@ SinkResult HttpSink::deliver(const Message& message, const std::string& subscrip
     }
     const auto deadline = Clock::now() + options_.timeout;
     auto request = make_request(url_, host_header_, options_.headers, message, subscription);
-    const std::string timed_out =
-        "POST " + url + ": timed out after " + std::to_string(options_.timeout.count()) + "ms";
+    const auto failed = [&](const beast::error_code& ec) {
+      const std::string url = redact_url(options_.url);
+      return retry_later(message, ec == beast::error::timeout
+                                      ? "POST " + url + ": timed out after " +
+                                            std::to_string(options_.timeout.count()) + "ms"
+                                      : "POST " + url + ": " + ec.message());
+    };
     Connection::Reply reply;
     // A kept-alive connection may have been closed by the server just as it was reused; one
     // retry on a fresh connection covers that without hiding a server that really fails.
@@ -423,10 +427,7 @@ SinkResult HttpSink::deliver(const Message& message, const std::string& subscrip
         ~Active() { sink.end_exchange(connection); }
       } active{*this, connection.get()};
       if (!reused) {
-        if (auto ec = connection->connect(url_, deadline))
-          return retry_later(message, ec == beast::error::timeout
-                                          ? timed_out
-                                          : "POST " + url + ": " + ec.message());
+        if (auto ec = connection->connect(url_, deadline)) return failed(ec);
       }
       reply = connection->exchange(request, deadline);
       if (reply.error && reused && !reply.got_bytes && reply.error != beast::error::timeout)
@@ -434,9 +435,8 @@ SinkResult HttpSink::deliver(const Message& message, const std::string& subscrip
       if (!reply.error && reply.reusable) give_back(std::move(connection));
       break;
     }
-    if (reply.error == beast::error::timeout) return retry_later(message, timed_out);
-    if (reply.error) return retry_later(message, "POST " + url + ": " + reply.error.message());
-    return judge_response(reply.response, message, url);
+    if (reply.error) return failed(reply.error);
+    return judge_response(reply.response, message, options_.url);
   } catch (const std::exception& e) {
     return retry_later(message, "http sink: " + redact(e.what()));
   }
