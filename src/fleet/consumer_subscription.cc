@@ -11,8 +11,6 @@
 #include "base/backoff.h"
 #include "base/log_event.h"
 #include "consume/ack_metadata.h"
-#include "consume/pull_engine.h"
-#include "consume/queue_intake.h"
 #include "fleet/consumer_shape.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
@@ -67,8 +65,14 @@ ConsumerSubscription::ConsumerSubscription(WorkSpec spec, WorkHandler handler,
       // (every ack_wait / 3) well inside ack_wait.
       tick_(std::clamp(std::min(spec_.heartbeat, spec_.ack_wait) / 4, milliseconds(25),
                        milliseconds(500))),
+      intake_(context,
+              [this] {
+                std::lock_guard lock(wake_mu_);
+                woken_ = true;
+                wake_.notify_all();
+              }),
       transport_(*context.connection),
-      pipeline_(spec_, std::move(handler), status_, transport_, *this, *context.clock),
+      pipeline_(spec_, std::move(handler), status_, transport_, intake_, *context.clock),
       unanswered_backoff_(context.options.bind_backoff_min, context.options.bind_backoff_max) {}
 
 ConsumerSubscription::~ConsumerSubscription() {
@@ -101,8 +105,8 @@ void ConsumerSubscription::begin_shutdown() {
   }
   // Keep the inbox: what the broker still sends for earlier pulls is nak'd back below rather
   // than dropped (it would wait out ack_wait).
-  std::lock_guard lock(engine_mu_);
-  if (engine_) engine_->stop_pulling();
+  intake_.stop_pulling();
+  std::lock_guard lock(peers_mu_);
   peers_.reset();  // a replica leaving knows the consumer no more
 }
 
@@ -117,15 +121,9 @@ bool ConsumerSubscription::finish_handlers(Clock::time_point deadline) {
   // Messages the broker sent for pulls made before the stop arrive shortly (with a backlog, at
   // once): wait a moment for them and give them back too. Then the inbox goes.
   const auto grace_end = ctx_.clock->now() + std::min(left(), milliseconds(250));
-  while (ctx_.clock->now() < grace_end) {
-    {
-      std::lock_guard lock(engine_mu_);
-      if (!engine_ || engine_->outstanding() == 0) break;
-    }
+  while (ctx_.clock->now() < grace_end && intake_.outstanding() > 0)
     std::this_thread::sleep_for(milliseconds(10));
-  }
-  std::lock_guard lock(engine_mu_);
-  if (engine_) engine_->stop();
+  intake_.stop();
   return done;
 }
 
@@ -256,7 +254,7 @@ Result<void> ConsumerSubscription::bind() {
 }
 
 void ConsumerSubscription::answer_peers() {
-  std::lock_guard lock(engine_mu_);
+  std::lock_guard lock(peers_mu_);
   if (peers_ || stopping()) return;
   auto subscribed =
       ctx_.connection->subscribe(peers_subject_for(lifecycle_.stream(), spec_.name), "peers",
@@ -304,64 +302,16 @@ Result<std::string> ConsumerSubscription::locate_stream() {
 
 void ConsumerSubscription::install_intake(const nats::ConsumerConfig& config) {
   watch_.forget_unserved();  // a consumer just bound has had no chance to serve yet
-  std::lock_guard lock(engine_mu_);
-  if (stopping()) return;
-  if (engine_) {
-    engine_->stop();
-    engine_.reset();
-  }
-  deliver_subject_ = config.deliver_subject;
-  const bool pushed = !deliver_subject_.empty();
-  // On nats.c's thread: no lock here.
-  auto deliver = [this, pushed](nats::InboundMessage&& m) { pipeline_.take(std::move(m), pushed); };
-  if (pushed) {
-    engine_ = std::make_unique<consume::QueueIntake>(*ctx_.connection, deliver_subject_,
-                                                     config.deliver_group, std::move(deliver));
-  } else {
-    consume::PullEngine::Options options{
-        .stream = lifecycle_.stream(),
-        .consumer = lifecycle_.consumer(),
-        // A new intake (a rebind) starts with what the handlers were measured to finish.
-        .batch = pipeline_.window(),
-        .expires = spec_.pull_expires,
-        .heartbeat = spec_.heartbeat,
-        .ack_wait = spec_.ack_wait,
-        .clock = ctx_.clock,
-    };
-    // Pulled work is bounded by the window, so the queue needs no bound and displaces nothing.
-    auto deliver_all = [this](std::vector<nats::InboundMessage>& batch) {
-      pipeline_.take_all(batch);
-    };
-    engine_ = std::make_unique<consume::PullEngine>(
-        std::make_unique<consume::ConnectionInboxLink>(*ctx_.connection), options,
-        std::move(deliver_all), [this](const consume::PullStatus& s) { on_pull_signal(s); });
-  }
-  if (auto started = engine_->start(); !started) {
-    status_.warn("cannot subscribe: " + started.error().describe());
-    engine_.reset();
-    return;
-  }
-  if (pipeline_.downstream_down()) engine_->hold_back(true);
-}
-
-void ConsumerSubscription::on_pull_signal(const consume::PullStatus& status) {
-  {
-    std::lock_guard lock(signal_mu_);
-    signal_ = status;
-  }
-  std::lock_guard lock(wake_mu_);
-  woken_ = true;
-  wake_.notify_all();
+  if (auto installed =
+          intake_.install(config, lifecycle_.stream(), lifecycle_.consumer(), spec_, pipeline_);
+      !installed)
+    status_.warn("cannot subscribe: " + installed.error().describe());
 }
 
 void ConsumerSubscription::run_bound() {
   wait_for(tick_);
   if (stopping()) return;
-  std::optional<consume::PullStatus> signal;
-  {
-    std::lock_guard lock(signal_mu_);
-    signal.swap(signal_);
-  }
+  const std::optional<consume::PullStatus> signal = intake_.take_signal();
   if (!ctx_.connection->connected()) {
     enter_recovering("disconnected from the broker; reconnecting");
     return;
@@ -371,12 +321,12 @@ void ConsumerSubscription::run_bound() {
     return;
   }
   if (signal && !act_on(*signal)) return;
-  const IntakeCheck intake = check_intake();
+  const SubscriptionIntake::Check intake = intake_.check();
   if (!intake.running) {
     status_.set_state(SubscriptionState::binding, "pull engine not running");
     return;
   }
-  if (intake.new_gap) report_gap(intake.skipped);
+  if (intake.new_gap) report_gap(intake.stale_dropped + pipeline_.stale_skipped());
   if (intake.missed_heartbeats) {
     enter_recovering("missed idle heartbeats");
     return;
@@ -387,12 +337,10 @@ void ConsumerSubscription::run_bound() {
 }
 
 ConsumerWatch::Here ConsumerSubscription::here() const {
-  ConsumerWatch::Here now{.busy = pipeline_.busy(),
-                          .settled = status_.counters.acked.load() + status_.counters.termed.load(),
-                          .link_changed = Clock::time_point{Clock::duration(link_changed_.load())}};
-  std::lock_guard lock(engine_mu_);
-  if (engine_) now.last_served = engine_->last_served();
-  return now;
+  return {.busy = pipeline_.busy(),
+          .settled = status_.counters.acked.load() + status_.counters.termed.load(),
+          .last_served = intake_.last_served(),
+          .link_changed = Clock::time_point{Clock::duration(link_changed_.load())}};
 }
 
 bool ConsumerSubscription::heed(ConsumerWatch::Verdict& verdict) {
@@ -433,30 +381,10 @@ bool ConsumerSubscription::act_on(const consume::PullStatus& signal) {
       resend_recent_acks();
       [[fallthrough]];
     case PullSignal::max_waiting:
-    default: {
-      std::lock_guard lock(engine_mu_);
-      if (engine_) engine_->restart_pulls();
+    default:
+      intake_.restart_pulls();
       return true;
-    }
   }
-}
-
-ConsumerSubscription::IntakeCheck ConsumerSubscription::check_intake() {
-  std::lock_guard lock(engine_mu_);
-  IntakeCheck check;
-  if (!engine_) return check;
-  check.running = true;
-  // Read before tick(): a silence long enough to be a gap (a lookup that blocked this thread
-  // past it, say) is dropped there with the pulls that owed heartbeats, and the new pulls owe
-  // none yet.
-  check.missed_heartbeats = engine_->heartbeat_missed();
-  engine_->tick();
-  if (const uint64_t gaps = engine_->gaps(); gaps != gaps_logged_) {
-    gaps_logged_ = gaps;
-    check.new_gap = true;
-    check.skipped = engine_->stale_dropped() + pipeline_.stale_skipped();
-  }
-  return check;
 }
 
 void ConsumerSubscription::report_gap(uint64_t skipped) {
@@ -504,12 +432,10 @@ void ConsumerSubscription::run_recovering() {
         // Acks first: a new consumer leader that lags the old one delivers from where its state
         // ends, and an ack that reaches it before the pull moves it past what was handled.
         resend_recent_acks();
-        std::lock_guard lock(engine_mu_);
-        if (!engine_) {
+        if (!intake_.restart_pulls()) {
           status_.set_state(SubscriptionState::binding, "re-binding");
           return;
         }
-        engine_->restart_pulls();
         break;
       }
       case Lookup::unreachable:
@@ -537,10 +463,7 @@ void ConsumerSubscription::run_recovering() {
         status_.counters.recoveries++;
         break;
     }
-    {
-      std::lock_guard lock(signal_mu_);
-      signal_.reset();  // settled by this recovery
-    }
+    intake_.clear_signal();  // settled by this recovery
     watch_.bound();
     status_.set_state(SubscriptionState::bound, "recovered after: " + recovering_reason_);
     return;
@@ -556,42 +479,18 @@ bool ConsumerSubscription::remake_consumer() {
     return false;
   }
   // A push-queue consumer recreated by a peer may deliver elsewhere: follow it.
-  bool same_intake;
-  {
-    std::lock_guard lock(engine_mu_);
-    same_intake = engine_ && made->config.deliver_subject == deliver_subject_;
-    if (same_intake) engine_->restart_pulls();
-  }
-  if (!same_intake) install_intake(made->config);
+  if (!intake_.restart_if_serving(made->config)) install_intake(made->config);
   return true;
 }
 
 void ConsumerSubscription::go_fatal(const std::string& reason) {
   status_.set_state(SubscriptionState::fatal, reason);
-  {
-    std::lock_guard lock(engine_mu_);
-    if (engine_) engine_->stop();
-  }
+  intake_.stop();
   ctx_.fatal(spec_.name, reason);
 }
 
 void ConsumerSubscription::resend_recent_acks() {
   pipeline_.resend_recent_acks(std::min(spec_.ack_wait / 4, ctx_.options.request_timeout));
-}
-
-void ConsumerSubscription::message_done() {
-  std::lock_guard lock(engine_mu_);
-  if (engine_) engine_->message_done();
-}
-
-void ConsumerSubscription::hold_back(bool hold) {
-  std::lock_guard lock(engine_mu_);
-  if (engine_) engine_->hold_back(hold);
-}
-
-void ConsumerSubscription::set_window(int messages) {
-  std::lock_guard lock(engine_mu_);
-  if (engine_) engine_->set_window(messages);
 }
 
 }  // namespace natsfleet::fleet

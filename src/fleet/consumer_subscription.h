@@ -32,11 +32,11 @@
 #include <vector>
 
 #include "base/backoff.h"
-#include "consume/intake.h"
 #include "consume/pull_status.h"
 #include "fleet/consumer_lifecycle.h"
 #include "fleet/consumer_watch.h"
 #include "fleet/delivery_pipeline.h"
+#include "fleet/subscription_intake.h"
 #include "fleet/subscription_status.h"
 #include "fleet/supervised.h"
 #include "nats/jetstream_api.h"
@@ -52,7 +52,7 @@ struct ReplicaOptions {
   bool last_per_subject = false;
 };
 
-class ConsumerSubscription final : public Supervised, private IntakeControl {
+class ConsumerSubscription final : public Supervised {
  public:
   using Scope = ConsumerLifecycle::Scope;
 
@@ -84,6 +84,7 @@ class ConsumerSubscription final : public Supervised, private IntakeControl {
   // Whether a live replica of this work knows its consumer on `stream` (asked before a first
   // create on a stream holding messages).
   ConsumerLifecycle::Peers ask_peers(const std::string& stream);
+  // Consumes `config` through a new intake; a warning when it cannot subscribe.
   void install_intake(const nats::ConsumerConfig& config);
   // What the consumer watch needs to know of this replica now.
   ConsumerWatch::Here here() const;
@@ -95,17 +96,8 @@ class ConsumerSubscription final : public Supervised, private IntakeControl {
   bool remake_consumer();
   void go_fatal(const std::string& reason);
 
-  void on_pull_signal(const consume::PullStatus& status);
   // Carries out what the pull engine signalled; false when the subscription left `bound`.
   bool act_on(const consume::PullStatus& signal);
-  // One look at the intake per tick: heartbeats owed and missed, a new gap.
-  struct IntakeCheck {
-    bool running = false;
-    bool missed_heartbeats = false;
-    bool new_gap = false;
-    uint64_t skipped = 0;  // deliveries skipped for gaps so far
-  };
-  IntakeCheck check_intake();
   // A silence long enough to be a gap: acks sent again, and said (a warning unless an outage
   // explains it).
   void report_gap(uint64_t skipped);
@@ -113,10 +105,6 @@ class ConsumerSubscription final : public Supervised, private IntakeControl {
   void keep_alive();
   // Sends the latest acks again: after a recovery or a leader change (DeliveryPipeline).
   void resend_recent_acks();
-  // IntakeControl: what the pipeline's handler threads ask of the intake.
-  void message_done() override;
-  void hold_back(bool hold) override;
-  void set_window(int messages) override;
 
   // Sleeps until `d` passes or something happens (a signal, a reconnect, shutdown), keeping
   // held messages alive meanwhile.
@@ -145,16 +133,12 @@ class ConsumerSubscription final : public Supervised, private IntakeControl {
   // When the connection last went down or came back (steady clock ticks; 0: never).
   std::atomic<Clock::rep> link_changed_{0};
 
-  std::mutex signal_mu_;
-  std::optional<consume::PullStatus> signal_;  // the latest unsettled status from the engine
   Clock::time_point last_keep_alive_{};
 
-  mutable std::mutex engine_mu_;
-  std::unique_ptr<consume::Intake> engine_;
-  std::string deliver_subject_;                // of the intake; empty when pulling
-  std::unique_ptr<nats::Subscription> peers_;  // answer_peers(); under engine_mu_
-  uint64_t gaps_logged_ = 0;
+  std::mutex peers_mu_;
+  std::unique_ptr<nats::Subscription> peers_;  // answer_peers(); under peers_mu_
 
+  SubscriptionIntake intake_;
   ConnectionTransport transport_;
   // After the intake: destroyed first, its handler threads gone before the intake goes.
   DeliveryPipeline pipeline_;

@@ -1,0 +1,146 @@
+#include "fleet/subscription_intake.h"
+
+#include <utility>
+#include <vector>
+
+#include "consume/inbox_link.h"
+#include "consume/pull_engine.h"
+#include "consume/queue_intake.h"
+#include "nats/connection.h"
+
+namespace natsfleet::fleet {
+
+SubscriptionIntake::SubscriptionIntake(FleetContext& context, std::function<void()> wake)
+    : ctx_(context), wake_(std::move(wake)) {}
+
+SubscriptionIntake::~SubscriptionIntake() { stop(); }
+
+Result<void> SubscriptionIntake::install(const nats::ConsumerConfig& config,
+                                         const std::string& stream, const std::string& consumer,
+                                         const WorkSpec& spec, DeliveryPipeline& pipeline) {
+  std::lock_guard lock(mu_);
+  if (closing_) return {};
+  if (engine_) {
+    engine_->stop();
+    engine_.reset();
+  }
+  deliver_subject_ = config.deliver_subject;
+  if (!deliver_subject_.empty()) {
+    // On nats.c's thread: no lock here. A push consumer resends whatever waits past ack_wait.
+    engine_ = std::make_unique<consume::QueueIntake>(
+        *ctx_.connection, deliver_subject_, config.deliver_group,
+        [&pipeline](nats::InboundMessage&& m) { pipeline.take(std::move(m), true); });
+  } else {
+    consume::PullEngine::Options options{
+        .stream = stream,
+        .consumer = consumer,
+        // A new intake (a rebind) starts with what the handlers were measured to finish.
+        .batch = pipeline.window(),
+        .expires = spec.pull_expires,
+        .heartbeat = spec.heartbeat,
+        .ack_wait = spec.ack_wait,
+        .clock = ctx_.clock,
+    };
+    // Pulled work is bounded by the window, so the queue needs no bound and displaces nothing.
+    engine_ = std::make_unique<consume::PullEngine>(
+        std::make_unique<consume::ConnectionInboxLink>(*ctx_.connection), options,
+        [&pipeline](std::vector<nats::InboundMessage>& batch) { pipeline.take_all(batch); },
+        [this](const consume::PullStatus& s) { on_signal(s); });
+  }
+  if (auto started = engine_->start(); !started) {
+    engine_.reset();
+    return started.error();
+  }
+  if (pipeline.downstream_down()) engine_->hold_back(true);
+  return {};
+}
+
+bool SubscriptionIntake::restart_if_serving(const nats::ConsumerConfig& config) {
+  std::lock_guard lock(mu_);
+  if (!engine_ || config.deliver_subject != deliver_subject_) return false;
+  engine_->restart_pulls();
+  return true;
+}
+
+bool SubscriptionIntake::restart_pulls() {
+  std::lock_guard lock(mu_);
+  if (!engine_) return false;
+  engine_->restart_pulls();
+  return true;
+}
+
+SubscriptionIntake::Check SubscriptionIntake::check() {
+  std::lock_guard lock(mu_);
+  Check check;
+  if (!engine_) return check;
+  check.running = true;
+  // Read before tick(): a silence long enough to be a gap (a lookup that blocked the
+  // supervisor past it, say) is dropped there with the pulls that owed heartbeats, and the new
+  // pulls owe none yet.
+  check.missed_heartbeats = engine_->heartbeat_missed();
+  engine_->tick();
+  if (const uint64_t gaps = engine_->gaps(); gaps != gaps_seen_) {
+    gaps_seen_ = gaps;
+    check.new_gap = true;
+    check.stale_dropped = engine_->stale_dropped();
+  }
+  return check;
+}
+
+void SubscriptionIntake::on_signal(const consume::PullStatus& status) {
+  {
+    std::lock_guard lock(signal_mu_);
+    signal_ = status;
+  }
+  wake_();
+}
+
+std::optional<consume::PullStatus> SubscriptionIntake::take_signal() {
+  std::lock_guard lock(signal_mu_);
+  std::optional<consume::PullStatus> taken;
+  taken.swap(signal_);
+  return taken;
+}
+
+void SubscriptionIntake::clear_signal() {
+  std::lock_guard lock(signal_mu_);
+  signal_.reset();
+}
+
+Clock::time_point SubscriptionIntake::last_served() const {
+  std::lock_guard lock(mu_);
+  return engine_ ? engine_->last_served() : Clock::time_point{};
+}
+
+void SubscriptionIntake::stop_pulling() {
+  std::lock_guard lock(mu_);
+  closing_ = true;
+  if (engine_) engine_->stop_pulling();
+}
+
+int64_t SubscriptionIntake::outstanding() const {
+  std::lock_guard lock(mu_);
+  return engine_ ? engine_->outstanding() : 0;
+}
+
+void SubscriptionIntake::stop() {
+  std::lock_guard lock(mu_);
+  if (engine_) engine_->stop();
+}
+
+void SubscriptionIntake::message_done() {
+  std::lock_guard lock(mu_);
+  if (engine_) engine_->message_done();
+}
+
+void SubscriptionIntake::hold_back(bool hold) {
+  std::lock_guard lock(mu_);
+  if (engine_) engine_->hold_back(hold);
+}
+
+void SubscriptionIntake::set_window(int messages) {
+  std::lock_guard lock(mu_);
+  if (engine_) engine_->set_window(messages);
+}
+
+}  // namespace natsfleet::fleet
