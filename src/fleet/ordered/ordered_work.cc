@@ -245,6 +245,12 @@ void OrderedWork::round() {
         spec_.name, p);
     drop(p);
   }
+  for (int p : changes.vanished)
+    base::log_event(*ctx_.log, spdlog::level::warn,
+                    {{"work", spec_.name}, {"event", "lease-vanished"}, {"partition", p}},
+                    "work {}: partition {}: its lease, written before, reads absent: bucket {} "
+                    "lost it (a broker fault); taken again after the last checkpoint seen here",
+                    spec_.name, p, lease_bucket(spec_.name));
   for (int p : changes.taken) take(p);
   for (int p : changes.to_release) {
     std::lock_guard lock(mu_);

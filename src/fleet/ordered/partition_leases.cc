@@ -153,9 +153,17 @@ void PartitionLeases::judge(int partition, const std::vector<std::string>& live,
     changes.error = current.error();
     return;
   }
-  if (!*current) return take(partition, *current, std::nullopt, changes);
+  if (!*current) {
+    // Nothing removes a lease key: one seen before and absent now was lost by the store. Its
+    // last checkpoint seen here is done all the same, so the take keeps it.
+    auto seen = last_seen_.find(partition);
+    if (seen == last_seen_.end()) return take(partition, std::nullopt, std::nullopt, changes);
+    changes.vanished.push_back(partition);
+    return take(partition, std::nullopt, seen->second, changes);
+  }
   note(lease_key(partition), (*current)->revision);
   const auto lease = LeaseValue::decode((*current)->value);
+  if (lease) last_seen_[partition] = *lease;
   // Its owner started its last write (a renewal of this lease, or of its membership, which it
   // needs as well to act) before this replica first saw it, and stops acting a margin before a
   // lease from then: a whole lease from first sight of either leaves that margin. An unreadable
@@ -179,13 +187,14 @@ void PartitionLeases::take(int partition, const std::optional<StoredValue>& curr
     if (!refused_for_revision(revision.error())) changes.error = revision.error();
     return;  // another replica took it first, or the store did not answer
   }
+  last_seen_[partition] = mine;
   std::lock_guard lock(mu_);
   owned_[partition] = Owned{.epoch = *revision,
                             .revision = *revision,
                             .checkpoint = mine.checkpoint,
                             .reader = mine.reader,
                             .valid_until = sent + options_.lease - options_.margin,
-                            .first = !current};
+                            .first = !current && !lease};
   changes.taken.push_back(partition);
 }
 
@@ -199,6 +208,7 @@ void PartitionLeases::renew(int partition, const Progress& progress, Changes& ch
                          .reader = progress.reader.empty() ? held->reader : progress.reader};
   const Clock::time_point sent = now_();
   auto revision = store_.put_if(lease_key(partition), value.encode(), held->revision);
+  if (revision) last_seen_[partition] = value;
   std::lock_guard lock(mu_);
   auto it = owned_.find(partition);
   if (it == owned_.end()) return;

@@ -85,14 +85,17 @@ class PartitionLeases {
     uint64_t checkpoint = 0;
     std::string reader;               // the consumer named by the lease's last write
     Clock::time_point valid_until{};  // starts no handler from then on
-    bool first = false;               // no lease had been written: the partition's first owner
+    bool first = false;  // no lease was ever seen or written: the partition's first owner
   };
   // What a round changed.
   struct Changes {
     std::vector<int> taken;       // owned from now on (see owned())
     std::vector<int> lost;        // another replica holds the lease: stop at once
     std::vector<int> to_release;  // assigned elsewhere: drain, then release()
-    std::optional<Error> error;   // the store did not answer (the round did what it could)
+    // Taken again after the store lost the lease (it read absent after a value was seen): the
+    // last checkpoint seen here came with it. A lease key is never removed.
+    std::vector<int> vanished;
+    std::optional<Error> error;  // the store did not answer (the round did what it could)
   };
 
   PartitionLeases(LeaseStore& store, Options options,
@@ -124,6 +127,7 @@ class PartitionLeases {
   Result<std::vector<std::string>> refresh_members(Clock::time_point now);
   void judge(int partition, const std::vector<std::string>& live,
              const std::function<Progress(int)>& progress, Changes& changes);
+  // `lease`: the value read, or the last one seen of a lease that vanished.
   void take(int partition, const std::optional<StoredValue>& current,
             const std::optional<LeaseValue>& lease, Changes& changes);
   void renew(int partition, const Progress& progress, Changes& changes);
@@ -141,6 +145,7 @@ class PartitionLeases {
   Clock::duration watched_{};
   std::map<std::string, Clock::duration> live_since_;  // other members, while live
   std::optional<Clock::time_point> answered_at_;  // the last round the store answered, if this one
+  std::map<int, LeaseValue> last_seen_;           // each lease's last value read or written here
 
   mutable std::mutex mu_;
   std::map<int, Owned> owned_;

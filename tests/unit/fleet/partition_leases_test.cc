@@ -324,6 +324,31 @@ TEST_F(Leases, AnUnreachableStoreLetsTheLeaseLapseHereAndARenewalRestoresIt) {
   EXPECT_TRUE(a.may_act(0)) << "nobody took it: the renewal holds";
 }
 
+TEST_F(Leases, ALeaseTheStoreLostIsTakenAgainWithItsLastCheckpointNotAsAFirstOwner) {
+  auto a = replica("a");
+  (void)a.round(none);
+  now += 500ms;
+  (void)a.round([](int p) { return Progress{.checkpoint = uint64_t(70 + p), .reader = "r"}; });
+  // The store drops partition 3's key, as a broker whose per-subject state went wrong does: the
+  // renewal expecting its revision is refused, and the key then reads absent.
+  store.values.erase(lease_key(3));
+  now += 500ms;
+  auto refused = a.round(none);
+  EXPECT_EQ(refused.lost, std::vector<int>{3});
+  now += 500ms;
+  auto again = a.round(none);
+  EXPECT_EQ(again.vanished, std::vector<int>{3});
+  EXPECT_EQ(again.taken, std::vector<int>{3});
+  ASSERT_TRUE(a.owned(3));
+  EXPECT_EQ(a.owned(3)->checkpoint, uint64_t{73}) << "what was done stays done";
+  EXPECT_EQ(a.owned(3)->reader, "r");
+  EXPECT_FALSE(a.owned(3)->first) << "a first owner would start where WorkSpec::start says";
+  // Another replica that saw the lease before it vanished keeps its checkpoint too.
+  store.values.erase(lease_key(3));
+  auto b = replica("b");
+  EXPECT_TRUE(b.round(none).vanished.empty()) << "b never saw the key: nothing vanished for it";
+}
+
 TEST_F(Leases, ACheckpointCommitsWithTheRenewal) {
   auto a = replica("a");
   (void)a.round(none);
