@@ -67,6 +67,26 @@ void watch_signals(natsfleet::daemon::StopRequest& stop) {
   }).detach();
 }
 
+// A command-line tool's signals: SIGINT/SIGTERM end it at once, as they end any such tool.
+void end_on_interrupt() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+// The config at `path`, or nothing once its error (file, line, key) is printed to `out`.
+std::optional<natsfleet::config::DaemonConfig> load_or_say(const std::string& path, FILE* out,
+                                                           const char* prefix) {
+  try {
+    return natsfleet::config::load_config(path);
+  } catch (const natsfleet::config::ConfigError& e) {
+    std::fprintf(out, "%s%s\n", prefix, e.what());
+    return std::nullopt;
+  }
+}
+
 int run(const std::string& path, const std::vector<std::string>& servers,
         const std::string& log_format_flag) {
   // Blocked before any thread starts, like SIGINT/SIGTERM in main(): only the signal thread
@@ -75,15 +95,10 @@ int run(const std::string& path, const std::vector<std::string>& servers,
   sigemptyset(&hangup);
   sigaddset(&hangup, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &hangup, nullptr);
-  natsfleet::config::DaemonConfig config;
-  try {
-    config = natsfleet::config::load_config(path);
-  } catch (const natsfleet::config::ConfigError& e) {
-    std::fprintf(stderr, "natsfleet: %s\n", e.what());
-    return natsfleet::daemon::kExitUsage;
-  }
-  natsfleet::daemon::setup_logging(log_format_flag.empty() ? config.log_format : log_format_flag,
-                                   config.log_level);
+  auto config = load_or_say(path, stderr, "natsfleet: ");
+  if (!config) return natsfleet::daemon::kExitUsage;
+  natsfleet::daemon::setup_logging(log_format_flag.empty() ? config->log_format : log_format_flag,
+                                   config->log_level);
   natsfleet::daemon::StopRequest stop;
   try {
     watch_signals(stop);
@@ -91,19 +106,16 @@ int run(const std::string& path, const std::vector<std::string>& servers,
     std::fprintf(stderr, "natsfleet: cannot start the signal thread: %s\n", e.what());
     return natsfleet::daemon::kExitFatal;
   }
-  natsfleet::daemon::Daemon daemon(std::move(config), servers);
+  natsfleet::daemon::Daemon daemon(std::move(*config), servers);
   return daemon.run(stop);
 }
 
 int lint(const std::vector<std::string>& paths) {
   std::vector<natsfleet::config::DaemonConfig> configs;
   for (const auto& path : paths) {
-    try {
-      configs.push_back(natsfleet::config::load_config(path));
-    } catch (const natsfleet::config::ConfigError& e) {
-      std::printf("%s\n", e.what());
-      return 2;
-    }
+    auto config = load_or_say(path, stdout, "");
+    if (!config) return 2;
+    configs.push_back(std::move(*config));
   }
   auto findings = natsfleet::config::lint_all(configs);
   for (const auto& f : findings)
@@ -121,21 +133,11 @@ struct AuditFlags {
 };
 
 int audit(const AuditFlags& flags) {
-  // The audit only reads: SIGINT/SIGTERM end it at once, as they end any command-line tool.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
-
+  end_on_interrupt();  // the audit only reads
   natsfleet::audit::AuditOptions options;
   if (!flags.config_path.empty()) {
-    try {
-      options.config = natsfleet::config::load_config(flags.config_path);
-    } catch (const natsfleet::config::ConfigError& e) {
-      std::fprintf(stderr, "natsfleet: %s\n", e.what());
-      return 2;
-    }
+    options.config = load_or_say(flags.config_path, stderr, "natsfleet: ");
+    if (!options.config) return 2;
     options.credentials_file = options.config->fleet.credentials_file;
     options.auth = options.config->fleet.auth;
     options.tls = options.config->fleet.tls;
@@ -171,23 +173,13 @@ struct DeadLetterFlags {
 };
 
 int dead_letters(const std::string& command, const DeadLetterFlags& flags) {
-  // A command-line tool: SIGINT/SIGTERM end it at once. Each dead letter is deleted only after
-  // its replay was stored, so stopping midway loses nothing.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
-
+  // Each dead letter is deleted only after its replay was stored: stopping midway loses nothing.
+  end_on_interrupt();
   natsfleet::deadletters::DeadLettersOptions options;
   std::optional<natsfleet::config::DaemonConfig> config;
   if (!flags.config_path.empty()) {
-    try {
-      config = natsfleet::config::load_config(flags.config_path);
-    } catch (const natsfleet::config::ConfigError& e) {
-      std::fprintf(stderr, "natsfleet: %s\n", e.what());
-      return natsfleet::deadletters::kExitCannot;
-    }
+    config = load_or_say(flags.config_path, stderr, "natsfleet: ");
+    if (!config) return natsfleet::deadletters::kExitCannot;
     options.credentials_file = config->fleet.credentials_file;
     options.auth = config->fleet.auth;
     options.tls = config->fleet.tls;
@@ -213,6 +205,61 @@ std::string check_duration(const std::string& text) {
   return natsfleet::base::parse_duration(text)
              ? std::string()
              : "'" + text + "' is not a duration: use a string like \"500ms\", \"3s\" or \"1m\"";
+}
+
+CLI::App* add_audit_command(CLI::App& app, AuditFlags& audit_flags) {
+  auto* audit_cmd = app.add_subcommand(
+      "audit", "read-only check of every stream and consumer on the broker, sampled twice");
+  audit_cmd->add_option("--server", audit_flags.servers,
+                        "broker URL (repeatable); default: the config's, else " +
+                            std::string(natsfleet::audit::kDefaultServer));
+  audit_cmd->add_option("--config", audit_flags.config_path,
+                        "a daemon config: its servers, credentials, and its [[work]] checked");
+  audit_cmd->add_flag("--json", audit_flags.json, "one JSON object instead of the table");
+  audit_cmd->add_option("--interval", audit_flags.interval, "time between the two samples")
+      ->check(check_duration)
+      ->capture_default_str();
+  audit_cmd->add_option("--timeout", audit_flags.timeout, "the whole audit, connecting included")
+      ->check(check_duration)
+      ->capture_default_str();
+
+  return audit_cmd;
+}
+
+// `dead_command` is set to the subcommand given: list, replay or purge.
+CLI::App* add_dead_letter_commands(CLI::App& app, DeadLetterFlags& dead_flags,
+                                   std::string& dead_command) {
+  auto* dead_cmd = app.add_subcommand(
+      "dead-letters", "list, replay or purge the messages works gave up on (their dead_letter)");
+  dead_cmd->require_subcommand(1);
+  auto common = [&](CLI::App* sub) {
+    sub->add_option("--server", dead_flags.servers,
+                    "broker URL (repeatable); required unless the config has servers");
+    sub->add_option("--subject", dead_flags.subjects,
+                    "a dead-letter subject (repeatable); default: every dead_letter in --config");
+    sub->add_option("--config", dead_flags.config_path,
+                    "a daemon config: its servers, credentials and [[work]] dead_letter subjects");
+    sub->add_flag("--json", dead_flags.json, "one JSON object instead of lines for people");
+    sub->add_option("--timeout", dead_flags.timeout, "the whole command, connecting included")
+        ->check(check_duration)
+        ->capture_default_str();
+    sub->callback([&dead_command, sub] { dead_command = sub->get_name(); });
+  };
+  common(dead_cmd->add_subcommand("list", "one line per dead letter: where from, why, its size"));
+  auto* replay_cmd = dead_cmd->add_subcommand(
+      "replay", "publish each to its original subject, then delete it once the stream stored it");
+  common(replay_cmd);
+  replay_cmd->add_option("--to", dead_flags.to, "publish to this subject instead");
+  replay_cmd
+      ->add_option("--seq", dead_flags.seqs, "only this dead-letter stream sequence (repeatable)")
+      ->check(CLI::PositiveNumber);
+  auto* purge_cmd = dead_cmd->add_subcommand("purge", "delete them");
+  common(purge_cmd);
+  purge_cmd
+      ->add_option("--seq", dead_flags.seqs, "only this dead-letter stream sequence (repeatable)")
+      ->check(CLI::PositiveNumber);
+
+  return dead_cmd;
 }
 
 }  // namespace
@@ -244,53 +291,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> lint_paths;
   lint_cmd->add_option("config", lint_paths, "TOML configs")->required();
 
-  auto* audit_cmd = app.add_subcommand(
-      "audit", "read-only check of every stream and consumer on the broker, sampled twice");
   AuditFlags audit_flags;
-  audit_cmd->add_option("--server", audit_flags.servers,
-                        "broker URL (repeatable); default: the config's, else " +
-                            std::string(natsfleet::audit::kDefaultServer));
-  audit_cmd->add_option("--config", audit_flags.config_path,
-                        "a daemon config: its servers, credentials, and its [[work]] checked");
-  audit_cmd->add_flag("--json", audit_flags.json, "one JSON object instead of the table");
-  audit_cmd->add_option("--interval", audit_flags.interval, "time between the two samples")
-      ->check(check_duration)
-      ->capture_default_str();
-  audit_cmd->add_option("--timeout", audit_flags.timeout, "the whole audit, connecting included")
-      ->check(check_duration)
-      ->capture_default_str();
-
-  auto* dead_cmd = app.add_subcommand(
-      "dead-letters", "list, replay or purge the messages works gave up on (their dead_letter)");
-  dead_cmd->require_subcommand(1);
+  auto* audit_cmd = add_audit_command(app, audit_flags);
   DeadLetterFlags dead_flags;
   std::string dead_command;
-  auto common = [&](CLI::App* sub) {
-    sub->add_option("--server", dead_flags.servers,
-                    "broker URL (repeatable); required unless the config has servers");
-    sub->add_option("--subject", dead_flags.subjects,
-                    "a dead-letter subject (repeatable); default: every dead_letter in --config");
-    sub->add_option("--config", dead_flags.config_path,
-                    "a daemon config: its servers, credentials and [[work]] dead_letter subjects");
-    sub->add_flag("--json", dead_flags.json, "one JSON object instead of lines for people");
-    sub->add_option("--timeout", dead_flags.timeout, "the whole command, connecting included")
-        ->check(check_duration)
-        ->capture_default_str();
-    sub->callback([&dead_command, sub] { dead_command = sub->get_name(); });
-  };
-  common(dead_cmd->add_subcommand("list", "one line per dead letter: where from, why, its size"));
-  auto* replay_cmd = dead_cmd->add_subcommand(
-      "replay", "publish each to its original subject, then delete it once the stream stored it");
-  common(replay_cmd);
-  replay_cmd->add_option("--to", dead_flags.to, "publish to this subject instead");
-  replay_cmd
-      ->add_option("--seq", dead_flags.seqs, "only this dead-letter stream sequence (repeatable)")
-      ->check(CLI::PositiveNumber);
-  auto* purge_cmd = dead_cmd->add_subcommand("purge", "delete them");
-  common(purge_cmd);
-  purge_cmd
-      ->add_option("--seq", dead_flags.seqs, "only this dead-letter stream sequence (repeatable)")
-      ->check(CLI::PositiveNumber);
+  auto* dead_cmd = add_dead_letter_commands(app, dead_flags, dead_command);
 
   auto* demo = app.add_subcommand(
       "demo", "two replicas share work on an embedded broker through crashes and restarts");

@@ -188,37 +188,7 @@ SinkResult WorkerSink::deliver(const Message& message, const std::string& subscr
 
     worker_up_.wait_until(lock, entry->deadline,
                           [&] { return worker_ || stopping_ || draining_ || entry->result; });
-    if (!entry->result && stopping_) complete_locked(*entry, nak("worker sink stopped"));
-    if (!entry->result && !worker_) complete_locked(*entry, nak("worker not running"));
-    if (!entry->result) {
-      auto worker = worker_;
-      entry->generation = worker->generation;
-      // One record at a time on its stdin: lines must not interleave.
-      bool timed_out = !worker->write_free.wait_until(
-          lock, entry->deadline, [&] { return !worker->writing || entry->result.has_value(); });
-      int error = 0;
-      if (!timed_out && !entry->result) {
-        worker->writing = true;
-        lock.unlock();
-        std::tie(timed_out, error) = send_line(worker->in_fd.get(), line, entry->deadline);
-        lock.lock();
-        worker->writing = false;
-        // Every waiter re-checks: one whose delivery was settled meanwhile (its worker died)
-        // does not write, and must not swallow the wake-up the next writer needs.
-        worker->write_free.notify_all();
-      }
-      if (timed_out) {
-        // A worker that does not read its stdin is as wedged as one that does not answer; a
-        // half-written line also leaves its input unusable.
-        complete_locked(*entry, nak("worker timed out (not reading its stdin)"));
-        if (worker_ == worker) {
-          worker->wedged = true;
-          wake();
-        }
-      } else if (error != 0) {
-        complete_locked(*entry, nak(std::string("worker exited (") + std::strerror(error) + ")"));
-      }
-    }
+    write_locked(lock, *entry, line);
     // The supervisor settles every entry by its deadline; the extra second only guards against
     // a supervisor that is itself stuck (e.g. reaping a worker in uninterruptible sleep).
     if (!entry->done.wait_until(lock, entry->deadline + std::chrono::seconds(1),
@@ -231,6 +201,40 @@ SinkResult WorkerSink::deliver(const Message& message, const std::string& subscr
     return result;
   } catch (const std::exception& e) {
     return nak(std::string("worker sink: ") + e.what());
+  }
+}
+
+void WorkerSink::write_locked(std::unique_lock<std::mutex>& lock, InFlight& entry,
+                              const std::string& line) {
+  if (entry.result) return;
+  if (stopping_) return complete_locked(entry, nak("worker sink stopped"));
+  if (!worker_) return complete_locked(entry, nak("worker not running"));
+  auto worker = worker_;
+  entry.generation = worker->generation;
+  // One record at a time on its stdin: lines must not interleave.
+  bool timed_out = !worker->write_free.wait_until(
+      lock, entry.deadline, [&] { return !worker->writing || entry.result.has_value(); });
+  int error = 0;
+  if (!timed_out && !entry.result) {
+    worker->writing = true;
+    lock.unlock();
+    std::tie(timed_out, error) = send_line(worker->in_fd.get(), line, entry.deadline);
+    lock.lock();
+    worker->writing = false;
+    // Every waiter re-checks: one whose delivery was settled meanwhile (its worker died) does
+    // not write, and must not swallow the wake-up the next writer needs.
+    worker->write_free.notify_all();
+  }
+  if (timed_out) {
+    // A worker that does not read its stdin is as wedged as one that does not answer; a
+    // half-written line also leaves its input unusable.
+    complete_locked(entry, nak("worker timed out (not reading its stdin)"));
+    if (worker_ == worker) {
+      worker->wedged = true;
+      wake();
+    }
+  } else if (error != 0) {
+    complete_locked(entry, nak(std::string("worker exited (") + std::strerror(error) + ")"));
   }
 }
 

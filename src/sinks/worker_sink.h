@@ -67,6 +67,9 @@ class WorkerSink : public Sink {
                      Clock::time_point polite_until, std::chrono::milliseconds term_grace);
   void expire_deliveries(std::unique_lock<std::mutex>& lock, Clock::time_point now);
   void complete_locked(InFlight& entry, SinkResult result);
+  // Writes `line` to the running worker's stdin, one record at a time, by the entry's deadline;
+  // settles the entry when it cannot (no worker, stopped, stdin not read, worker gone).
+  void write_locked(std::unique_lock<std::mutex>& lock, InFlight& entry, const std::string& line);
   void wake();
 
   const WorkerSinkOptions options_;

@@ -8,8 +8,6 @@
 
 #include "base/backoff.h"
 #include "base/log_event.h"
-#include "fleet/dead_letter_copy.h"
-#include "fleet/handler_call.h"
 #include "fleet/ordered/lease_store.h"
 #include "fleet/ordered/partition_leases.h"
 #include "fleet/ordered/partition_probe.h"
@@ -33,8 +31,6 @@ constexpr milliseconds kReaderApiTimeout{2000};
 // The most a reader waits before it tries again to open after a refusal.
 constexpr milliseconds kMaxOpenBackoff{1000};
 constexpr milliseconds kTick{100};
-// A handler not started because the lease may have lapsed looks again this soon.
-constexpr milliseconds kLeaseRecheck{100};
 
 // This process among the members: host, pid and a random part (a restarted process is new).
 std::string member_id() {
@@ -46,12 +42,6 @@ std::string member_id() {
   std::mt19937_64 random{std::random_device{}()};
   return (id.empty() ? "replica" : id) + "-" + std::to_string(getpid()) + "-" +
          std::to_string(random() % 1'000'000);
-}
-
-milliseconds doubling(milliseconds min, milliseconds max, int attempt) {
-  milliseconds d = min;
-  for (int i = 1; i < attempt && d < max; ++i) d *= 2;
-  return std::min(d, max);
 }
 
 }  // namespace
@@ -422,156 +412,6 @@ void OrderedWork::log_open(int partition, PartitionReader& reader, const Result<
                     "work {}: partition {}: reading on through {}, the last owner's consumer ({} "
                     "of its deliveries not done, read again)",
                     spec_.name, partition, consumer, waiting);
-}
-
-bool OrderedWork::next_ready(std::unique_lock<std::mutex>& lock, Ready& out) {
-  (void)lock;
-  const Clock::time_point now = Clock::now();
-  while (!later_.empty() && later_.begin()->first <= now) {
-    ready_.push_back(std::move(later_.begin()->second));
-    later_.erase(later_.begin());
-  }
-  while (!ready_.empty()) {
-    Ready r = std::move(ready_.front());
-    ready_.pop_front();
-    auto it = owned_.find(r.partition);
-    if (it == owned_.end() || it->second.reader.get() != r.reader) continue;  // given up
-    if (!it->second.reader->lanes().has(r.key)) continue;
-    if (busy_.count({r.partition, r.key})) continue;  // its handler re-queues it when done
-    out = std::move(r);
-    return true;
-  }
-  return false;
-}
-
-void OrderedWork::wake_later(Ready lane, milliseconds delay) {
-  later_.emplace(Clock::now() + delay, std::move(lane));
-  wake_.notify_all();
-}
-
-void OrderedWork::work_loop() {
-  std::unique_lock lock(mu_);
-  while (!stopping_) {
-    Ready lane;
-    if (next_ready(lock, lane)) {
-      run_one(lock, std::move(lane));
-      continue;
-    }
-    if (later_.empty())
-      wake_.wait(lock);
-    else
-      wake_.wait_until(lock, later_.begin()->first);
-  }
-}
-
-void OrderedWork::run_one(std::unique_lock<std::mutex>& lock, Ready lane) {
-  auto it = owned_.find(lane.partition);
-  if (!leases_->may_act(lane.partition)) {
-    wake_later(std::move(lane), kLeaseRecheck);
-    return;
-  }
-  KeyLanes::Item& item = it->second.reader->lanes().front(lane.key);
-  const Message message = item.message;
-  const int rejections = item.rejections;
-  const int64_t retried_at = item.retried_at;
-  ++it->second.running;
-  busy_.insert({lane.partition, lane.key});
-  lock.unlock();
-
-  ++status_.counters.received;
-  if (rejections > 0) ++status_.counters.redelivered;
-  const Disposition outcome = judge(message, lane.partition, rejections, retried_at);
-
-  lock.lock();
-  busy_.erase({lane.partition, lane.key});
-  it = owned_.find(lane.partition);
-  if (it == owned_.end() || it->second.reader.get() != lane.reader) return;  // given up meanwhile
-  --it->second.running;
-  settle_lane(*it->second.reader, std::move(lane), outcome, rejections);
-}
-
-Disposition OrderedWork::judge(const Message& message, int partition, int rejections,
-                               int64_t retried_at) {
-  using Kind = Disposition::Kind;
-  Disposition outcome = call_work_handler(handler_, message, status_, {});
-  // A retry while other messages succeed since its last one: this message is the problem, not
-  // the downstream (the contract of Disposition::retry), so it uses a delivery.
-  if (outcome.kind() == Kind::retry && retried_at != 0 && last_success_.load() > retried_at)
-    outcome = Disposition::nak(outcome.delay())
-                  .because("failed again while other messages succeeded: " + outcome.reason());
-  const bool rejected = outcome.kind() == Kind::nak;
-  if (outcome.kind() != Kind::term && !(rejected && rejections + 1 >= spec_.max_deliver))
-    return outcome;
-  const std::string reason =
-      !outcome.reason().empty()
-          ? outcome.reason()
-          : (rejected ? "rejected " + std::to_string(rejections + 1) + " times (max_deliver)"
-                      : std::string("terminated by the handler"));
-  if (auto set_aside = this->set_aside(message, partition, reason); !set_aside)
-    return Disposition::retry().because("cannot store the dead letter: " +
-                                        set_aside.error().describe());
-  return Disposition::term().because(reason);
-}
-
-Result<void> OrderedWork::set_aside(const Message& message, int partition,
-                                    const std::string& reason) {
-  if (!spec_.dead_letter.empty()) {
-    auto stored = publish_dead_letter(transport_,
-                                      dead_letter_copy(message, spec_.dead_letter, spec_.name,
-                                                       reason, std::chrono::system_clock::now()),
-                                      kApiTimeout);
-    if (!stored) return stored;
-    ++status_.counters.dead_lettered;
-  }
-  ++status_.counters.termed;
-  base::log_event(*ctx_.log, spdlog::level::err,
-                  {{"work", spec_.name},
-                   {"event", "terminated"},
-                   {"stream", stream_},
-                   {"stream_seq", message.stream_seq()},
-                   {"partition", partition},
-                   {"error", reason}},
-                  "work {}: stream sequence {} (subject {}) set aside: {}", spec_.name,
-                  message.stream_seq(), message.subject(), reason);
-  return {};
-}
-
-void OrderedWork::settle_lane(PartitionReader& reader, Ready lane, const Disposition& outcome,
-                              int rejections) {
-  using Kind = Disposition::Kind;
-  switch (outcome.kind()) {
-    case Kind::ack:
-    case Kind::term:
-      if (outcome.kind() == Kind::ack) {
-        ++status_.counters.acked;
-        last_success_ = Clock::now().time_since_epoch().count();
-      }
-      if (retry_streak_ > 0) {
-        retry_streak_ = 0;
-        status_.set_downstream(false, {}, 0);
-      }
-      if (reader.done(lane.key)) ready_.push_back(std::move(lane));
-      wake_.notify_all();
-      return;
-    case Kind::retry:  // the lane waits, its message first, and uses no delivery
-      ++status_.counters.retried;
-      ++retry_streak_;
-      if (reader.lanes().has(lane.key))
-        reader.lanes().front(lane.key).retried_at = Clock::now().time_since_epoch().count();
-      status_.set_downstream(true, outcome.reason(), later_.size() + 1);
-      wake_later(
-          std::move(lane),
-          std::max(outcome.delay(), doubling(spec_.retry_min, spec_.retry_max, retry_streak_)));
-      return;
-    case Kind::nak:
-      ++status_.counters.naked;
-      if (!reader.lanes().has(lane.key)) return;
-      reader.lanes().front(lane.key).rejections = rejections + 1;
-      wake_later(std::move(lane),
-                 std::max(outcome.delay(),
-                          doubling(spec_.nak_backoff_min, spec_.nak_backoff_max, rejections + 1)));
-      return;
-  }
 }
 
 void OrderedWork::connection_changed(bool connected) {
