@@ -270,7 +270,8 @@ TEST(DownstreamOutage, StuckSinkUnderAFloodKeepsMemoryBounded) {
       [&] { return counter(port, "received") + counter(port, "dropped") + 1024 >= 100'000; }, 60s,
       250ms))
       << status_of(port).dump() << "\n"
-      << d.log();
+      << d.log() << "\nbroker log tail:\n"
+      << server.log_tail(40);
   peak_kib = std::max(peak_kib, rss_kib(d.pid()));
 #if defined(__SANITIZE_ADDRESS__)
   // AddressSanitizer keeps freed memory in quarantine (256 MiB by default): RSS says nothing
