@@ -323,7 +323,9 @@ void NatsServer::restart_without_waiting() {
 
 void NatsServer::restart() {
   restart_without_waiting();
-  wait_ready();
+  // A cluster member restarted after a kill catches its streams up before /healthz says ready,
+  // which takes longer than a first start on a loaded machine: the cluster's bound, not a node's.
+  wait_ready(kClusterReadyTimeout);
 }
 
 void NatsServer::restart_wiped() {
