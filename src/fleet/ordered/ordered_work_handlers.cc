@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "base/backoff.h"
 #include "base/log_event.h"
 #include "fleet/dead_letter_copy.h"
 #include "fleet/handler_call.h"
@@ -21,10 +22,9 @@ constexpr milliseconds kLeaseRecheck{100};
 // A dead letter's store: one that times out may have been stored, and is stored again.
 constexpr milliseconds kDeadLetterTimeout{5000};
 
+// min on the first attempt, doubling with each after it, capped at max.
 milliseconds doubling(milliseconds min, milliseconds max, int attempt) {
-  milliseconds d = min;
-  for (int i = 1; i < attempt && d < max; ++i) d *= 2;
-  return std::min(d, max);
+  return base::exponential_delay(min, max, static_cast<uint64_t>(std::max(attempt - 1, 0)));
 }
 
 }  // namespace
