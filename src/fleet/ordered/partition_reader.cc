@@ -1,6 +1,8 @@
 #include "fleet/ordered/partition_reader.h"
 
 #include <algorithm>
+#include <future>
+#include <system_error>
 
 #include "base/subject_tokens.h"
 #include "base/utc_time.h"
@@ -64,17 +66,13 @@ Result<void> PartitionReader::open(std::vector<std::string>& ready) {
   nats::JetStreamApi& api = *setup_.api;
   auto names = api.consumer_names(setup_.stream);
   if (!names) return names.error();
+  for (const auto& name : *names)
+    if (of_partition(name)) to_delete_.push_back(name);
   // Everything at or below an older consumer's ack floor was done by an owner before.
-  uint64_t done = setup_.checkpoint;
-  uint64_t oldest_floor = UINT64_MAX;
-  for (const auto& name : *names) {
-    if (!of_partition(name)) continue;
-    to_delete_.push_back(name);
-    auto info = api.consumer_info(setup_.stream, name);
-    if (!info) continue;
-    done = std::max(done, info->ack_floor_stream_seq);
-    oldest_floor = std::min(oldest_floor, info->ack_floor_stream_seq);
-  }
+  const EarlierFloors floors = earlier_floors(
+      to_delete_, [&](const std::string& name) { return api.consumer_info(setup_.stream, name); });
+  uint64_t done = std::max(setup_.checkpoint, floors.highest);
+  const uint64_t oldest_floor = floors.lowest;
   uint64_t start = done + 1;
   if (setup_.first_term && to_delete_.empty() && setup_.spec->start == StartAt::new_messages) {
     auto info = api.stream_info(setup_.stream);
@@ -90,6 +88,41 @@ Result<void> PartitionReader::open(std::vector<std::string>& ready) {
   next_sweep_ = std::chrono::steady_clock::now() + kSweepEvery;
   if (auto made = make_consumer(start); !made) return made;
   return start_engine();
+}
+
+namespace {
+
+// `ask` for each of `names`, several at once (a name whose server does not answer costs one
+// timeout for them all); the answers in the order of `names`.
+template <typename T>
+std::vector<Result<T>> ask_at_once(const std::vector<std::string>& names,
+                                   const std::function<Result<T>(const std::string&)>& ask) {
+  constexpr size_t kAtOnce = 8;  // calls in flight, at most
+  std::vector<Result<T>> out;
+  for (size_t first = 0; first < names.size(); first += kAtOnce) {
+    std::vector<std::future<Result<T>>> answers;
+    for (size_t i = first; i < std::min(names.size(), first + kAtOnce); ++i) {
+      try {
+        answers.push_back(std::async(std::launch::async, ask, names[i]));
+      } catch (const std::system_error&) {  // no thread to spare: asked here, in turn
+        answers.push_back(std::async(std::launch::deferred, ask, names[i]));
+      }
+    }
+    for (auto& answer : answers) out.push_back(answer.get());
+  }
+  return out;
+}
+
+}  // namespace
+
+EarlierFloors earlier_floors(const std::vector<std::string>& consumers, const LookUp& look_up) {
+  EarlierFloors floors;
+  for (const auto& info : ask_at_once<nats::ConsumerInfo>(consumers, look_up)) {
+    if (!info) continue;
+    floors.highest = std::max(floors.highest, info->ack_floor_stream_seq);
+    floors.lowest = std::min(floors.lowest, info->ack_floor_stream_seq);
+  }
+  return floors;
 }
 
 Result<std::vector<nats::StoredMessage>> read_delivered(const GetNext& get, uint64_t floor,
@@ -178,7 +211,8 @@ Result<void> PartitionReader::make_consumer(uint64_t start) {
        .epoch = setup_.epoch,
        .work_queue = setup_.retention == nats::RetentionPolicy::work_queue});
   // A work-queue stream admits one consumer per subject: the old ones go first. Otherwise the
-  // new one comes first, so an interest stream never lacks a consumer of the partition.
+  // new one comes first (they go on the next tick), so an interest stream never lacks a
+  // consumer of the partition, and reading does not wait for their deletion.
   const bool work_queue = setup_.retention == nats::RetentionPolicy::work_queue;
   if (work_queue) {
     delete_old_consumers();
@@ -194,23 +228,23 @@ Result<void> PartitionReader::make_consumer(uint64_t start) {
     ++generation_;
     return made.error();
   }
-  {
-    std::lock_guard lock(*setup_.mu);
-    consumer_ = name;
-  }
-  if (!work_queue) delete_old_consumers();
-  return {};
+  std::lock_guard lock(*setup_.mu);
+  consumer_ = name;
+  return {};  // the older consumers go on the next tick, once this one is read
 }
 
 void PartitionReader::delete_old_consumers() {
   if (retired_) return;
   const std::string current = current_consumer();
+  std::vector<std::string> old;
+  for (const auto& name : to_delete_)
+    if (name != current && name != consumer_name(generation_)) old.push_back(name);
+  const auto gone = ask_at_once<void>(old, [this](const std::string& name) {
+    return setup_.api->delete_consumer(setup_.stream, name);
+  });
   std::vector<std::string> left;
-  for (const auto& old : to_delete_) {
-    if (old == current || old == consumer_name(generation_)) continue;
-    auto gone = setup_.api->delete_consumer(setup_.stream, old);
-    if (!gone && !gone.error().is_consumer_not_found()) left.push_back(old);
-  }
+  for (size_t i = 0; i < old.size(); ++i)
+    if (!gone[i] && !gone[i].error().is_consumer_not_found()) left.push_back(old[i]);
   to_delete_ = std::move(left);
 }
 

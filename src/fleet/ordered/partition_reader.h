@@ -52,6 +52,17 @@ Result<std::vector<nats::StoredMessage>> read_delivered(const GetNext& get, uint
                                                         uint64_t done, uint64_t delivered,
                                                         uint64_t pending);
 
+// A consumer of the partition looked up by name.
+using LookUp = std::function<Result<nats::ConsumerInfo>(const std::string& consumer)>;
+// The highest and lowest ack floor among the partition's earlier `consumers` that answered
+// (0 and UINT64_MAX when none did). The lookups run at once, so consumers on a server that does
+// not answer cost one timeout together, not one each.
+struct EarlierFloors {
+  uint64_t highest = 0;
+  uint64_t lowest = UINT64_MAX;
+};
+EarlierFloors earlier_floors(const std::vector<std::string>& consumers, const LookUp& look_up);
+
 class PartitionReader {
  public:
   struct Setup {
@@ -123,7 +134,8 @@ class PartitionReader {
   Result<void> adopt(std::vector<std::string>& ready);
   // Lists the partition's consumers and marks all but this reader's for deletion.
   void sweep();
-  // Makes consumer `generation` reading from `start`, and deletes the others of the partition.
+  // Makes consumer `generation` reading from `start`; the others of the partition are deleted
+  // before it on a work-queue stream, on the next tick otherwise.
   Result<void> make_consumer(uint64_t start);
   Result<void> start_engine();
   void stop_engine();
