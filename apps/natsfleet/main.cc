@@ -79,12 +79,10 @@ void end_on_interrupt() {
 // The config at `path`, or nothing once its error (file, line, key) is printed to `out`.
 std::optional<natsfleet::config::DaemonConfig> load_or_say(const std::string& path, FILE* out,
                                                            const char* prefix) {
-  try {
-    return natsfleet::config::load_config(path);
-  } catch (const natsfleet::config::ConfigError& e) {
-    std::fprintf(out, "%s%s\n", prefix, e.what());
-    return std::nullopt;
-  }
+  auto config = natsfleet::config::load_config(path);
+  if (config) return std::move(*config);
+  std::fprintf(out, "%s%s\n", prefix, config.error().what());
+  return std::nullopt;
 }
 
 int run(const std::string& path, const std::vector<std::string>& servers,

@@ -423,8 +423,12 @@ class ConfigParser {
 
 }  // namespace
 
-DaemonConfig parse_config(std::string_view text, const std::string& file_name) {
-  return ConfigParser(file_name).parse(text);
+ConfigResult<DaemonConfig> parse_config(std::string_view text, const std::string& file_name) {
+  try {
+    return ConfigParser(file_name).parse(text);
+  } catch (const ConfigError& problem) {
+    return problem;
+  }
 }
 
 ConfigKeys config_keys() {
@@ -437,15 +441,16 @@ ConfigKeys config_keys() {
                     .sinks = sink_keys()};
 }
 
-DaemonConfig load_config(const std::string& path) {
+ConfigResult<DaemonConfig> load_config(const std::string& path) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error))
-    throw ConfigError(path, 0, "", "cannot read: is a directory");
+    return ConfigError(path, 0, "", "cannot read: is a directory");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, 0, "", std::string("cannot read: ") + std::strerror(errno));
+  if (!in) return ConfigError(path, 0, "", std::string("cannot read: ") + std::strerror(errno));
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) throw ConfigError(path, 0, "", std::string("cannot read: ") + std::strerror(errno));
+  if (in.bad())
+    return ConfigError(path, 0, "", std::string("cannot read: ") + std::strerror(errno));
   return parse_config(text.str(), path);
 }
 

@@ -2,7 +2,8 @@
 // Every problem is a ConfigError naming file, line and dotted key; nothing is guessed or skipped.
 //
 //   auto config = natsfleet::config::load_config("/etc/natsfleet/mailer.toml");
-//   natsfleet::Fleet fleet(config.fleet);
+//   if (!config) return say(config.error().what());
+//   natsfleet::Fleet fleet(config->fleet);
 #pragma once
 
 #include <chrono>
@@ -57,11 +58,12 @@ struct ConfigKeys {
 };
 ConfigKeys config_keys();
 
-// Reads and checks the file. Throws ConfigError: line 0 and key "" when the file cannot be read.
-DaemonConfig load_config(const std::string& path);
+// Reads and checks the file: the config, or its first problem (line 0 and key "" when the file
+// cannot be read).
+ConfigResult<DaemonConfig> load_config(const std::string& path);
 
 // The same from memory. file_name is used in errors and to resolve relative file paths (its
 // directory; none when it has no directory part, leaving such paths relative).
-DaemonConfig parse_config(std::string_view text, const std::string& file_name);
+ConfigResult<DaemonConfig> parse_config(std::string_view text, const std::string& file_name);
 
 }  // namespace natsfleet::config

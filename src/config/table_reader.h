@@ -1,6 +1,7 @@
 // One TOML table of a config file, read key by key: every type or value problem is a ConfigError
 // naming the file, the line and the dotted key (the key's own line when present, the table's line
-// when missing), and every string has its ${VAR}s replaced (config/variables.h).
+// when missing), thrown to parse_config(), which returns it. Every string has its ${VAR}s
+// replaced (config/variables.h).
 #pragma once
 
 #include <toml++/toml.h>

@@ -1,7 +1,7 @@
 // `natsfleet run`: a config turned into a running fleet. Each subscription hands its messages to
 // a sink; health endpoints tell the truth; with no servers configured, an embedded broker runs.
 //
-//   Daemon daemon(config::load_config(path), overrides);
+//   Daemon daemon(config::load_config(path).value(), overrides);
 //   int code = daemon.run(stop);   // blocks until `stop` fires or a fatal state: 0 or 70
 #pragma once
 

@@ -67,13 +67,12 @@ Result<void> mapping_present(const Daemon::State& s, const config::WorkConfig& w
 std::optional<config::DaemonConfig> read_config_again(Daemon::State& s) {
   base::log_event(*s.log, spdlog::level::info, {{"event", "reload-requested"}},
                   "reload requested: reading {}", s.config.file);
-  try {
-    return config::load_config(s.config.file);
-  } catch (const config::ConfigError& e) {
-    base::log_event(*s.log, spdlog::level::err, {{"event", "reload-failed"}, {"error", e.what()}},
-                    "reload: {}; the running config is kept", e.what());
-    return std::nullopt;
-  }
+  auto config = config::load_config(s.config.file);
+  if (config) return std::move(*config);
+  const char* why = config.error().what();
+  base::log_event(*s.log, spdlog::level::err, {{"event", "reload-failed"}, {"error", why}},
+                  "reload: {}; the running config is kept", why);
+  return std::nullopt;
 }
 
 // What runs after a reload, in the new config's order, and how the starts went.

@@ -262,7 +262,8 @@ config::DaemonConfig ordered_config(const std::string& url) {
                                   "\"]\n[[work]]\nname = \"orders\"\nsubject = \"orders.*\"\n"
                                   "ordering = \"per-key\"\nkey_token = 2\nheartbeat = \"250ms\"\n"
                                   "sink = { type = \"stdout\" }\n",
-                              "svc.toml");
+                              "svc.toml")
+      .value();
 }
 
 // An ordered work in this process: what its handler saw, in order. `verdict` decides each

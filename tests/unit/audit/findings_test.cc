@@ -269,7 +269,7 @@ TEST(ConsumerFindings, ANameOfTheRightFormForAnotherSubjectIsNoSuccessor) {
 
 // Config rules: a daemon config judged against the broker's streams and consumers.
 config::DaemonConfig daemon_config(const std::string& work) {
-  return config::parse_config("name = \"svc\"\n" + work, "svc.toml");
+  return config::parse_config("name = \"svc\"\n" + work, "svc.toml").value();
 }
 
 std::string work_entry(const std::string& name, const std::string& subject,
@@ -395,9 +395,10 @@ BrokerSnapshot counted(std::vector<nats::StreamInfo> streams,
 
 TEST(DeadLetterFindings, HeldMessagesAreReportedAndGrowingWhenTheCountRose) {
   auto cfg = config::parse_config(
-      "name = \"svc\"\n[[work]]\nname = \"mail-relay\"\nsubject = \"mail.outgoing\"\n"
-      "dead_letter = \"mail.dead\"\nsink = { type = \"stdout\" }\n",
-      "svc.toml");
+                 "name = \"svc\"\n[[work]]\nname = \"mail-relay\"\nsubject = \"mail.outgoing\"\n"
+                 "dead_letter = \"mail.dead\"\nsink = { type = \"stdout\" }\n",
+                 "svc.toml")
+                 .value();
   const auto streams = std::vector{stream("DEAD", {"mail.dead"})};
   auto steady = dead_letter_findings(cfg, counted(streams, {{"mail.dead", 3}}),
                                      counted(streams, {{"mail.dead", 3}}));
@@ -423,11 +424,13 @@ TEST(DeadLetterFindings, HeldMessagesAreReportedAndGrowingWhenTheCountRose) {
 }
 
 TEST(DeadLetterFindings, NoStreamHoldsTheSubjectAndWorksWithoutOneAreSkipped) {
-  auto cfg = config::parse_config(
-      "name = \"svc\"\n[[work]]\nname = \"plain\"\nsubject = \"a.b\"\nsink = { type = "
-      "\"stdout\" }\n[[work]]\nname = \"kept\"\nsubject = \"a.c\"\ndead_letter = \"dead.c\"\n"
-      "sink = { type = \"stdout\" }\n",
-      "svc.toml");
+  auto cfg =
+      config::parse_config(
+          "name = \"svc\"\n[[work]]\nname = \"plain\"\nsubject = \"a.b\"\nsink = { type = "
+          "\"stdout\" }\n[[work]]\nname = \"kept\"\nsubject = \"a.c\"\ndead_letter = \"dead.c\"\n"
+          "sink = { type = \"stdout\" }\n",
+          "svc.toml")
+          .value();
   const auto none = counted({stream("A", {"a.>"})}, {});
   auto findings = dead_letter_findings(cfg, none, none);
   ASSERT_EQ(findings.size(), 1u);

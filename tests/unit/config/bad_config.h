@@ -23,20 +23,18 @@ inline std::ostream& operator<<(std::ostream& out, const BadConfig& bad) {
   return out << bad.label;
 }
 
-// Parses `bad.text` as conf/bad.toml and checks the ConfigError it must raise.
+// Parses `bad.text` as conf/bad.toml and checks the ConfigError it must return.
 inline void expect_refused(const BadConfig& bad) {
-  try {
-    parse_config(bad.text, "conf/bad.toml");
-    FAIL() << "parsed without an error";
-  } catch (const ConfigError& error) {
-    EXPECT_EQ(error.file(), "conf/bad.toml") << error.what();
-    EXPECT_EQ(error.line(), bad.line) << error.what();
-    EXPECT_EQ(error.key(), bad.key) << error.what();
-    EXPECT_NE(error.problem().find(bad.problem), std::string::npos) << error.what();
-    const std::string prefix = "conf/bad.toml:" + std::to_string(bad.line) + ": " +
-                               (bad.key.empty() ? "" : bad.key + ": ");
-    EXPECT_EQ(std::string(error.what()).rfind(prefix, 0), 0u) << error.what();
-  }
+  const auto parsed = parse_config(bad.text, "conf/bad.toml");
+  ASSERT_FALSE(parsed) << "parsed without an error";
+  const ConfigError& error = parsed.error();
+  EXPECT_EQ(error.file(), "conf/bad.toml") << error.what();
+  EXPECT_EQ(error.line(), bad.line) << error.what();
+  EXPECT_EQ(error.key(), bad.key) << error.what();
+  EXPECT_NE(error.problem().find(bad.problem), std::string::npos) << error.what();
+  const std::string prefix =
+      "conf/bad.toml:" + std::to_string(bad.line) + ": " + (bad.key.empty() ? "" : bad.key + ": ");
+  EXPECT_EQ(std::string(error.what()).rfind(prefix, 0), 0u) << error.what();
 }
 
 inline std::string case_label(const testing::TestParamInfo<BadConfig>& param) {

@@ -98,14 +98,14 @@ int line_of_key(const std::string& text, const std::string& key) {
 TEST_P(ConfigRangeTest, AcceptsItsBoundsAndNamesTheRangeBeyondThem) {
   const Range& r = GetParam();
   for (const std::string& good : {r.min, r.max}) {
-    EXPECT_NO_THROW(parse_config(config_with(r.where, r.key, good), "conf/range.toml"))
+    EXPECT_NO_THROW(parse_config(config_with(r.where, r.key, good), "conf/range.toml").value())
         << r.key << " = " << good;
   }
   for (const std::string& bad : {r.below, r.above}) {
     if (bad.empty()) continue;
     const std::string text = config_with(r.where, r.key, bad);
     try {
-      parse_config(text, "conf/range.toml");
+      parse_config(text, "conf/range.toml").value();
       ADD_FAILURE() << r.dotted << " = " << bad << " was accepted";
     } catch (const ConfigError& error) {
       EXPECT_EQ(error.key(), r.dotted) << error.what();
@@ -145,7 +145,7 @@ TEST(ConfigRange, ReportedValuesAreRefusedByKey) {
     const std::string text = "name = \"svc\"\n[[work]]\nname = \"w\"\nsubject = \"a.b\"\n" +
                              c.line + "\nsink = { type = \"stdout\" }\n";
     try {
-      parse_config(text, "svc.toml");
+      parse_config(text, "svc.toml").value();
       ADD_FAILURE() << c.line << " was accepted";
     } catch (const ConfigError& error) {
       EXPECT_EQ(error.line(), 5) << error.what();
@@ -160,10 +160,10 @@ TEST(ConfigRange, ShutdownTimeoutHasARange) {
     return "name = \"svc\"\nshutdown_timeout = " + value +
            "\n[[work]]\nname = \"w\"\nsubject = \"a.b\"\nsink = { type = \"stdout\" }\n";
   };
-  EXPECT_NO_THROW(parse_config(text("\"0s\""), "svc.toml"));
-  EXPECT_NO_THROW(parse_config(text("\"1h\""), "svc.toml"));
+  EXPECT_NO_THROW(parse_config(text("\"0s\""), "svc.toml").value());
+  EXPECT_NO_THROW(parse_config(text("\"1h\""), "svc.toml").value());
   try {
-    parse_config(text("\"1h1ms\""), "svc.toml");
+    parse_config(text("\"1h1ms\""), "svc.toml").value();
     ADD_FAILURE() << "1h1ms accepted";
   } catch (const ConfigError& error) {
     EXPECT_EQ(error.line(), 2);

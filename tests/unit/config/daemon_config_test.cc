@@ -56,7 +56,7 @@ std::string file_path(const WorkConfig& work) {
 }
 
 TEST(DaemonConfig, ContractExampleParsesIntoExactValues) {
-  const DaemonConfig config = parse_config(kContractExample, "/etc/natsfleet/mailer.toml");
+  const DaemonConfig config = parse_config(kContractExample, "/etc/natsfleet/mailer.toml").value();
   EXPECT_EQ(config.file, "/etc/natsfleet/mailer.toml");
   EXPECT_EQ(config.fleet.name, "mailer");
   EXPECT_EQ(config.fleet.servers, std::vector<std::string>{"nats://127.0.0.1:4222"});
@@ -104,7 +104,8 @@ name = "status"
 subject = "member.*.status"
 sink = { type = "websocket", listen = "127.0.0.1:8090", web_root = "web", max_sessions = 50 }
 )",
-                             "/etc/natsfleet/relay.toml");
+                             "/etc/natsfleet/relay.toml")
+                    .value();
   const auto& sink = std::get<WebSocketSinkOptions>(config.broadcast.at(0).sink);
   EXPECT_EQ(sink.host, "127.0.0.1");
   EXPECT_EQ(sink.port, 8090);
@@ -120,7 +121,8 @@ name = "status"
 subject = "member.*.status"
 sink = { type = "websocket" }
 )",
-                             "relay.toml");
+                             "relay.toml")
+                    .value();
   const auto& sink = std::get<WebSocketSinkOptions>(config.broadcast.at(0).sink);
   EXPECT_EQ(sinks::listen_address(sink), "127.0.0.1:8090");
   EXPECT_EQ(sink.max_sessions, 0u) << "0: computed from the file-descriptor limit";
@@ -144,7 +146,8 @@ allowed_origins = ["https://app.example.com", "http://localhost:3000"]
 token_secret_file = "token.secret"
 member_header = "X-Auth-Member"
 )",
-                             (dir / "relay.toml").string());
+                             (dir / "relay.toml").string())
+                    .value();
   const auto& sink = std::get<WebSocketSinkOptions>(config.broadcast.at(0).sink);
   EXPECT_EQ(sink.allowed_origins,
             (std::vector<std::string>{"https://app.example.com", "http://localhost:3000"}));
@@ -159,7 +162,8 @@ name = "status"
 subject = "member.*.status"
 sink = { type = "websocket", token_secret_file = "token.secret" }
 )",
-                       (dir / "relay.toml").string());
+                       (dir / "relay.toml").string())
+        .value();
     ADD_FAILURE() << "a 5-byte secret was accepted";
   } catch (const ConfigError& error) {
     EXPECT_EQ(error.key(), "broadcast[0].sink.token_secret_file");
@@ -179,7 +183,8 @@ stream = "STATUS"
 heartbeat = "2s"
 sink = { type = "stdout" }
 )",
-                             "relay.toml");
+                             "relay.toml")
+                    .value();
   const BroadcastSpec& spec = config.broadcast.at(0).spec;
   EXPECT_EQ(spec.source, BroadcastSource::jetstream);
   EXPECT_EQ(spec.stream, "STATUS");
@@ -193,7 +198,8 @@ name = "orders"
 subjects = ["orders.created", "orders.paid"]
 sink = { type = "stdout" }
 )",
-                             "billing.toml");
+                             "billing.toml")
+                    .value();
   const WorkSpec& spec = config.work.at(0).spec;
   EXPECT_EQ(spec.subjects, (std::vector<std::string>{"orders.created", "orders.paid"}));
   EXPECT_EQ(spec.subject, "orders.created");  // the one that finds the stream
@@ -210,7 +216,8 @@ name = "b"
 subject = "c.>"
 sink = { type = "stdout" }
 )",
-                                           "svc.toml");
+                                           "svc.toml")
+                                  .value();
   const WorkSpec defaults;
   EXPECT_TRUE(config.fleet.servers.empty());
   EXPECT_EQ(config.fleet.credentials_file, "");
@@ -259,7 +266,8 @@ retry_min = "1s"
 retry_max = "2m"
 sink = { type = "file", path = "/var/lib/svc/jobs.jsonl", fsync = "batch" }
 )",
-                                           "svc.toml");
+                                           "svc.toml")
+                                  .value();
   EXPECT_EQ(config.fleet.servers,
             (std::vector<std::string>{"tls://user:secret@broker-1:4443", "nats://[::1]:4222"}));
   EXPECT_EQ(config.log_format, "json");
@@ -306,7 +314,8 @@ url = "https://hooks.example.com/x"
 timeout = "2s"
 headers = { "Authorization" = "Bearer x", X-Source = "natsfleet" }
 )",
-                                           "svc.toml");
+                                           "svc.toml")
+                                  .value();
   const auto& worker = std::get<WorkerSinkOptions>(config.work.at(0).sink);
   EXPECT_EQ(worker.command, (std::vector<std::string>{"/usr/bin/python3", "worker.py"}));
   EXPECT_EQ(worker.timeout, milliseconds(30000));
@@ -336,7 +345,8 @@ subject = "a.b"
 ack_wait = "${NATSFLEET_TEST_EMPTY:-45s}"
 sink = { type = "http", url = "http://127.0.0.1/in", headers = { Authorization = "Bearer ${NATSFLEET_TEST_TOKEN}", X-Note = "$${kept} $5" } }
 )",
-                                           "svc.toml");
+                                           "svc.toml")
+                                  .value();
   unsetenv("NATSFLEET_TEST_URL");
   unsetenv("NATSFLEET_TEST_TOKEN");
   unsetenv("NATSFLEET_TEST_EMPTY");
@@ -374,7 +384,8 @@ name = "g"
 subject = "member.*.status"
 sink = { type = "websocket" }
 )",
-                                           "/etc/svc.toml");
+                                           "/etc/svc.toml")
+                                  .value();
   const auto& file = std::get<sinks::FileSinkOptions>(config.work.at(0).sink);
   EXPECT_EQ(file, (sinks::FileSinkOptions{.path = "/out/f.jsonl"}));
   EXPECT_EQ(file.fsync, sinks::FsyncPolicy::never);
@@ -409,7 +420,8 @@ name = "g"
 subject = "a.b"
 sink = { type = "kafka" }
 )",
-                       "svc.toml");
+                       "svc.toml")
+        .value();
     FAIL() << "a kafka sink was accepted";
   } catch (const ConfigError& error) {
     EXPECT_EQ(error.line(), 5);
@@ -428,7 +440,8 @@ subject = "member.*.status"
 sink = { type = "websocket", listen = ")" + address +
                                                  R"(" }
 )",
-                                             "relay.toml");
+                                             "relay.toml")
+                                    .value();
     const auto& sink = std::get<WebSocketSinkOptions>(config.broadcast.at(0).sink);
     return sink.host + " " + std::to_string(sink.port);
   };
@@ -448,17 +461,17 @@ name = "v"
 subject = "a.c"
 sink = { type = "file", path = "/abs/v.jsonl" }
 )";
-  const DaemonConfig nested = parse_config(kText, "deploy/prod/svc.toml");
+  const DaemonConfig nested = parse_config(kText, "deploy/prod/svc.toml").value();
   EXPECT_EQ(file_path(nested.work.at(0)), "deploy/prod/out/w.jsonl");
   EXPECT_EQ(file_path(nested.work.at(1)), "/abs/v.jsonl");
   // No directory part: the config is in the working directory, and so are its files.
-  const DaemonConfig here = parse_config(kText, "svc.toml");
+  const DaemonConfig here = parse_config(kText, "svc.toml").value();
   EXPECT_EQ(file_path(here.work.at(0)), "out/w.jsonl");
 }
 
 TEST(DaemonConfig, LoadConfigReadsTheFileAndResolvesItsPaths) {
   const std::string dir = source_dir() + "/tests/unit/config/testdata";
-  const DaemonConfig config = load_config(dir + "/mailer.toml");
+  const DaemonConfig config = load_config(dir + "/mailer.toml").value();
   EXPECT_EQ(config.file, dir + "/mailer.toml");
   EXPECT_EQ(config.fleet.name, "mailer");
   EXPECT_EQ(file_path(config.work.at(0)), dir + "/out/mail.jsonl");
@@ -475,7 +488,8 @@ name = "w"
 subject = "a.b"
 sink = { type = "stdout" }
 )",
-                                   "/etc/natsfleet/svc.toml");
+                                   "/etc/natsfleet/svc.toml")
+                          .value();
   EXPECT_EQ(config.fleet.auth.user, "svc");
   EXPECT_EQ(config.fleet.auth.password_file, "/etc/natsfleet/secrets/pw");
   const auto nkey = parse_config(R"(name = "svc"
@@ -485,7 +499,8 @@ name = "w"
 subject = "a.b"
 sink = { type = "stdout" }
 )",
-                                 "/etc/natsfleet/svc.toml");
+                                 "/etc/natsfleet/svc.toml")
+                        .value();
   EXPECT_EQ(nkey.fleet.auth.nkey_seed_file, "/run/secrets/svc.nk");
   EXPECT_TRUE(nkey.fleet.auth.user.empty());
 }
@@ -493,7 +508,7 @@ sink = { type = "stdout" }
 TEST(DaemonConfig, LoadConfigOnAMissingFileNamesItWithLineZero) {
   const std::string path = "/nonexistent/natsfleet/missing.toml";
   try {
-    load_config(path);
+    load_config(path).value();
     FAIL() << "loaded a missing file";
   } catch (const ConfigError& error) {
     EXPECT_EQ(error.file(), path);
@@ -505,7 +520,7 @@ TEST(DaemonConfig, LoadConfigOnAMissingFileNamesItWithLineZero) {
 
 TEST(DaemonConfig, LoadConfigOnADirectoryCannotRead) {
   try {
-    load_config(source_dir());
+    load_config(source_dir()).value();
     FAIL() << "loaded a directory";
   } catch (const ConfigError& error) {
     EXPECT_EQ(error.line(), 0);
@@ -522,7 +537,7 @@ TEST(DaemonConfig, LoadConfigReportsErrorsWithTheFilesPath) {
            "}\n";
   }
   try {
-    load_config(path.string());
+    load_config(path.string()).value();
     FAIL() << "accepted a bad subject";
   } catch (const ConfigError& error) {
     EXPECT_EQ(error.file(), path.string());

@@ -62,13 +62,13 @@ std::vector<std::string> rules(const std::vector<LintFinding>& findings) {
 }
 
 TEST(Lint, CleanConfigHasNoFindings) {
-  const auto findings = lint(parse_config(kClean, "clean.toml"));
+  const auto findings = lint(parse_config(kClean, "clean.toml").value());
   EXPECT_TRUE(findings.empty()) << to_string(findings.front());
 }
 
 TEST(Lint, CleanConfigsTogetherHaveNoFindings) {
   // The same file twice is two replicas of one service: same work names, so no duplicates.
-  const auto config = parse_config(kClean, "clean.toml");
+  const auto config = parse_config(kClean, "clean.toml").value();
   EXPECT_TRUE(lint_all({config, config}).empty());
 }
 
@@ -84,7 +84,8 @@ name = "w"
 subject = "a.b"
 sink = { type = "file", path = "out.jsonl" }
 )",
-                                                 "svc.toml"));
+                                                 "svc.toml")
+                                        .value());
   ASSERT_EQ(rules(findings), std::vector<std::string>{"embedded-broker"});
   EXPECT_EQ(findings[0].file, "svc.toml");
   EXPECT_EQ(findings[0].line, 1);
@@ -102,7 +103,8 @@ name = "relay-2"
 subject = "mail.outgoing"
 sink = { type = "file", path = "b.jsonl" }
 )",
-                                                 "svc.toml"));
+                                                 "svc.toml")
+                                        .value());
   ASSERT_EQ(rules(findings), std::vector<std::string>{"duplicate-subject"});
   EXPECT_EQ(findings[0].line, 7);
   EXPECT_NE(findings[0].message.find("'relay' (line 3)"), std::string::npos) << findings[0].message;
@@ -119,7 +121,7 @@ sink = { type = "file", path = "a.jsonl" }
   auto with_name = [&](const std::string& name, const std::string& file) {
     std::string text = kRelay;
     text.replace(text.find("%s"), 2, name);
-    return parse_config(text, file);
+    return parse_config(text, file).value();
   };
   // Same name: one shared consumer, which is the point.
   EXPECT_TRUE(
@@ -143,7 +145,8 @@ name = "status"
 subject = "index.jobs"
 sink = { type = "file", path = "a.jsonl" }
 )",
-                                 "indexer.toml");
+                                 "indexer.toml")
+                        .value();
   const auto broadcast = parse_config(R"(name = "gateway"
 servers = ["nats://10.0.0.1:4222"]
 
@@ -152,7 +155,8 @@ name = "status"
 subject = "member.*.status"
 sink = { type = "stdout" }
 )",
-                                      "gateway.toml");
+                                      "gateway.toml")
+                             .value();
   EXPECT_TRUE(lint_others(broadcast).empty());
   const auto findings = lint_all_others({work, broadcast});
   ASSERT_EQ(rules(findings), std::vector<std::string>{"broadcast-shadows-work"});
@@ -197,7 +201,8 @@ name = "a-directory"
 subject = "a.e"
 sink = { type = "worker", command = ["/tmp"] }
 )",
-                                                 "svc.toml"));
+                                                 "svc.toml")
+                                        .value());
   ASSERT_EQ(rules(findings),
             (std::vector<std::string>{"worker-not-found", "worker-not-found", "worker-not-found"}));
   EXPECT_EQ(findings[0].line, 6);
@@ -222,7 +227,8 @@ name = "worker"
 subject = "a.c"
 sink = { type = "worker", command = ["/bin/sh"], timeout = "1m" }
 )",
-                                                 "svc.toml"));
+                                                 "svc.toml")
+                                        .value());
   ASSERT_EQ(rules(findings), (std::vector<std::string>{"ack-wait-below-sink-timeout",
                                                        "ack-wait-below-sink-timeout"}));
   EXPECT_EQ(findings[0].line, 3);
@@ -268,7 +274,8 @@ name = "b"
 subject = "a.e"
 sink = { type = "http", url = "HTTP://10.1.2.3/x" }
 )",
-                                                 "svc.toml"));
+                                                 "svc.toml")
+                                        .value());
   ASSERT_EQ(rules(findings), (std::vector<std::string>{"plain-http-remote", "plain-http-remote"}));
   EXPECT_EQ(findings[0].line, 6);
   EXPECT_EQ(findings[1].line, 18);
@@ -286,7 +293,8 @@ name = "proxied"
 subject = "member.*.other"
 sink = { type = "websocket", listen = "127.0.0.1:8091", member_header = "X-Auth-Member", allowed_origins = ["*"] }
 )",
-                                                 "svc.toml"));
+                                                 "svc.toml")
+                                        .value());
   ASSERT_EQ(rules(findings),
             (std::vector<std::string>{"websocket-no-auth", "websocket-any-origin"}));
   EXPECT_EQ(findings[0].line, 6);
@@ -304,7 +312,8 @@ subject = "a.b"
 max_deliver = -1
 sink = { type = "file", path = "out.jsonl" }
 )",
-                                                 "svc.toml"));
+                                                 "svc.toml")
+                                        .value());
   ASSERT_EQ(rules(findings), std::vector<std::string>{"unlimited-redelivery"});
   EXPECT_EQ(findings[0].line, 3);
 }
@@ -321,7 +330,8 @@ name = "b"
 subject = "a.c"
 sink = { type = "stdout" }
 )",
-                                                 "svc.toml"));
+                                                 "svc.toml")
+                                        .value());
   ASSERT_EQ(rules(findings), std::vector<std::string>{"stdout-sink-for-work"});
   EXPECT_EQ(findings[0].line, 6);
 }
@@ -334,7 +344,8 @@ subject = "a.b"
 max_deliver = -1
 sink = { type = "stdout" }
 )",
-                              "a.toml");
+                              "a.toml")
+                     .value();
   const auto b = parse_config(R"(name = "svc"
 servers = ["nats://10.0.0.1:4222"]
 [[work]]
@@ -342,7 +353,8 @@ name = "v"
 subject = "a.b"
 sink = { type = "file", path = "x" }
 )",
-                              "b.toml");
+                              "b.toml")
+                     .value();
   std::vector<std::string> printed;
   for (const auto& finding : lint_all_others({a, b})) printed.push_back(to_string(finding));
   ASSERT_EQ(printed.size(), 4u);
@@ -371,7 +383,8 @@ subject = "a.d"
 max_deliver = -1
 sink = { type = "file", path = "out.jsonl" }
 )",
-                                          "svc.toml"));
+                                          "svc.toml")
+                                 .value());
   ASSERT_EQ(rules(findings), (std::vector<std::string>{"no-dead-letter", "unlimited-redelivery"}));
   EXPECT_EQ(findings[0].line, 8);
   EXPECT_NE(findings[0].message.find("work 'lost'"), std::string::npos) << findings[0].message;

@@ -25,7 +25,8 @@ subject = "member.*.status"
 sink = { type = "websocket")" + extra_sink_keys +
                                   R"( }
 )",
-                              "relay.toml");
+                              "relay.toml")
+      .value();
 }
 
 std::uint64_t total(const DescriptorBudget& b) {
@@ -92,7 +93,8 @@ name = "w"
 subject = "a.b"
 sink = { type = "stdout" }
 )",
-                                     "svc.toml");
+                                     "svc.toml")
+                    .value();
   const auto budget = plan_descriptors(1024, config, kHealthConnections, false);
   EXPECT_TRUE(budget.gateways.empty());
   EXPECT_EQ(budget.explanation, "");

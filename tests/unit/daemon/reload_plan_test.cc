@@ -10,7 +10,7 @@ namespace {
 using Names = std::vector<std::string>;
 
 config::DaemonConfig parse(const std::string& text) {
-  return config::parse_config(text, "/etc/natsfleet/app.toml");
+  return config::parse_config(text, "/etc/natsfleet/app.toml").value();
 }
 
 const std::string kBase = R"(name = "app"
