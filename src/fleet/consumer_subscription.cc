@@ -12,6 +12,7 @@
 #include "base/log_event.h"
 #include "consume/ack_metadata.h"
 #include "fleet/consumer_shape.h"
+#include "fleet/supervisor_rules.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
 
@@ -312,28 +313,33 @@ void ConsumerSubscription::run_bound() {
   wait_for(tick_);
   if (stopping()) return;
   const std::optional<consume::PullStatus> signal = intake_.take_signal();
-  if (!ctx_.connection->connected()) {
-    enter_recovering("disconnected from the broker; reconnecting");
-    return;
-  }
-  if (reconnected_.exchange(false)) {
-    enter_recovering("reconnected; checking the consumer");
-    return;
-  }
+  const bool connected = ctx_.connection->connected();
+  if (follow(after_link(connected, connected && reconnected_.exchange(false)))) return;
   if (signal && !act_on(*signal)) return;
   const SubscriptionIntake::Check intake = intake_.check();
-  if (!intake.running) {
-    status_.set_state(SubscriptionState::binding, "pull engine not running");
-    return;
-  }
-  if (intake.new_gap) report_gap(intake.stale_dropped + pipeline_.stale_skipped());
-  if (intake.missed_heartbeats) {
-    enter_recovering("missed idle heartbeats");
-    return;
-  }
+  if (intake.running && intake.new_gap)
+    report_gap(intake.stale_dropped + pipeline_.stale_skipped());
+  if (follow(after_intake(intake.running, intake.missed_heartbeats))) return;
   pipeline_.tend_held(ctx_.clock->now());
   if (watch_.poll_due())
     if (auto verdict = watch_.poll(here()); heed(verdict)) enter_recovering(verdict.why);
+}
+
+bool ConsumerSubscription::follow(const Move& move) {
+  switch (move.kind) {
+    case Move::stay:
+      return false;
+    case Move::recover:
+      enter_recovering(move.why);
+      return true;
+    case Move::rebind:
+      status_.set_state(SubscriptionState::binding, move.why);
+      return true;
+    case Move::fatal:
+      go_fatal(move.why);
+      return true;
+  }
+  return false;
 }
 
 ConsumerWatch::Here ConsumerSubscription::here() const {
@@ -349,42 +355,23 @@ bool ConsumerSubscription::heed(ConsumerWatch::Verdict& verdict) {
 }
 
 bool ConsumerSubscription::act_on(const consume::PullStatus& signal) {
-  using consume::PullSignal;
-  switch (signal.signal) {
-    case PullSignal::no_responders: {
-      // The consumer exists but nobody serves its pulls (no leader): pulls refused back to
-      // back wait longer each time (docs/design/recovery.md, "Pulls nobody serves").
-      const auto now = ctx_.clock->now();
-      if (now - unanswered_at_ > 2 * ctx_.options.bind_backoff_max) unanswered_backoff_.reset();
-      const auto until = now + unanswered_backoff_.next();
-      while (!stopping() && ctx_.clock->now() < until)
-        wait_for(std::chrono::duration_cast<milliseconds>(until - ctx_.clock->now()));
-      unanswered_at_ = ctx_.clock->now();
-      if (stopping()) return false;
-      auto verdict = watch_.unserved(here(), "its pulls find no responder");
-      enter_recovering(heed(verdict)
-                           ? verdict.why
-                           : std::string("pull answered: ") + consume::to_string(signal.signal));
-      return false;
-    }
-    case PullSignal::consumer_deleted:
-      enter_recovering(std::string("pull answered: ") + consume::to_string(signal.signal));
-      return false;
-    case PullSignal::bad_request:
-      go_fatal("the broker refused the pull request: " + signal.description);
-      return false;
-    case PullSignal::push_consumer:
-      status_.set_state(SubscriptionState::binding,
-                        "consumer became push based on the broker; binding again");
-      return false;
-    case PullSignal::leadership_change:
-      resend_recent_acks();
-      [[fallthrough]];
-    case PullSignal::max_waiting:
-    default:
-      intake_.restart_pulls();
-      return true;
+  const SignalAction action = on_pull_status(signal);
+  if (action.back_off) {
+    // Pulls refused back to back wait longer each time.
+    const auto now = ctx_.clock->now();
+    if (now - unanswered_at_ > 2 * ctx_.options.bind_backoff_max) unanswered_backoff_.reset();
+    const auto until = now + unanswered_backoff_.next();
+    while (!stopping() && ctx_.clock->now() < until)
+      wait_for(std::chrono::duration_cast<milliseconds>(until - ctx_.clock->now()));
+    unanswered_at_ = ctx_.clock->now();
+    if (stopping()) return false;
+    auto verdict = watch_.unserved(here(), "its pulls find no responder");
+    enter_recovering(heed(verdict) ? verdict.why : action.move.why);
+    return false;
   }
+  if (action.resend_acks) resend_recent_acks();
+  if (action.restart_pulls) intake_.restart_pulls();
+  return !follow(action.move);
 }
 
 void ConsumerSubscription::report_gap(uint64_t skipped) {
@@ -427,8 +414,10 @@ void ConsumerSubscription::run_recovering() {
                                wait_for(d);
                                return !stopping();
                              });
-    switch (found.lookup) {
-      case Lookup::present: {
+    const RecoveryAction action =
+        after_lookup(found.lookup, spec_.on_missing, lifecycle_.stream(), lifecycle_.consumer());
+    switch (action.kind) {
+      case RecoveryAction::pull_again:
         // Acks first: a new consumer leader that lags the old one delivers from where its state
         // ends, and an ack that reaches it before the pull moves it past what was handled.
         resend_recent_acks();
@@ -437,8 +426,7 @@ void ConsumerSubscription::run_recovering() {
           return;
         }
         break;
-      }
-      case Lookup::unreachable:
+      case RecoveryAction::retry:
         if (auto verdict = watch_.unserved(
                 here(), "its lookups go unanswered (" + found.error.describe() + ")");
             heed(verdict))
@@ -447,15 +435,10 @@ void ConsumerSubscription::run_recovering() {
                      "); the broker may be down or paused; retrying");
         wait_for(backoff.next());
         continue;
-      case Lookup::stream_missing:
-        go_fatal("stream " + lifecycle_.stream() + " no longer exists");
+      case RecoveryAction::fatal:
+        go_fatal(action.why);
         return;
-      case Lookup::consumer_missing:
-        if (spec_.on_missing == OnMissing::exit) {
-          go_fatal("consumer " + lifecycle_.consumer() + " on stream " + lifecycle_.stream() +
-                   " is missing on the broker (deleted, or lost with its store)");
-          return;
-        }
+      case RecoveryAction::remake:
         if (!remake_consumer()) {
           wait_for(backoff.next());
           continue;

@@ -16,7 +16,8 @@
 // Missed heartbeats, a reconnect, a "consumer deleted" status or a failed info poll move a bound
 // subscription to recovering, which looks the consumer up: present -> pull again; missing
 // (confirmed by several lookups) -> recreate or fatal per on_missing; stream gone -> fatal;
-// broker unreachable -> a warning, and wait.
+// broker unreachable -> a warning, and wait. Each of these rules is a function in
+// fleet/supervisor_rules.h; this class gathers what it sees and carries out what they decide.
 #pragma once
 
 #include <atomic>
@@ -39,6 +40,7 @@
 #include "fleet/subscription_intake.h"
 #include "fleet/subscription_status.h"
 #include "fleet/supervised.h"
+#include "fleet/supervisor_rules.h"
 #include "nats/jetstream_api.h"
 #include "nats/stream_config.h"
 
@@ -96,6 +98,8 @@ class ConsumerSubscription final : public Supervised {
   bool remake_consumer();
   void go_fatal(const std::string& reason);
 
+  // Carries out `move` (fleet/supervisor_rules.h); true when the subscription left `bound`.
+  bool follow(const Move& move);
   // Carries out what the pull engine signalled; false when the subscription left `bound`.
   bool act_on(const consume::PullStatus& signal);
   // A silence long enough to be a gap: acks sent again, and said (a warning unless an outage

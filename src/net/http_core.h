@@ -37,8 +37,7 @@ class HttpCore {
   std::atomic<std::uint64_t> refused_busy{0};
 
   // Before start() only: io threads then read the routes without a lock.
-  void add_route(std::optional<boost::beast::http::verb> method, std::string path,
-                 Handler handler);
+  void add_route(std::optional<boost::beast::http::verb> method, std::string path, Handler handler);
   void add_fallback(boost::beast::http::verb method, Handler handler);
 
   // The route's answer (HttpServer::route says which); a route that throws is answered 500.
