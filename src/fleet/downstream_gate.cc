@@ -67,63 +67,78 @@ DownstreamGate::Outcome DownstreamGate::failed(nats::InboundMessage&& message, u
 
   switch (state_) {
     case State::up:
-      if (failing_.size() == 1 && convicted(id)) {
-        // It failed by itself before, and nothing else fails now: the same verdict again.
-        failing_.clear();
-        out.reject.push_back(std::move(h.message));
-        break;
-      }
-      held_.push_back(std::move(h));
-      if (failing_.size() >= 2 || held_.back().failures >= kLoneFailuresForOutage) {
-        go_down(now, retry_after, out);
-      } else {
-        // A suspect: tried again alone after a while, unless another message settles it first.
-        base::Backoff wait(options_.retry_min, options_.retry_max, options_.jitter);
-        milliseconds delay = wait.next();
-        for (int i = 1; i < held_.back().failures; ++i) delay = wait.next();
-        held_.back().retry_at = now + honoured(delay, retry_after);
-      }
+      failed_while_up(std::move(h), retry_after, now, out);
       break;
     case State::down:
-      if (probe && convicted(id)) {
-        // Found out before, and failing again: no outage evidence beats that history.
-        out.reject.push_back(std::move(h.message));
-        next_probe_ = now;
-        if (held_.empty()) finish_verifying(out);  // nothing left to hold for
-        break;
-      }
-      // A probe that failed, or a message that was in flight when the outage began (it may be
-      // the one that brought it): both are tried alone before the others are released.
-      h.try_alone = true;
-      if (probe) next_probe_ = now + honoured(backoff_.next(), retry_after);
-      held_.push_back(std::move(h));
+      failed_while_down(std::move(h), probe, retry_after, now, out);
       break;
     case State::verifying:
-      if (!probe) {
-        // Fresh messages are held untried while verifying, so this one was in flight when the
-        // outage began and its failure is reported late (after a success that moved the gate
-        // here): it may be the culprit, so it is tried alone like the others.
-        h.try_alone = true;
-        held_.push_back(std::move(h));
-        break;
-      }
-      if (last_verify_failed_) {
-        // Two in a row right after a success: the downstream went away again.
-        h.try_alone = true;
-        held_.push_back(std::move(h));
-        go_down(now, retry_after, out);
-        out.change = Change::none;  // down() never stopped being true
-        break;
-      }
-      // The downstream worked a moment ago and fails for this one: its own problem.
-      last_verify_failed_ = true;
-      convict(h.id);
-      out.reject.push_back(std::move(h.message));
-      if (!verify_left()) finish_verifying(out);
+      failed_while_verifying(std::move(h), probe, retry_after, now, out);
       break;
   }
   publish_flags();
   return out;
+}
+
+void DownstreamGate::failed_while_up(Held&& h, milliseconds retry_after, TimePoint now,
+                                     Outcome& out) {
+  if (failing_.size() == 1 && convicted(h.id)) {
+    // It failed by itself before, and nothing else fails now: the same verdict again.
+    failing_.clear();
+    out.reject.push_back(std::move(h.message));
+    return;
+  }
+  held_.push_back(std::move(h));
+  if (failing_.size() >= 2 || held_.back().failures >= kLoneFailuresForOutage) {
+    go_down(now, retry_after, out);
+    return;
+  }
+  // A suspect: tried again alone after a while, unless another message settles it first.
+  base::Backoff wait(options_.retry_min, options_.retry_max, options_.jitter);
+  milliseconds delay = wait.next();
+  for (int i = 1; i < held_.back().failures; ++i) delay = wait.next();
+  held_.back().retry_at = now + honoured(delay, retry_after);
+}
+
+void DownstreamGate::failed_while_down(Held&& h, bool probe, milliseconds retry_after,
+                                       TimePoint now, Outcome& out) {
+  if (probe && convicted(h.id)) {
+    // Found out before, and failing again: no outage evidence beats that history.
+    out.reject.push_back(std::move(h.message));
+    next_probe_ = now;
+    if (held_.empty()) finish_verifying(out);  // nothing left to hold for
+    return;
+  }
+  // A probe that failed, or a message that was in flight when the outage began (it may be
+  // the one that brought it): both are tried alone before the others are released.
+  h.try_alone = true;
+  if (probe) next_probe_ = now + honoured(backoff_.next(), retry_after);
+  held_.push_back(std::move(h));
+}
+
+void DownstreamGate::failed_while_verifying(Held&& h, bool probe, milliseconds retry_after,
+                                            TimePoint now, Outcome& out) {
+  if (!probe) {
+    // Fresh messages are held untried while verifying, so this one was in flight when the
+    // outage began and its failure is reported late (after a success that moved the gate
+    // here): it may be the culprit, so it is tried alone like the others.
+    h.try_alone = true;
+    held_.push_back(std::move(h));
+    return;
+  }
+  if (last_verify_failed_) {
+    // Two in a row right after a success: the downstream went away again.
+    h.try_alone = true;
+    held_.push_back(std::move(h));
+    go_down(now, retry_after, out);
+    out.change = Change::none;  // down() never stopped being true
+    return;
+  }
+  // The downstream worked a moment ago and fails for this one: its own problem.
+  last_verify_failed_ = true;
+  convict(h.id);
+  out.reject.push_back(std::move(h.message));
+  if (!verify_left()) finish_verifying(out);
 }
 
 DownstreamGate::Outcome DownstreamGate::succeeded(bool probe, TimePoint tried, TimePoint now) {

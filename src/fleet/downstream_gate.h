@@ -107,6 +107,13 @@ class DownstreamGate {
     TimePoint last_progress{};  // last in-progress ack
   };
 
+  // failed() in each state, under mu_: `h` is the message that failed, its failures counted.
+  void failed_while_up(Held&& h, std::chrono::milliseconds retry_after, TimePoint now,
+                       Outcome& out);
+  void failed_while_down(Held&& h, bool probe, std::chrono::milliseconds retry_after, TimePoint now,
+                         Outcome& out);
+  void failed_while_verifying(Held&& h, bool probe, std::chrono::milliseconds retry_after,
+                              TimePoint now, Outcome& out);
   void go_down(TimePoint now, std::chrono::milliseconds retry_after, Outcome& out);
   // Remembers a message that failed by itself (bounded: the most recent ones).
   void convict(uint64_t id);

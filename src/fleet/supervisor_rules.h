@@ -24,8 +24,8 @@ Move after_link(bool connected, bool reconnected);
 
 // What a pull's status asks of a bound subscription.
 struct SignalAction {
-  Move move;                  // stay: keep consuming
-  bool resend_acks = false;   // first: a new consumer leader may lag the old one
+  Move move;                 // stay: keep consuming
+  bool resend_acks = false;  // first: a new consumer leader may lag the old one
   bool restart_pulls = false;
   // Nobody serves the pulls: wait (longer each time), then ask the watch whether the consumer is
   // unserved; `move` (recover) holds the reason when it is not.

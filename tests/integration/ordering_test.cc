@@ -497,6 +497,30 @@ TEST(OrderedWork, AReaderWhoseConsumerIsDeletedReadsAgainLosingAndReorderingNoth
   EXPECT_GT(f.health().rewinds, 0u);
 }
 
+// A stream that admits 8 consumers, for a work of 16 partitions: half the owners cannot make
+// their reader's consumer (as when the meta leader is gone). They read their partitions by gets
+// from the stream meanwhile, so every key goes on, in order.
+TEST(OrderedWork, APartitionWhoseConsumerCannotBeMadeIsReadByGetsMeanwhile) {
+  const auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
+  NatsServer server({.extra_config = mapping_config(plan)});
+  BrokerClient admin(server.url());
+  auto created = admin.connection().request(
+      "$JS.API.STREAM.CREATE.ORDERS",
+      R"({"name":"ORDERS","subjects":[")" + plan.stored_subjects() + R"("],"max_consumers":8})",
+      5s);
+  ASSERT_TRUE(created) << created.error().describe();
+  ASSERT_EQ(created->data.find("\"error\""), std::string::npos) << created->data;
+  OrderedFleet f(server.url());
+  publish_keys(admin, 40, 0, 10);
+  ASSERT_TRUE(wait_for([&] { return distinct(f.seen()).size() >= 400; }, 60s))
+      << distinct(f.seen()).size() << " of 400 handled";
+  EXPECT_LE(admin.api().consumer_names("ORDERS").value().size(), 8u);
+  EXPECT_TRUE(out_of_order(f.seen()).empty());
+  std::set<int> partitions;
+  for (const auto& s : f.seen()) partitions.insert(s.partition);
+  EXPECT_EQ(partitions.size(), 16u) << "every partition read, with a consumer or without";
+}
+
 // A reader's consumer has one replica: with its server down it delivers nothing and answers no
 // lookup, while its owner keeps the lease. The stream's leader, on a live node, holds the
 // partition's messages: the reader finds its consumer serves nothing and reads on through a new

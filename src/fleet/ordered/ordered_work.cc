@@ -364,6 +364,8 @@ void OrderedWork::tend(int partition, const std::shared_ptr<PartitionReader>& re
     if (it == owned_.end() || it->second.reader != reader) return;
     if (open) {
       it->second.opened = true;
+      if (reader->consumer().empty())
+        status_.warn("partition " + std::to_string(partition) + ": " + reader->last_rewind_why());
       for (auto& k : keys) ready_.push_back(Ready{partition, std::move(k), reader.get()});
       if (!keys.empty()) wake_.notify_all();
     } else {
@@ -374,7 +376,16 @@ void OrderedWork::tend(int partition, const std::shared_ptr<PartitionReader>& re
     return;
   }
   const uint64_t before = reader->rewinds();
-  reader->tick();
+  std::vector<std::string> keys;
+  reader->tick(keys);
+  if (!keys.empty()) {
+    std::lock_guard lock(mu_);
+    auto it = owned_.find(partition);
+    if (it != owned_.end() && it->second.reader == reader) {
+      for (auto& k : keys) ready_.push_back(Ready{partition, std::move(k), reader.get()});
+      wake_.notify_all();
+    }
+  }
   if (reader->rewinds() != before)
     base::log_event(*ctx_.log, spdlog::level::warn,
                     {{"work", spec_.name},

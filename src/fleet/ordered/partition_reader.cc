@@ -64,10 +64,13 @@ Result<void> PartitionReader::open(std::vector<std::string>& ready) {
     adopt_error_ = adopted.error().describe();
   }
   nats::JetStreamApi& api = *setup_.api;
+  // Only the meta leader lists consumers. Without it, an owner that has a checkpoint reads on
+  // from there (by gets until a consumer can be made); older consumers are found by the sweep.
   auto names = api.consumer_names(setup_.stream);
-  if (!names) return names.error();
-  for (const auto& name : *names)
-    if (of_partition(name)) to_delete_.push_back(name);
+  if (!names && setup_.first_term) return names.error();
+  if (names)
+    for (const auto& name : *names)
+      if (of_partition(name)) to_delete_.push_back(name);
   // Everything at or below an older consumer's ack floor was done by an owner before.
   const EarlierFloors floors = earlier_floors(
       to_delete_, [&](const std::string& name) { return api.consumer_info(setup_.stream, name); });
@@ -85,9 +88,54 @@ Result<void> PartitionReader::open(std::vector<std::string>& ready) {
     start = oldest_floor + 1;
   }
   lanes_ = KeyLanes(done);
-  next_sweep_ = std::chrono::steady_clock::now() + kSweepEvery;
-  if (auto made = make_consumer(start); !made) return made;
+  next_sweep_ = names ? std::chrono::steady_clock::now() + kSweepEvery
+                      : std::chrono::steady_clock::time_point{};
+  if (auto made = make_consumer(start); !made) {
+    // Read by gets meanwhile (tick); the consumer is made again from here.
+    unmade_start_ = start;
+    make_failed(made.error().describe());
+    return {};
+  }
   return start_engine();
+}
+
+void PartitionReader::make_failed(const std::string& why) {
+  last_rewind_why_ = "its consumer cannot be made (" + why + "); reading by gets meanwhile";
+  make_backoff_ = std::min(make_backoff_ * 2, milliseconds(1000));
+  next_make_ = std::chrono::steady_clock::now() + make_backoff_;
+}
+
+void PartitionReader::push_stored_locked(nats::StoredMessage&& m, std::vector<std::string>& ready) {
+  std::string key = key_of(m.subject);
+  Delivery d{.stream = setup_.stream,
+             .consumer = prefix_,
+             .stream_seq = m.seq,
+             .delivered = 1,
+             .timestamp_ns = base::parse_rfc3339_nanos(m.time).value_or(0)};
+  Message message(std::move(m.subject), std::move(m.data), std::move(m.headers), std::move(d), {},
+                  nullptr, FencingToken{.partition = setup_.partition, .epoch = setup_.epoch});
+  // Not this reader's delivery: done() counts it off like one of an earlier consumer.
+  if (lanes_.push(key, KeyLanes::Item{.message = std::move(message), .generation = UINT64_MAX}))
+    ready.push_back(std::move(key));
+}
+
+void PartitionReader::read_by_gets(std::vector<std::string>& ready) {
+  constexpr size_t kGetsPerTick = 256;
+  const std::string filter = setup_.plan->filter(setup_.partition);
+  for (size_t n = 0; n < kGetsPerTick && !retired_; ++n) {
+    uint64_t after = 0;
+    {
+      std::lock_guard lock(*setup_.mu);
+      if (lanes_.waiting() >= static_cast<size_t>(setup_.window)) return;
+      after = lanes_.read_to();
+    }
+    auto m = setup_.api->get_message(setup_.stream, after + 1, filter);
+    if (!m) return;  // none yet, or no answer: the next tick asks again
+    std::lock_guard lock(*setup_.mu);
+    if (engine_ || lanes_.read_to() != after) return;
+    push_stored_locked(std::move(*m), ready);
+    ++inherited_;
+  }
 }
 
 namespace {
@@ -166,19 +214,7 @@ Result<void> PartitionReader::adopt(std::vector<std::string>& ready) {
   if (!unfinished) return unfinished.error();
   std::lock_guard lock(*setup_.mu);
   lanes_ = KeyLanes(done);
-  for (auto& m : *unfinished) {
-    std::string key = key_of(m.subject);
-    Delivery d{.stream = setup_.stream,
-               .consumer = prefix_,
-               .stream_seq = m.seq,
-               .delivered = 1,
-               .timestamp_ns = base::parse_rfc3339_nanos(m.time).value_or(0)};
-    Message message(std::move(m.subject), std::move(m.data), std::move(m.headers), std::move(d), {},
-                    nullptr, FencingToken{.partition = setup_.partition, .epoch = setup_.epoch});
-    // Not this reader's delivery: done() counts it off like one of an earlier consumer.
-    if (lanes_.push(key, KeyLanes::Item{.message = std::move(message), .generation = UINT64_MAX}))
-      ready.push_back(std::move(key));
-  }
+  for (auto& m : *unfinished) push_stored_locked(std::move(m), ready);
   inherited_ = lanes_.waiting();
   consumer_ = setup_.adopt;
   cursor_.resume(info->delivered_consumer_seq, info->num_pending);
@@ -326,7 +362,7 @@ bool PartitionReader::done(const std::string& key) {
   return lanes_.pop(key);
 }
 
-void PartitionReader::tick() {
+void PartitionReader::tick(std::vector<std::string>& ready) {
   const auto now = std::chrono::steady_clock::now();
   bool lost = false;
   {
@@ -348,6 +384,7 @@ void PartitionReader::tick() {
     room = lanes_.waiting() < static_cast<size_t>(setup_.window);
   }
   if (why.empty() && !engine) {
+    read_by_gets(ready);
     if (now < next_make_) return;  // the broker refused it lately: try again later
     why = "its consumer could not be made";
   }
@@ -403,8 +440,9 @@ void PartitionReader::rewind(const std::string& why) {
   {
     std::lock_guard lock(*setup_.mu);
     ack_checkpoint_locked();
-    // Everything after the checkpoint is read again: what is known is skipped, the rest taken.
-    start = lanes_.checkpoint() + 1;
+    // Everything after the checkpoint is read again: what is known is skipped, the rest taken
+    // (from open()'s start when its consumer was never made: what it meant to ack again).
+    start = std::min(lanes_.checkpoint() + 1, unmade_start_ ? unmade_start_ : UINT64_MAX);
     if (!consumer_.empty()) to_delete_.push_back(consumer_);
     consumer_.clear();
     ++generation_;
@@ -413,11 +451,8 @@ void PartitionReader::rewind(const std::string& why) {
     replies_.clear();
   }
   ++rewinds_;
-  if (auto made = make_consumer(start); !made) {
-    make_backoff_ = std::min(make_backoff_ * 2, milliseconds(1000));
-    next_make_ = std::chrono::steady_clock::now() + make_backoff_;
-    return;
-  }
+  if (auto made = make_consumer(start); !made) return make_failed(made.error().describe());
+  unmade_start_ = 0;
   make_backoff_ = milliseconds(125);
   (void)start_engine();
 }

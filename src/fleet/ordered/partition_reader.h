@@ -98,8 +98,10 @@ class PartitionReader {
   void accept(std::vector<nats::InboundMessage>& batch, std::vector<std::string>& ready);
   // Under the lock: the key's front message is done (popped). True when its lane has more.
   bool done(const std::string& key);
-  // Upkeep, every tick: pulls, a rewind when one is due, the checkpoint's ack.
-  void tick();
+  // Upkeep, every tick: pulls, a rewind when one is due, the checkpoint's ack. While no consumer
+  // can be made, the partition is read by gets (answered by the stream's leader, not the meta
+  // leader); the keys whose lanes became ready go to `ready`.
+  void tick(std::vector<std::string>& ready);
   // The connection came back: the next tick pulls afresh (waiting requests may be gone).
   void reconnected() { reconnected_ = true; }
   // Stops reading (no deliveries once it returns) and acks the checkpoint.
@@ -132,6 +134,12 @@ class PartitionReader {
   // Takes over Setup::adopt from its next delivery, the messages it delivered past the
   // checkpoint read with gets by subject. Fails, changing nothing, when it cannot.
   Result<void> adopt(std::vector<std::string>& ready);
+  // Under Setup::mu: a message read by a get, into its key's lane as an earlier consumer's.
+  void push_stored_locked(nats::StoredMessage&& m, std::vector<std::string>& ready);
+  // The next messages after what was read, by gets, while there is room (no consumer).
+  void read_by_gets(std::vector<std::string>& ready);
+  // A consumer could not be made: the next try waits longer (up to a second).
+  void make_failed(const std::string& why);
   // Lists the partition's consumers and marks all but this reader's for deletion.
   void sweep();
   // Makes consumer `generation` reading from `start`; the others of the partition are deleted
@@ -166,6 +174,7 @@ class PartitionReader {
   std::chrono::steady_clock::time_point next_lookup_{};  // of the consumer, after a silence
   std::chrono::steady_clock::time_point next_make_{};    // of a consumer the broker refused
   std::chrono::milliseconds make_backoff_{125};
+  uint64_t unmade_start_ = 0;  // where open() meant its consumer to start, until one is made
   std::string last_rewind_why_;
   ReaderWatch watch_;
   bool adopted_ = false;
