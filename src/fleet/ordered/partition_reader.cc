@@ -132,7 +132,7 @@ void PartitionReader::read_by_gets(std::vector<std::string>& ready) {
     auto m = setup_.api->get_message(setup_.stream, after + 1, filter);
     if (!m) return;  // none yet, or no answer: the next tick asks again
     std::lock_guard lock(*setup_.mu);
-    if (engine_ || lanes_.read_to() != after) return;
+    if (retired_ || engine_ || lanes_.read_to() != after) return;
     push_stored_locked(std::move(*m), ready);
     ++inherited_;
   }
