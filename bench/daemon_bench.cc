@@ -7,7 +7,8 @@
 //   survivor: new messages after the other replica is killed; the dead replica's in-flight work
 //   per-key ordered work vs plain work: 1,000 keys, file sink, concurrency 16, 16 partitions
 //
-//   natsfleet-daemon-bench [--messages N]
+//   natsfleet-daemon-bench [--messages N] [--only throughput|recovery|ordered] [--logs DIR]
+//   (--logs: each daemon's log copied to DIR when it stops)
 #include <fcntl.h>
 #include <nats/nats.h>
 #include <signal.h>
@@ -101,6 +102,9 @@ size_t count_lines(const std::string& path) {
   return n;
 }
 
+// Where each daemon's log is copied when it stops (--logs); empty: not kept.
+std::string g_keep_logs;
+
 struct Daemon {
   natsfleet::base::ChildProcess process;
   std::string dir, name;
@@ -119,6 +123,9 @@ struct Daemon {
     if (process.pid() <= 0) return;
     process.signal(sig);
     process.wait();
+    if (!g_keep_logs.empty())
+      std::ofstream(g_keep_logs + "/" + name + ".log", std::ios::app)
+          << std::ifstream(dir + "/" + name + ".log").rdbuf();
   }
   long rss_kib() const {
     std::ifstream in("/proc/" + std::to_string(process.pid()) + "/status");
@@ -261,8 +268,13 @@ std::string load_average() {
 
 int main(int argc, char** argv) {
   int messages = 100'000;
-  for (int i = 1; i + 1 < argc; i += 2)
+  std::string only;
+  for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--messages")) messages = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
+    if (!std::strcmp(argv[i], "--logs")) g_keep_logs = argv[i + 1];
+  }
+  auto runs = [&](const char* section) { return only.empty() || only == section; };
   natsfleet::EmbeddedBrokerOptions broker_options;
   broker_options.mappings = {{"ord.*", "ord.{{wildcard(1)}}.{{partition(16,1)}}"}};
   natsfleet::broker::EmbeddedBroker broker(broker_options);
@@ -271,57 +283,60 @@ int main(int argc, char** argv) {
   Admin admin(broker.url());
 
   // 1. Throughput.
-  admin.stream("TP", "tp.jobs");
-  admin.publish("tp.jobs", messages, 100);
-  std::printf(
-      "throughput, %d messages of ~100 B, file sink (fsync never), ack each; load average at "
-      "start %s:\n",
-      messages, load_average().c_str());
-  const Rate raw = raw_loop(admin, dir + "/raw.out", messages, 256);
-  const Rate raw_1000 = raw_loop(admin, dir + "/raw1000.out", messages, 1000);
-  std::printf(
-      "  raw nats.c fetch loop + write(2), batch 256:  %8.0f msg/s  client CPU %5.2f us/msg\n",
-      raw.per_second, raw.cpu_us_per_message);
-  std::printf(
-      "  raw nats.c fetch loop + write(2), batch 1000: %8.0f msg/s  client CPU %5.2f us/msg\n",
-      raw_1000.per_second, raw_1000.cpu_us_per_message);
-  const std::optional<Rate> go = go_loop(broker.url(), dir, dir + "/go.out", messages, 256);
-  if (go)
+  if (runs("throughput")) {
+    admin.stream("TP", "tp.jobs");
+    admin.publish("tp.jobs", messages, 100);
     std::printf(
-        "  nats.go fetch loop + write, batch 256:        %8.0f msg/s  client CPU %5.2f us/msg\n",
-        go->per_second, go->cpu_us_per_message);
-  else
+        "throughput, %d messages of ~100 B, file sink (fsync never), ack each; load average at "
+        "start %s:\n",
+        messages, load_average().c_str());
+    const Rate raw = raw_loop(admin, dir + "/raw.out", messages, 256);
+    const Rate raw_1000 = raw_loop(admin, dir + "/raw1000.out", messages, 1000);
     std::printf(
-        "  nats.go fetch loop: not run (needs golang-go and golang-github-nats-io-go-nats-dev)\n");
-  for (int concurrency : {1, 4}) {
-    const std::string name = "tp-c" + std::to_string(concurrency);
-    const std::string sink = dir + "/" + name + ".jsonl";
-    Daemon d(dir, name,
-             "name = \"" + name + "\"\n[health]\nlisten = \"127.0.0.1:0\"\n" +
-                 work_block(name, "tp.jobs", sink,
-                            "concurrency = " + std::to_string(concurrency) + "\n"),
-             broker.url());
-    // Timed from the first record in the sink file to the last: reading the file costs the
-    // broker nothing, unlike polling the consumer's info.
-    LineCounter lines(sink);
-    while (lines.count() == 0) std::this_thread::sleep_for(200us);
-    const auto start = Clock::now();
-    const double cpu_start = process_cpu_us(d.process.pid());
-    const size_t first = lines.count();
-    while (lines.count() < static_cast<size_t>(messages)) std::this_thread::sleep_for(2ms);
-    const double seconds = seconds_since(start);
-    const double cpu = process_cpu_us(d.process.pid()) - cpu_start;
-    const double handled = static_cast<double>(static_cast<size_t>(messages) - first);
+        "  raw nats.c fetch loop + write(2), batch 256:  %8.0f msg/s  client CPU %5.2f us/msg\n",
+        raw.per_second, raw.cpu_us_per_message);
     std::printf(
-        "  natsfleet run, concurrency %d:                %8.0f msg/s  daemon CPU %5.2f us/msg   "
-        "ratio %.2f to nats.c (target >= 1.0)",
-        concurrency, handled / seconds, cpu / handled, handled / seconds / raw.per_second);
-    if (go) std::printf(", %.2f to nats.go (target >= 0.9)", handled / seconds / go->per_second);
-    std::printf("\n");
+        "  raw nats.c fetch loop + write(2), batch 1000: %8.0f msg/s  client CPU %5.2f us/msg\n",
+        raw_1000.per_second, raw_1000.cpu_us_per_message);
+    const std::optional<Rate> go = go_loop(broker.url(), dir, dir + "/go.out", messages, 256);
+    if (go)
+      std::printf(
+          "  nats.go fetch loop + write, batch 256:        %8.0f msg/s  client CPU %5.2f us/msg\n",
+          go->per_second, go->cpu_us_per_message);
+    else
+      std::printf(
+          "  nats.go fetch loop: not run (needs golang-go and "
+          "golang-github-nats-io-go-nats-dev)\n");
+    for (int concurrency : {1, 4}) {
+      const std::string name = "tp-c" + std::to_string(concurrency);
+      const std::string sink = dir + "/" + name + ".jsonl";
+      Daemon d(dir, name,
+               "name = \"" + name + "\"\n[health]\nlisten = \"127.0.0.1:0\"\n" +
+                   work_block(name, "tp.jobs", sink,
+                              "concurrency = " + std::to_string(concurrency) + "\n"),
+               broker.url());
+      // Timed from the first record in the sink file to the last: reading the file costs the
+      // broker nothing, unlike polling the consumer's info.
+      LineCounter lines(sink);
+      while (lines.count() == 0) std::this_thread::sleep_for(200us);
+      const auto start = Clock::now();
+      const double cpu_start = process_cpu_us(d.process.pid());
+      const size_t first = lines.count();
+      while (lines.count() < static_cast<size_t>(messages)) std::this_thread::sleep_for(2ms);
+      const double seconds = seconds_since(start);
+      const double cpu = process_cpu_us(d.process.pid()) - cpu_start;
+      const double handled = static_cast<double>(static_cast<size_t>(messages) - first);
+      std::printf(
+          "  natsfleet run, concurrency %d:                %8.0f msg/s  daemon CPU %5.2f us/msg   "
+          "ratio %.2f to nats.c (target >= 1.0)",
+          concurrency, handled / seconds, cpu / handled, handled / seconds / raw.per_second);
+      if (go) std::printf(", %.2f to nats.go (target >= 0.9)", handled / seconds / go->per_second);
+      std::printf("\n");
+    }
   }
 
   // 2. Idle memory with 10 subscriptions.
-  {
+  if (runs("recovery")) {
     std::string config = "name = \"idle\"\n[health]\nlisten = \"127.0.0.1:0\"\n";
     for (int i = 0; i < 10; ++i) {
       const std::string subject = "idle.s" + std::to_string(i);
@@ -336,7 +351,7 @@ int main(int argc, char** argv) {
   }
 
   // 3. Broker back -> first message handled.
-  {
+  if (runs("recovery")) {
     admin.stream("OUT", "out.jobs");
     const std::string sink = dir + "/outage.jsonl";
     Daemon d(dir, "out",
@@ -357,7 +372,7 @@ int main(int argc, char** argv) {
   }
 
   // 4. Survivor: new messages, and the dead replica's in-flight messages.
-  {
+  if (runs("recovery")) {
     admin.stream("SV", "sv.jobs");
     const std::string a_sink = dir + "/sv-a.jsonl", b_sink = dir + "/sv-b.jsonl";
     const std::string extra = "ack_wait = \"5s\"\nheartbeat = \"1s\"\nconcurrency = 4\n";
@@ -398,7 +413,7 @@ int main(int argc, char** argv) {
   }
   // 5. Per-key ordered work against plain work: the same messages, the same daemon config but
   // for the ordering keys.
-  {
+  if (runs("ordered")) {
     admin.stream("ORD", "ord.*.*");
     std::printf(
         "per-key ordered vs plain, %d messages over 1,000 keys, file sink, concurrency 16, "
