@@ -62,10 +62,19 @@ double cpu_us() {
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
+// Context switches of this process's threads so far, voluntary or not: each is a thread that
+// slept and was woken, or was preempted.
+double switches() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_nvcsw + u.ru_nivcsw);
+}
+
 // A rate and what it cost this process, measured over the same span.
 struct Rate {
   double per_second = 0;
   double cpu_us_per_message = 0;
+  double switches_per_1000 = 0;  // context switches per 1,000 messages
 };
 
 // Starts at the first message in hand, stops at the last: binding and the first request's round
@@ -75,15 +84,18 @@ class Span {
   void begin() {
     start_ = Clock::now();
     cpu_start_ = cpu_us();
+    switches_start_ = switches();
   }
   Rate end(int messages) const {
     const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
-    return {messages / seconds, (cpu_us() - cpu_start_) / messages};
+    return {messages / seconds, (cpu_us() - cpu_start_) / messages,
+            (switches() - switches_start_) * 1000.0 / messages};
   }
 
  private:
   Clock::time_point start_;
   double cpu_start_ = 0;
+  double switches_start_ = 0;
 };
 
 struct Connection {
@@ -409,6 +421,11 @@ struct Side {
     for (const auto& r : rounds) v.push_back(r.cpu_us_per_message);
     return median(v);
   }
+  double switches() const {
+    std::vector<double> v;
+    for (const auto& r : rounds) v.push_back(r.switches_per_1000);
+    return median(v);
+  }
 };
 
 // Per-key order against plain work over the same messages, at three key counts, and with a
@@ -639,14 +656,18 @@ int main(int argc, char** argv) {
     const std::string n = std::to_string(r);
     if (only == "natsfleet") {
       const Rate rate = natsfleet_consume(server, messages, "fleet-" + n);
-      std::printf("  round %d: natsfleet %.0f msg/s, client CPU %.2f us/msg\n", r + 1,
-                  rate.per_second, rate.cpu_us_per_message);
+      std::printf(
+          "  round %d: natsfleet %.0f msg/s, client CPU %.2f us/msg, %.0f switches per "
+          "1,000\n",
+          r + 1, rate.per_second, rate.cpu_us_per_message, rate.switches_per_1000);
       continue;
     }
     if (only == "raw") {
       const Rate rate = raw_fetch_loop(server, messages, 256, "raw-" + n);
-      std::printf("  round %d: raw/256 %.0f msg/s, client CPU %.2f us/msg\n", r + 1,
-                  rate.per_second, rate.cpu_us_per_message);
+      std::printf(
+          "  round %d: raw/256 %.0f msg/s, client CPU %.2f us/msg, %.0f switches per "
+          "1,000\n",
+          r + 1, rate.per_second, rate.cpu_us_per_message, rate.switches_per_1000);
       continue;
     }
     raw.rounds.push_back(raw_fetch_loop(server, messages, 256, "raw-" + n));
@@ -658,8 +679,10 @@ int main(int argc, char** argv) {
   }
   if (!only.empty()) return 0;
   for (const Side* side : {&raw, &raw_1000, &fleet})
-    std::printf("%-36s %8.0f msg/s  client CPU %5.2f us/msg\n", side->label, side->rate(),
-                side->cpu());
+    std::printf("%-36s %8.0f msg/s  client CPU %5.2f us/msg  %4.0f switches per 1,000\n",
+                side->label, side->rate(), side->cpu(), side->switches());
+  std::printf("client CPU natsfleet/raw batch 256: %.2f   (target <= 1.0)\n",
+              fleet.cpu() / raw.cpu());
   std::printf("ratio natsfleet/raw: %.2f   (target >= 1.2)\n", fleet.rate() / raw.rate());
   std::printf("ratio natsfleet/raw batch 1000: %.2f   (target >= 1.0)\n",
               fleet.rate() / raw_1000.rate());

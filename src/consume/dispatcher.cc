@@ -175,7 +175,8 @@ void Dispatcher::worker(const std::shared_ptr<State>& state, size_t slot_index) 
     slot.touched = item.touched;
     item.msg.kept_alive = item.touched;
     lock.unlock();
-    state->process(std::move(item.msg), item.probe);  // process() catches handler exceptions
+    // process() catches handler exceptions.
+    state->process(std::move(item.msg), Turn{item.probe, slot.started});
     lock.lock();
     slot.active = false;
     --state->running;

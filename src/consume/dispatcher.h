@@ -27,8 +27,13 @@ namespace natsfleet::consume {
 class Dispatcher {
  public:
   using Clock = std::chrono::steady_clock;
-  // `probe` is true for a message submitted with Placement::probe.
-  using Process = std::function<void(nats::InboundMessage&&, bool probe)>;
+  // A message's turn on a handler thread: `probe` for one submitted with Placement::probe;
+  // `started` when the thread took it (the process callback need not read the clock again).
+  struct Turn {
+    bool probe = false;
+    Clock::time_point started;
+  };
+  using Process = std::function<void(nats::InboundMessage&&, const Turn&)>;
   using Reject = std::function<void(nats::InboundMessage&&)>;
   // What makes two messages "the same" for replacement and for dropping: a key, or empty.
   using Key = std::function<std::string(const nats::InboundMessage&)>;

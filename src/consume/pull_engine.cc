@@ -255,7 +255,7 @@ std::string PullEngine::pull_body(int64_t batch) const {
 }
 
 int64_t PullEngine::next_pull_locked(std::string& reply) {
-  if (!running_ || !pulling_ || stepped_back_ || new_inbox_due_) return 0;
+  if (!running_ || !pulling_ || stepped_back_ || new_inbox_due_ || !flow_.pull_due()) return 0;
   const int64_t want = flow_.next_pull(now());
   if (want > 0) reply = inbox_;
   return want;

@@ -8,10 +8,8 @@ PullWindow::PullWindow(Options options)
     : options_(options), window_(std::max<int64_t>(options.window, 1)), normal_window_(window_) {}
 
 int64_t PullWindow::next_pull(Clock::time_point now) {
-  const int64_t in_hand = requested_ + in_hand_;
-  if (in_hand > window_ / 2) return 0;
-  const int64_t want = window_ - in_hand;
-  if (want <= 0) return 0;
+  if (!pull_due()) return 0;
+  const int64_t want = window_ - (requested_ + in_hand_);
   if (requested_ == 0) last_heard_ = now;  // heartbeats are owed from now on
   // No earlier request can still deliver: this one is the oldest.
   if (requested_ == 0 && now >= forgotten_live_) oldest_live_ = now;

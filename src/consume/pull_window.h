@@ -29,6 +29,10 @@ class PullWindow {
   // How many to ask for now, already counted as requested (0: none). Pipelining: once half the
   // window is free, so the next batch is in flight while the current one is handled.
   int64_t next_pull(Clock::time_point now);
+  // next_pull would ask for something now (it reads no clock).
+  bool pull_due() const {
+    return requested_ + in_hand_ <= window_ / 2 && requested_ + in_hand_ < window_;
+  }
   // A message arrived for an outstanding request; it is in hand until done().
   void delivered(Clock::time_point now);
   void done();

@@ -21,7 +21,9 @@ BroadcastSubscription::BroadcastSubscription(BroadcastSpec spec, BroadcastHandle
       return subject_token(m.subject, token);
     };
   dispatcher_ = std::make_unique<consume::Dispatcher>(
-      std::move(options), [this](nats::InboundMessage&& m, bool) { process(std::move(m)); });
+      std::move(options), [this](nats::InboundMessage&& m, const consume::Dispatcher::Turn&) {
+        process(std::move(m));
+      });
 }
 
 BroadcastSubscription::~BroadcastSubscription() {

@@ -115,7 +115,9 @@ DeliveryPipeline::DeliveryPipeline(const WorkSpec& spec, WorkHandler handler,
       tuner_(spec.batch, spec.concurrency, spec.max_ack_pending, spec.ack_wait),
       gate_(gate_options(spec)),
       dispatcher_(dispatcher_options(spec, clock),
-                  [this](nats::InboundMessage&& m, bool probe) { process(std::move(m), probe); }) {}
+                  [this](nats::InboundMessage&& m, const consume::Dispatcher::Turn& turn) {
+                    process(std::move(m), turn.probe, turn.started);
+                  }) {}
 
 DeliveryPipeline::~DeliveryPipeline() {
   dispatcher_.stop(milliseconds(0), [this](nats::InboundMessage&& m) { give_back(std::move(m)); });
@@ -143,12 +145,13 @@ void DeliveryPipeline::take_all(std::vector<nats::InboundMessage>& batch) {
 
 // --- One message, stage by stage [a handler thread] -------------------------------------------
 
-void DeliveryPipeline::process(nats::InboundMessage&& in, bool probe) {
-  const auto started = clock_.now();
+void DeliveryPipeline::process(nats::InboundMessage&& in, bool probe, Clock::time_point started) {
   if (admit(in, probe, started) == Step::done) return;
   Message message = as_message(in);
   if (screen(message, probe) == Step::done) return;
-  const auto tried = clock_.now();
+  // When the handler was called, for the downstream gate; while it has seen no failure, the
+  // turn's start stands in (earlier, so a success never looks newer than it is).
+  const auto tried = gate_.quiet() ? started : clock_.now();
   Disposition outcome =
       call_work_handler(handler_, message, status_, nak_delay(spec_, message.delivered()));
   const auto now = clock_.now();

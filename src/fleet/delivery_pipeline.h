@@ -108,7 +108,7 @@ class DeliveryPipeline {
   enum class Step { next, done };
 
   // The stages, in order (delivery_pipeline.cc keeps this order).
-  void process(nats::InboundMessage&& in, bool probe);
+  void process(nats::InboundMessage&& in, bool probe, Clock::time_point started);
   Step admit(nats::InboundMessage& in, bool probe, Clock::time_point started);
   Step screen(const Message& message, bool probe);
   void keep_for_retry(const Message& message, bool probe, const Disposition& outcome,

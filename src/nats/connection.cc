@@ -238,9 +238,11 @@ Result<MsgPtr> message_with_headers(const std::string& subject, const std::strin
 // so a late delivery never touches freed memory; `callback` is kept until the slot dies.
 //
 // Messages are copied out as they come and handed over in bursts: while nats.c already has the
-// next message queued, the copy waits in `batch_`. The nats.c messages are destroyed kSpent at a
-// time (or kSpentBytes of payload): each destroy hands a message to nats.c's collector thread,
-// which is woken whenever it sleeps, so one at a time costs a wake-up per message.
+// next message queued, the copy waits in `batch_`. A burst's messages share one receive time,
+// its first's (earlier is the safe side for ack_wait), and nats.c's queue is asked for its
+// length only once the messages it counted last time have come. The nats.c messages are destroyed
+// kSpent at a time (or kSpentBytes of payload): each destroy hands a message to nats.c's collector
+// thread, which is woken whenever it sleeps, so one at a time costs a wake-up per message.
 class Subscription::Slot {
  public:
   explicit Slot(BatchCallback cb) : callback_(std::move(cb)) {
@@ -254,13 +256,17 @@ class Subscription::Slot {
     bool more = false;
     if (active_) {
       guarded("message", [&] {
+        if (batch_.empty()) burst_at_ = std::chrono::steady_clock::now();
         auto& in = batch_.emplace_back();
         copy_message(raw, in);
-        in.received = std::chrono::steady_clock::now();
+        in.received = burst_at_;
         batch_bytes_ += in.data.size();
+        if (queued_behind_ > 0) --queued_behind_;  // this message is one of those counted
         int pending = 0;
+        if (queued_behind_ == 0 && natsSubscription_GetPending(sub, &pending, nullptr) == NATS_OK)
+          queued_behind_ = std::max(pending, 0);
         more = batch_.size() < Connection::kMaxBatch && batch_bytes_ < Connection::kMaxBatchBytes &&
-               natsSubscription_GetPending(sub, &pending, nullptr) == NATS_OK && pending > 0;
+               queued_behind_ > 0;
       });
     } else {
       batch_.clear();
@@ -310,6 +316,8 @@ class Subscription::Slot {
   bool active_ = true;
   std::vector<InboundMessage> batch_;  // copied, not yet handed over
   size_t batch_bytes_ = 0;
+  std::chrono::steady_clock::time_point burst_at_{};  // when the burst in `batch_` began
+  int queued_behind_ = 0;        // messages nats.c had queued behind the last one counted
   std::vector<natsMsg*> spent_;  // copied already; destroyed together
   size_t spent_bytes_ = 0;
   std::atomic<std::thread::id> delivering_thread_{};

@@ -32,7 +32,7 @@ struct Blocker {
   std::vector<bool> probes;
 
   Dispatcher::Process process() {
-    return [this](nats::InboundMessage&& m, bool probe) {
+    return [this](nats::InboundMessage&& m, const Dispatcher::Turn& turn) {
       std::unique_lock lock(mu);
       if (!started) {
         started = true;
@@ -40,7 +40,7 @@ struct Blocker {
         cv.wait(lock, [&] { return released; });
       }
       seen.push_back(m.data);
-      probes.push_back(probe);
+      probes.push_back(turn.probe);
       cv.notify_all();
     };
   }
@@ -150,7 +150,7 @@ TEST(Dispatcher, ThreadsTheSystemRefusesAreAnErrorNotAnAbort) {
   if (!natsfleet::testing::kAddressLimitWorks) GTEST_SKIP() << "not under the sanitizers";
   const int code = natsfleet::testing::run_with_few_threads([] {
     try {
-      Dispatcher d({.concurrency = 1024}, [](nats::InboundMessage&&, bool) {});
+      Dispatcher d({.concurrency = 1024}, [](nats::InboundMessage&&, const Dispatcher::Turn&) {});
       return 1;  // all 1024 started: the limit did not bite
     } catch (const std::system_error& e) {
       const std::string what = e.what();
@@ -172,9 +172,9 @@ TEST(Dispatcher, KeepAliveCoversWaitingAndRunningMessagesUpToTheLimit) {
   std::vector<Dispatcher::Clock::time_point> kept_alive;
   Blocker b;
   auto process = b.process();
-  Dispatcher d(Dispatcher::Options{}, [&](nats::InboundMessage&& m, bool probe) {
+  Dispatcher d(Dispatcher::Options{}, [&](nats::InboundMessage&& m, const Dispatcher::Turn& turn) {
     kept_alive.push_back(m.kept_alive);
-    process(std::move(m), probe);
+    process(std::move(m), turn);
   });
   (void)d.submit(msg("s", "first"));
   b.wait_started();
