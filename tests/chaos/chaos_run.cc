@@ -491,7 +491,7 @@ int run_chaos(const RunOptions& o) {
   testing::NatsClusterOptions cluster_options;
   cluster_options.size = 3;
   cluster_options.no_advertise = true;
-  if (o.keys > 0) cluster_options.extra_config = "mappings { " + plan_of(o).mapping_line() + " }\n";
+  if (o.keys > 0) cluster_options.extra_config = plan_of(o).mappings_block();
   cluster_options.route_via = [&](int from, int to, int route_port) {
     auto& proxy = routes[{from, to}];
     proxy = std::make_unique<TcpProxy>(route_port);

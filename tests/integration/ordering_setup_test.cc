@@ -23,13 +23,9 @@ using testing::BrokerClient;
 using testing::NatsServer;
 using testing::wait_for;
 
-std::string mapping_config(const fleet::PartitionPlan& plan) {
-  return "mappings { " + plan.mapping_line() + " }\n";
-}
-
 TEST(PartitionMapping, TheBrokerPartitionsAsThePlanSays) {
   auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
-  NatsServer server({.extra_config = mapping_config(plan)});
+  NatsServer server({.extra_config = plan.mappings_block()});
   BrokerClient admin(server.url());
   admin.create_stream("ORDERS", {plan.stored_subjects()});
   for (int k = 0; k < 200; ++k) {
@@ -43,7 +39,7 @@ TEST(PartitionMapping, TheBrokerPartitionsAsThePlanSays) {
 
 TEST(PartitionMapping, TheProbeFindsTheMappingAndStoresNothing) {
   auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
-  NatsServer server({.extra_config = mapping_config(plan)});
+  NatsServer server({.extra_config = plan.mappings_block()});
   BrokerClient admin(server.url());
   admin.create_stream("ORDERS", {plan.stored_subjects()});
   auto probed = fleet::probe_partition_mapping(admin.connection(), plan, 5s);
@@ -64,7 +60,7 @@ TEST(PartitionMapping, TheProbeNamesAMissingOrDifferentMapping) {
     EXPECT_EQ(probed.error().message, "the broker has no subject mapping for orders.*");
   }
   auto eight = fleet::PartitionPlan::make("orders.*", 2, 8).value();
-  NatsServer other({.extra_config = mapping_config(eight)});
+  NatsServer other({.extra_config = eight.mappings_block()});
   BrokerClient admin(other.url());
   auto probed = fleet::probe_partition_mapping(admin.connection(), plan, 5s);
   ASSERT_FALSE(probed);
@@ -128,7 +124,7 @@ TEST(OrderedWorkAudit, NamesAMissingMappingAndStream) {
 
 TEST(OrderedWorkAudit, FindsNothingWrongWithARunningOrderedWork) {
   auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
-  NatsServer server({.extra_config = mapping_config(plan)});
+  NatsServer server({.extra_config = plan.mappings_block()});
   BrokerClient admin(server.url());
   admin.create_stream("ORDERS", {plan.stored_subjects()});
   Fleet fleet(testing::fast_options({server.url()}, "ordered"));

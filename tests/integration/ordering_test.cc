@@ -44,10 +44,6 @@ using testing::BrokerClient;
 using testing::NatsServer;
 using testing::wait_for;
 
-std::string mapping_config(const fleet::PartitionPlan& plan) {
-  return "mappings { " + plan.mapping_line() + " }\n";
-}
-
 // One handled message as a replica process wrote it:
 // "<monotonic ns> <stream seq> <key>:<n> [<partition> <epoch>]".
 struct Handled {
@@ -116,7 +112,7 @@ std::map<std::string, int> downstream_state(const std::vector<Handled>& arrivals
 
 TEST(OrderedWork, KeysStayInOrderThroughAKilledReplicaAndAJoiningOne) {
   auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
-  NatsServer server({.extra_config = mapping_config(plan)});
+  NatsServer server({.extra_config = plan.mappings_block()});
   BrokerClient admin(server.url());
   admin.create_stream("ORDERS", {plan.stored_subjects()});
   std::vector<std::string> files;
@@ -267,7 +263,7 @@ std::set<std::string> distinct(const std::vector<OrderedFleet::Seen>& seen) {
 
 struct OrderedBroker {
   fleet::PartitionPlan plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
-  NatsServer server{{.extra_config = mapping_config(plan)}};
+  NatsServer server{{.extra_config = plan.mappings_block()}};
   BrokerClient admin{server.url()};
   OrderedBroker() { admin.create_stream("ORDERS", {plan.stored_subjects()}); }
 };
@@ -372,7 +368,7 @@ class OrderedRetention : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OrderedRetention, EveryMessageOnceInOrderAndTheStreamLetsGoOfWhatIsDone) {
   auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
-  NatsServer server({.extra_config = mapping_config(plan)});
+  NatsServer server({.extra_config = plan.mappings_block()});
   BrokerClient admin(server.url());
   auto made = admin.api().call("STREAM.CREATE.ORDERS", {{"name", "ORDERS"},
                                                         {"subjects", {plan.stored_subjects()}},
@@ -423,7 +419,7 @@ TEST(OrderedWork, AReaderWhoseConsumerIsDeletedReadsAgainLosingAndReorderingNoth
 // from the stream meanwhile, so every key goes on, in order.
 TEST(OrderedWork, APartitionWhoseConsumerCannotBeMadeIsReadByGetsMeanwhile) {
   const auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
-  NatsServer server({.extra_config = mapping_config(plan)});
+  NatsServer server({.extra_config = plan.mappings_block()});
   BrokerClient admin(server.url());
   auto created = admin.connection().request(
       "$JS.API.STREAM.CREATE.ORDERS",
@@ -448,7 +444,7 @@ TEST(OrderedWork, APartitionWhoseConsumerCannotBeMadeIsReadByGetsMeanwhile) {
 // one, so every key goes on, in order.
 TEST(OrderedWork, AReaderWhoseConsumersServerIsDownReadsOnThroughANewOne) {
   const auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
-  testing::NatsCluster cluster({.size = 3, .extra_config = mapping_config(plan)});
+  testing::NatsCluster cluster({.size = 3, .extra_config = plan.mappings_block()});
   BrokerClient admin(cluster.urls());
   admin.create_stream("ORDERS", {plan.stored_subjects()}, /*replicas=*/3);
   OrderedFleet f(cluster.urls());

@@ -35,6 +35,8 @@ class PartitionPlan {
   const std::string& destination() const { return destination_; }
   // The mapping as a line of nats-server configuration: "<source>": "<destination>".
   std::string mapping_line() const;
+  // The mapping as a block of nats-server configuration for the default account.
+  std::string mappings_block() const { return "mappings { " + mapping_line() + " }\n"; }
   // What a stream must hold: the mapped subjects, every partition.
   const std::string& stored_subjects() const { return stored_; }
   // The filter subject of partition p.
