@@ -431,6 +431,33 @@ bool WorkerSink::read_answers(Worker& worker) {
   }
 }
 
+void WorkerSink::note_stable_locked(Clock::time_point now) {
+  if (!worker_ || now - worker_->started < options_.stable_after) return;
+  quick_deaths_ = 0;
+  if (crash_looping_)
+    base::log_event(*spdlog::default_logger(), spdlog::level::info,
+                    {{"event", "worker-stable"}, {"program", options_.command.front()}},
+                    "worker sink: {} is stable again", options_.command.front());
+  crash_looping_ = false;
+  deaths_.clear();
+}
+
+bool WorkerSink::wait_for_worker(std::unique_lock<std::mutex>& lock,
+                                 const std::shared_ptr<Worker>& worker, Clock::time_point now,
+                                 Clock::time_point next) {
+  lock.unlock();
+  pollfd fds[2] = {{wake_fd_.get(), POLLIN, 0}, {worker ? worker->out_fd.get() : -1, POLLIN, 0}};
+  const int ready = ::poll(fds, 2, poll_timeout_ms(next - now));
+  if (ready > 0 && (fds[0].revents & POLLIN)) {
+    uint64_t count = 0;
+    [[maybe_unused]] auto n = ::read(wake_fd_.get(), &count, sizeof count);
+  }
+  bool open = true;
+  if (ready > 0 && worker && fds[1].revents != 0) open = read_answers(*worker);
+  lock.lock();
+  return open;
+}
+
 void WorkerSink::supervise() {
   std::unique_lock lock(mu_);
   Clock::time_point stop_deadline{};
@@ -465,15 +492,7 @@ void WorkerSink::supervise() {
         if (worker_ == dead) retire_worker(lock, "worker exited", now, {});
         continue;
       }
-      if (worker_ && now - worker_->started >= options_.stable_after) {
-        quick_deaths_ = 0;
-        if (crash_looping_)
-          base::log_event(*spdlog::default_logger(), spdlog::level::info,
-                          {{"event", "worker-stable"}, {"program", options_.command.front()}},
-                          "worker sink: {} is stable again", options_.command.front());
-        crash_looping_ = false;
-        deaths_.clear();
-      }
+      note_stable_locked(now);
       expire_deliveries(lock, now);
       now = Clock::now();
     }
@@ -484,18 +503,7 @@ void WorkerSink::supervise() {
     for (const auto& [id, entry] : in_flight_)
       if (!entry->result) next = std::min(next, entry->deadline);
     auto worker = worker_;
-    lock.unlock();
-
-    pollfd fds[2] = {{wake_fd_.get(), POLLIN, 0}, {worker ? worker->out_fd.get() : -1, POLLIN, 0}};
-    const int ready = ::poll(fds, 2, poll_timeout_ms(next - now));
-    if (ready > 0 && (fds[0].revents & POLLIN)) {
-      uint64_t count = 0;
-      [[maybe_unused]] auto n = ::read(wake_fd_.get(), &count, sizeof count);
-    }
-    bool open = true;
-    if (ready > 0 && worker && fds[1].revents != 0) open = read_answers(*worker);
-
-    lock.lock();
+    const bool open = wait_for_worker(lock, worker, now, next);
     if (!open && worker_ == worker) {
       if (stopping_) {
         retire_worker(lock, "worker sink stopped", stop_deadline, options_.term_grace);

@@ -58,6 +58,12 @@ class WorkerSink : public Sink {
   void supervise();
   void spawn_locked(Clock::time_point now);
   void note_death_locked(Clock::time_point started, Clock::time_point now);
+  // A worker that has run stable_after is no longer crash looping.
+  void note_stable_locked(Clock::time_point now);
+  // Waits (unlocked) until `next`, a wake-up or output from `worker`, and reads that output;
+  // false once the worker's stdout is closed.
+  bool wait_for_worker(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Worker>& worker,
+                       Clock::time_point now, Clock::time_point next);
   // Drains the worker's stdout; false once it is closed.
   bool read_answers(Worker& worker);
   void handle_line(std::string_view line);
