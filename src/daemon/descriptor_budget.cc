@@ -27,6 +27,59 @@ std::uint64_t sink_needs(const sinks::SinkConfig& sink, int concurrency) {
   return 0;
 }
 
+// The websocket gateways, each with the max_sessions configured (computed: none configured).
+std::vector<DescriptorBudget::Gateway> gateways_of(const config::DaemonConfig& config) {
+  std::vector<DescriptorBudget::Gateway> gateways;
+  for (const auto& bc : config.broadcast) {
+    const auto* websocket = std::get_if<sinks::WebSocketSinkOptions>(&bc.sink);
+    if (!websocket) continue;
+    DescriptorBudget::Gateway g;
+    g.subscription = bc.spec.name;
+    g.computed = websocket->max_sessions == 0;
+    if (!g.computed) g.max_sessions = websocket->max_sessions;
+    gateways.push_back(g);
+  }
+  return gateways;
+}
+
+// Shares `left` descriptors among `gateways`: HTTP connections for each, then sessions, the
+// configured ones first (marked over_limit past what is left), the rest in equal parts to the
+// computed ones (`starved` when that is none). Returns the HTTP connections per gateway.
+std::size_t share(std::vector<DescriptorBudget::Gateway>& gateways, std::uint64_t left,
+                  bool& starved) {
+  std::size_t computed = 0;
+  std::uint64_t explicit_sessions = 0;
+  for (const auto& g : gateways) {
+    if (g.computed)
+      ++computed;
+    else
+      explicit_sessions += g.max_sessions;
+  }
+  const std::uint64_t n = gateways.size();
+  // An eighth of what is left goes to connections not upgraded (yet): pages and upgrades being
+  // read. Idle ones are evicted when a new one needs room, so this need not be large.
+  const std::size_t http = static_cast<std::size_t>(
+      std::clamp<std::uint64_t>(left / (8 * n), kMinHttpConnections, kMaxHttpConnections));
+  const std::uint64_t gateway_own = n * (kGatewayOwn + http);
+  const std::uint64_t for_sessions = left > gateway_own ? left - gateway_own : 0;
+  const std::uint64_t for_computed =
+      for_sessions > explicit_sessions
+          ? (for_sessions - explicit_sessions) / std::max<std::size_t>(computed, 1)
+          : 0;
+  std::uint64_t explicit_left = for_sessions;
+  for (auto& g : gateways) {
+    g.http_connections = http;
+    if (g.computed) {
+      g.max_sessions = static_cast<std::size_t>(for_computed);
+      if (g.max_sessions == 0) starved = true;
+    } else {
+      g.over_limit = g.max_sessions > explicit_left;
+      explicit_left = explicit_left > g.max_sessions ? explicit_left - g.max_sessions : 0;
+    }
+  }
+  return http;
+}
+
 }  // namespace
 
 std::uint64_t descriptor_limit() {
@@ -48,47 +101,10 @@ DescriptorBudget plan_descriptors(std::uint64_t limit, const config::DaemonConfi
   const std::uint64_t spare = std::max<std::uint64_t>(32, limit / 16);
   budget.reserved = kBaseDescriptors + embedded + health + sinks + spare;
 
-  std::size_t computed = 0;
-  std::uint64_t explicit_sessions = 0;
-  for (const auto& bc : config.broadcast) {
-    const auto* websocket = std::get_if<sinks::WebSocketSinkOptions>(&bc.sink);
-    if (!websocket) continue;
-    DescriptorBudget::Gateway g;
-    g.subscription = bc.spec.name;
-    g.computed = websocket->max_sessions == 0;
-    if (g.computed) {
-      ++computed;
-    } else {
-      g.max_sessions = websocket->max_sessions;
-      explicit_sessions += g.max_sessions;
-    }
-    budget.gateways.push_back(g);
-  }
+  budget.gateways = gateways_of(config);
   if (budget.gateways.empty()) return budget;
-
   const std::uint64_t left = limit > budget.reserved ? limit - budget.reserved : 0;
-  const std::uint64_t n = budget.gateways.size();
-  // An eighth of what is left goes to connections not upgraded (yet): pages and upgrades being
-  // read. Idle ones are evicted when a new one needs room, so this need not be large.
-  const std::size_t http = static_cast<std::size_t>(
-      std::clamp<std::uint64_t>(left / (8 * n), kMinHttpConnections, kMaxHttpConnections));
-  const std::uint64_t gateway_own = n * (kGatewayOwn + http);
-  std::uint64_t for_sessions = left > gateway_own ? left - gateway_own : 0;
-  const std::uint64_t for_computed =
-      for_sessions > explicit_sessions
-          ? (for_sessions - explicit_sessions) / std::max<std::size_t>(computed, 1)
-          : 0;
-  std::uint64_t explicit_left = for_sessions;
-  for (auto& g : budget.gateways) {
-    g.http_connections = http;
-    if (g.computed) {
-      g.max_sessions = static_cast<std::size_t>(for_computed);
-      if (g.max_sessions == 0) budget.starved = true;
-    } else {
-      g.over_limit = g.max_sessions > explicit_left;
-      explicit_left = explicit_left > g.max_sessions ? explicit_left - g.max_sessions : 0;
-    }
-  }
+  const std::size_t http = share(budget.gateways, left, budget.starved);
 
   std::string sessions;
   for (const auto& g : budget.gateways) {
