@@ -117,13 +117,9 @@ Result<void> filter_valid(const WorkSpec& spec) {
   return {};
 }
 
-Result<void> work_valid(const WorkSpec& spec) {
+// How many messages a work takes at once and how often each may be delivered.
+Result<void> work_flow_valid(const WorkSpec& spec) {
   using L = Limits;
-  using std::chrono::milliseconds;
-  if (auto bad = name_valid(spec.name); !bad) return bad;
-  if (auto bad = filter_valid(spec); !bad) return bad;
-  if (!spec.stream.empty())
-    if (auto bad = name_valid(spec.stream); !bad) return invalid("stream " + bad.error().message);
   if (spec.concurrency < 1) return invalid("concurrency must be at least 1");
   if (auto bad = in_range("concurrency", spec.concurrency, 1, L::kMaxConcurrency); !bad) return bad;
   if (spec.max_ack_pending < 1) return invalid("max_ack_pending must be at least 1");
@@ -136,6 +132,14 @@ Result<void> work_valid(const WorkSpec& spec) {
   if (spec.max_deliver > L::kMaxDeliver)
     return invalid("max_deliver must be -1 (unlimited) or between 1 and " +
                    std::to_string(L::kMaxDeliver) + ", got " + std::to_string(spec.max_deliver));
+  if (spec.batch < 0) return invalid("batch cannot be negative");
+  return in_range("batch", spec.batch, 0, L::kMaxBatch);
+}
+
+// A work's timings: ack_wait, heartbeat, keep-alive, pull expiry, nak and retry backoffs.
+Result<void> work_timing_valid(const WorkSpec& spec) {
+  using L = Limits;
+  using std::chrono::milliseconds;
   if (auto bad = in_range("ack_wait", spec.ack_wait, L::kMinAckWait, L::kMaxAckWait); !bad)
     return bad;
   if (auto bad = in_range("heartbeat", spec.heartbeat, L::kMinHeartbeat, L::kMaxHeartbeat); !bad)
@@ -144,8 +148,6 @@ Result<void> work_valid(const WorkSpec& spec) {
           in_range("keep_alive_limit", spec.keep_alive_limit, milliseconds(0), L::kMaxBackoff);
       !bad)
     return bad;
-  if (spec.batch < 0) return invalid("batch cannot be negative");
-  if (auto bad = in_range("batch", spec.batch, 0, L::kMaxBatch); !bad) return bad;
   if (auto bad =
           in_range("pull_expires", spec.pull_expires, L::kMinPullExpires, L::kMaxPullExpires);
       !bad)
@@ -164,27 +166,46 @@ Result<void> work_valid(const WorkSpec& spec) {
   if (auto bad = in_range("retry_max", spec.retry_max, milliseconds(1), L::kMaxBackoff); !bad)
     return bad;
   if (spec.retry_max < spec.retry_min) return invalid("retry_max is below retry_min");
-  if (spec.ordering == Ordering::per_key) {
-    const auto& subject = spec.subjects.empty() ? spec.subject : spec.subjects.front();
-    if (auto plan = fleet::PartitionPlan::make(subject, spec.key_token, spec.partitions); !plan)
-      return invalid(plan.error().message);
-    if (spec.shape != WorkShape::pull) return invalid("ordering = per-key needs the pull shape");
-    if (auto bad = in_range("lease", spec.lease, L::kMinLease, L::kMaxLease); !bad) return bad;
-  } else if (spec.key_token != 0) {
-    return invalid("key_token applies to ordering = per-key only");
-  }
-  if (!spec.dead_letter.empty()) {
-    if (auto bad = subject_valid(spec.dead_letter, /*allow_wildcards=*/false); !bad)
-      return invalid("dead_letter " + bad.error().message +
-                     ": it is where messages are published, so it has no wildcards");
-    // Its own dead letters would come back to the work that gave up on them, for ever.
-    for (const auto& subject : spec.subjects.empty() ? std::vector{spec.subject} : spec.subjects)
-      if (matches(subject, spec.dead_letter))
-        return invalid("dead_letter '" + spec.dead_letter +
-                       "' is matched by the work's own subject '" + subject +
-                       "': its dead letters would be consumed again");
-  }
   return {};
+}
+
+// Per-key order's plan, shape and lease; key_token only with it.
+Result<void> work_ordering_valid(const WorkSpec& spec) {
+  if (spec.ordering != Ordering::per_key) {
+    if (spec.key_token != 0) return invalid("key_token applies to ordering = per-key only");
+    return {};
+  }
+  const auto& subject = spec.subjects.empty() ? spec.subject : spec.subjects.front();
+  if (auto plan = fleet::PartitionPlan::make(subject, spec.key_token, spec.partitions); !plan)
+    return invalid(plan.error().message);
+  if (spec.shape != WorkShape::pull) return invalid("ordering = per-key needs the pull shape");
+  return in_range("lease", spec.lease, Limits::kMinLease, Limits::kMaxLease);
+}
+
+// A dead-letter subject is published to (no wildcards) and not consumed by the work itself.
+Result<void> dead_letter_valid(const WorkSpec& spec) {
+  if (spec.dead_letter.empty()) return {};
+  if (auto bad = subject_valid(spec.dead_letter, /*allow_wildcards=*/false); !bad)
+    return invalid("dead_letter " + bad.error().message +
+                   ": it is where messages are published, so it has no wildcards");
+  // Its own dead letters would come back to the work that gave up on them, for ever.
+  for (const auto& subject : spec.subjects.empty() ? std::vector{spec.subject} : spec.subjects)
+    if (matches(subject, spec.dead_letter))
+      return invalid("dead_letter '" + spec.dead_letter +
+                     "' is matched by the work's own subject '" + subject +
+                     "': its dead letters would be consumed again");
+  return {};
+}
+
+Result<void> work_valid(const WorkSpec& spec) {
+  if (auto bad = name_valid(spec.name); !bad) return bad;
+  if (auto bad = filter_valid(spec); !bad) return bad;
+  if (!spec.stream.empty())
+    if (auto bad = name_valid(spec.stream); !bad) return invalid("stream " + bad.error().message);
+  if (auto bad = work_flow_valid(spec); !bad) return bad;
+  if (auto bad = work_timing_valid(spec); !bad) return bad;
+  if (auto bad = work_ordering_valid(spec); !bad) return bad;
+  return dead_letter_valid(spec);
 }
 
 Result<void> broadcast_valid(const BroadcastSpec& spec) {

@@ -189,6 +189,32 @@ Result<void> set_auth(natsOptions* o, Connection::Shared& shared) {
   return {};
 }
 
+// The credentials file and the user and password, token or NKey the options name.
+Result<void> set_credentials(natsOptions* o, Connection::Shared& shared) {
+  const std::string& file = shared.options.credentials_file;
+  if (!file.empty())
+    if (auto r = check(natsOptions_SetUserCredentialsFromFiles(o, file.c_str(), nullptr),
+                       "credentials file");
+        !r)
+      return r;
+  return set_auth(o, shared);
+}
+
+// TLS, when the options name a CA or a client certificate.
+Result<void> set_tls(natsOptions* o, const ConnectOptions& options) {
+  if (options.tls_ca.empty() && options.tls_cert.empty()) return {};
+  if (auto r = check(natsOptions_SetSecure(o, true), "tls"); !r) return r;
+  if (!options.tls_ca.empty())
+    if (auto r = check(natsOptions_LoadCATrustedCertificates(o, options.tls_ca.c_str()), "tls ca");
+        !r)
+      return r;
+  if (!options.tls_cert.empty())
+    return check(
+        natsOptions_LoadCertificatesChain(o, options.tls_cert.c_str(), options.tls_key.c_str()),
+        "tls cert/key");
+  return {};
+}
+
 void copy_message(natsMsg* msg, InboundMessage& out) {
   out.subject = natsMsg_GetSubject(msg);
   if (const char* reply = natsMsg_GetReply(msg)) out.reply = reply;
@@ -374,26 +400,8 @@ Result<std::unique_ptr<Connection>> Connection::open(const ConnectOptions& optio
   };
   for (const auto& step : steps)
     if (auto r = check(step.status, step.what); !r) return r.error();
-  if (!options.credentials_file.empty()) {
-    auto r =
-        check(natsOptions_SetUserCredentialsFromFiles(o, options.credentials_file.c_str(), nullptr),
-              "credentials file");
-    if (!r) return r.error();
-  }
-  if (auto r = set_auth(o, *shared); !r) return r.error();
-  if (!options.tls_ca.empty() || !options.tls_cert.empty()) {
-    if (auto r = check(natsOptions_SetSecure(o, true), "tls"); !r) return r.error();
-    if (!options.tls_ca.empty()) {
-      auto r = check(natsOptions_LoadCATrustedCertificates(o, options.tls_ca.c_str()), "tls ca");
-      if (!r) return r.error();
-    }
-    if (!options.tls_cert.empty()) {
-      auto r = check(
-          natsOptions_LoadCertificatesChain(o, options.tls_cert.c_str(), options.tls_key.c_str()),
-          "tls cert/key");
-      if (!r) return r.error();
-    }
-  }
+  if (auto r = set_credentials(o, *shared); !r) return r.error();
+  if (auto r = set_tls(o, options); !r) return r.error();
 
   natsConnection* nc = nullptr;
   natsStatus s = natsConnection_Connect(&nc, o);

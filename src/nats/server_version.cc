@@ -91,26 +91,13 @@ std::optional<HostPort> server_address(std::string_view url) {
   return out;
 }
 
-Result<ServerVersion> read_server_version(const std::string& url,
-                                          std::chrono::milliseconds timeout) {
-  const auto address = server_address(url);
-  if (!address)
-    return Error{make_error_code(Errc::invalid_argument), "not a nats:// or tls:// server address"};
-  // Named by host and port only: the URL may carry a user's password.
-  const std::string where = address->host + ":" + address->port;
-  const auto deadline = Clock::now() + timeout;
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (int rc = ::getaddrinfo(address->host.c_str(), address->port.c_str(), &hints, &found); rc != 0)
-    return Error{make_error_code(Errc::invalid_argument),
-                 "resolving " + address->host + ": " + ::gai_strerror(rc)};
-  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> addresses(found, &::freeaddrinfo);
+namespace {
 
-  Socket sock;
+// Connects `sock` to the first of `addresses` that answers by `deadline`.
+Result<void> connect_first(const addrinfo* addresses, Clock::time_point deadline,
+                           const std::string& where, Socket& sock) {
   int last_errno = ECONNREFUSED;
-  for (addrinfo* a = found; a != nullptr && sock.fd < 0; a = a->ai_next) {
+  for (const addrinfo* a = addresses; a != nullptr && sock.fd < 0; a = a->ai_next) {
     Socket attempt{::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
     if (attempt.fd < 0) {
       last_errno = errno;
@@ -134,12 +121,14 @@ Result<ServerVersion> read_server_version(const std::string& url,
     }
     std::swap(sock.fd, attempt.fd);
   }
-  if (sock.fd < 0) {
-    if (last_errno == ETIMEDOUT)
-      return Error{make_error_code(Errc::timeout), "connecting to " + where + " timed out"};
-    return socket_error(last_errno, "connecting to " + where);
-  }
+  if (sock.fd >= 0) return {};
+  if (last_errno == ETIMEDOUT)
+    return Error{make_error_code(Errc::timeout), "connecting to " + where + " timed out"};
+  return socket_error(last_errno, "connecting to " + where);
+}
 
+// The server's first line (its INFO), without the CRLF, read by `deadline`.
+Result<std::string> read_first_line(int fd, Clock::time_point deadline, const std::string& where) {
   // The INFO line is small (a few hundred bytes; a cluster's connect_urls make it longer).
   constexpr size_t kLongestInfo = 64 * 1024;
   std::string line;
@@ -147,10 +136,10 @@ Result<ServerVersion> read_server_version(const std::string& url,
   while (line.find("\r\n") == std::string::npos) {
     if (line.size() > kLongestInfo)
       return Error{make_error_code(Errc::protocol), where + " sent no INFO line"};
-    pollfd p{sock.fd, POLLIN, 0};
+    pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, remaining_ms(deadline)) != 1)
       return Error{make_error_code(Errc::timeout), where + " sent no INFO line in time"};
-    const ssize_t n = ::recv(sock.fd, buffer, sizeof buffer, 0);
+    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
     if (n == 0) return Error{make_error_code(Errc::protocol), where + " closed before INFO"};
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
@@ -159,7 +148,33 @@ Result<ServerVersion> read_server_version(const std::string& url,
     line.append(buffer, static_cast<size_t>(n));
   }
   line.resize(line.find("\r\n"));
-  auto version = parse_info_version(line);
+  return line;
+}
+
+}  // namespace
+
+Result<ServerVersion> read_server_version(const std::string& url,
+                                          std::chrono::milliseconds timeout) {
+  const auto address = server_address(url);
+  if (!address)
+    return Error{make_error_code(Errc::invalid_argument), "not a nats:// or tls:// server address"};
+  // Named by host and port only: the URL may carry a user's password.
+  const std::string where = address->host + ":" + address->port;
+  const auto deadline = Clock::now() + timeout;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(address->host.c_str(), address->port.c_str(), &hints, &found); rc != 0)
+    return Error{make_error_code(Errc::invalid_argument),
+                 "resolving " + address->host + ": " + ::gai_strerror(rc)};
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> addresses(found, &::freeaddrinfo);
+  Socket sock;
+  if (auto connected = connect_first(found, deadline, where, sock); !connected)
+    return connected.error();
+  auto line = read_first_line(sock.fd, deadline, where);
+  if (!line) return line.error();
+  auto version = parse_info_version(line.value());
   if (!version)
     return Error{make_error_code(Errc::protocol), where + " sent no version in its INFO line"};
   return *version;
