@@ -10,6 +10,8 @@ Dispatcher::Dispatcher(Options options, Process process)
     : options_(std::move(options)), state_(std::make_shared<State>()) {
   state_->process = std::move(process);
   state_->clock = options_.clock;
+  state_->feed = options_.feed;
+  state_->feed_wait = options_.feed_wait;
   const int wanted = std::max(options_.concurrency, 1);
   state_->slots.resize(static_cast<size_t>(wanted));
   try {
@@ -160,12 +162,16 @@ Dispatcher::KeepAlive Dispatcher::keep_alive(Clock::time_point now, Clock::durat
 void Dispatcher::worker(const std::shared_ptr<State>& state, size_t slot_index) {
   std::unique_lock lock(state->mu);
   for (;;) {
-    ++state->waiting;
-    state->work_ready.wait(lock, [&] { return state->stopping || !state->queue.empty(); });
-    --state->waiting;
     if (state->stopping) break;
+    if (state->queue.empty()) {
+      feed_or_wait(*state, lock);
+      continue;
+    }
     Item item = state->queue.pop_front();
     ++state->running;
+    // Someone idle reads the intake while this thread handles.
+    if (state->feed && state->queue.empty() && state->waiting > 0 && !state->reading)
+      state->work_ready.notify_one();
     // Its wait so far counts against ack_wait: it stays due when its last ack was.
     auto& slot = state->slots[slot_index];
     slot.active = true;
@@ -182,6 +188,32 @@ void Dispatcher::worker(const std::shared_ptr<State>& state, size_t slot_index) 
     --state->running;
     state->idle.notify_all();
   }
+}
+
+void Dispatcher::feed_or_wait(State& state, std::unique_lock<std::mutex>& lock) {
+  auto work_or_stop = [&] { return state.stopping || !state.queue.empty(); };
+  if (!state.feed || state.reading) {
+    ++state.waiting;
+    state.work_ready.wait(lock, [&] { return work_or_stop() || (state.feed && !state.reading); });
+    --state.waiting;
+    return;
+  }
+  state.reading = true;
+  lock.unlock();
+  bool fed = false;
+  try {
+    fed = state.feed(state.feed_wait);
+  } catch (...) {
+    // A read that failed (out of memory copying a message) is tried again after a pause.
+  }
+  lock.lock();
+  if (!fed && !work_or_stop()) {
+    // Still the reader while it pauses: the others wait for work, not to poll too.
+    ++state.waiting;
+    state.work_ready.wait_for(lock, state.feed_wait, work_or_stop);
+    --state.waiting;
+  }
+  state.reading = false;
 }
 
 bool Dispatcher::stop(std::chrono::milliseconds deadline, const Reject& reject) {

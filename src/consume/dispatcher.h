@@ -47,6 +47,14 @@ class Dispatcher {
     Key key;
     // The time source for arrival and start stamps (tests pass a base::ManualClock).
     const base::Clock* clock = &base::Clock::steady();
+    // Reads the intake into this dispatcher (submit/submit_all), waiting up to `wait` for a
+    // first message: called by one handler thread at a time, and only when none waits here, so
+    // a thread that reads a message usually runs it too. false: nothing to read from now (the
+    // thread then waits for work up to feed_wait). Without it, the intake submits.
+    std::function<bool(std::chrono::milliseconds wait)> feed;
+    // How long a read waits, and so how late a message submitted meanwhile (a probe, a message
+    // handed back) can start.
+    std::chrono::milliseconds feed_wait{100};
   };
 
   enum class Placement {
@@ -121,12 +129,17 @@ class Dispatcher {
     base::RingQueue<Item> queue;
     std::vector<Running> slots;  // one per handler thread
     int running = 0;
-    int waiting = 0;  // idle workers: a submit wakes one only when someone waits
+    int waiting = 0;       // idle workers: a submit wakes one only when someone waits
+    bool reading = false;  // a worker is in Options::feed
     bool stopping = false;
     Process process;
     const base::Clock* clock = nullptr;
+    std::function<bool(std::chrono::milliseconds)> feed;  // Options::feed
+    std::chrono::milliseconds feed_wait{0};
   };
   static void worker(const std::shared_ptr<State>& state, size_t slot);
+  // A worker with nothing queued reads the intake (or, when another does, waits for work).
+  static void feed_or_wait(State& state, std::unique_lock<std::mutex>& lock);
 
   const Options options_;
   std::shared_ptr<State> state_;

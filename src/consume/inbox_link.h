@@ -3,8 +3,10 @@
 // script it to play the broker.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "nats/connection.h"
 #include "natsfleet/error.h"
@@ -13,17 +15,22 @@ namespace natsfleet::consume {
 
 class InboxLink {
  public:
-  // Interest in one inbox: destroying it unsubscribes, after which the callback is never called.
+  // Interest in one inbox, read by its owner: destroying it unsubscribes (no read may be under
+  // way then).
   class Listening {
    public:
     virtual ~Listening() = default;
+    // Appends what reached the inbox, in arrival order, waiting up to `wait` for the first when
+    // nothing waits (see nats::PolledSubscription::read). false once closed.
+    virtual bool read(std::vector<nats::InboundMessage>& out, std::chrono::milliseconds wait) = 0;
+    // Removes interest; a read waiting in another thread returns.
+    virtual void close() = 0;
   };
   virtual ~InboxLink() = default;
   // A subject no one else listens on.
   virtual std::string new_inbox() = 0;
-  // Calls `callback` with each burst of messages that reaches `inbox`, in arrival order.
-  virtual Result<std::unique_ptr<Listening>> listen(const std::string& inbox,
-                                                    nats::BatchCallback callback) = 0;
+  // Listens on `inbox`; what reaches it waits until read.
+  virtual Result<std::unique_ptr<Listening>> listen(const std::string& inbox) = 0;
   // Whether a publish now would reach the broker (not merely be buffered for a reconnect).
   virtual bool connected() const = 0;
   // Sends `body` to `subject`, its answers to `reply`. An error: not sent.
@@ -36,8 +43,7 @@ class ConnectionInboxLink final : public InboxLink {
  public:
   explicit ConnectionInboxLink(nats::Connection& connection) : connection_(connection) {}
   std::string new_inbox() override { return connection_.new_inbox(); }
-  Result<std::unique_ptr<Listening>> listen(const std::string& inbox,
-                                            nats::BatchCallback callback) override;
+  Result<std::unique_ptr<Listening>> listen(const std::string& inbox) override;
   bool connected() const override { return connection_.connected(); }
   Result<void> publish(const std::string& subject, const std::string& body,
                        const std::string& reply) override {

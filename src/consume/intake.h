@@ -1,8 +1,9 @@
 // How messages of a work consumer reach this replica: pulled (PullEngine) or pushed to a deliver
 // group (QueueIntake). The supervisor drives either through this one interface.
 //
-// Thread use: deliveries arrive on nats.c's threads; message_done() from handler threads; the
-// rest from the owner's supervisor thread.
+// Thread use: deliveries arrive on nats.c's threads (a push intake) or the thread that reads
+// (read(), drain()); message_done() from handler threads; the rest from the owner's supervisor
+// thread.
 #pragma once
 
 #include <chrono>
@@ -28,6 +29,13 @@ class Intake {
   virtual void restart_pulls() = 0;
   // Periodic upkeep from the supervisor.
   virtual void tick() = 0;
+  // An intake its owner reads (a pull engine with Options::owner_reads): delivers what reached
+  // it, waiting up to `wait` for a first message; false when it could not read now (see
+  // PullEngine::read). Others deliver on their own and return false.
+  virtual bool read(std::chrono::milliseconds /*wait*/) { return false; }
+  // Delivers everything that waits now, without waiting (the supervisor's, while the handler
+  // threads are busy and so not reading).
+  virtual void drain() {}
   // The broker has been silent past its promised heartbeats. An intake without heartbeats
   // never says so: its owner polls the consumer's info instead.
   virtual bool heartbeat_missed() const = 0;

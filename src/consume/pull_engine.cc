@@ -25,7 +25,10 @@ PullEngine::PullEngine(std::unique_ptr<InboxLink> link, Options options, Deliver
              .heartbeat = options_.heartbeat,
              .gap_after = gap_after_}) {}
 
-PullEngine::~PullEngine() { stop(); }
+PullEngine::~PullEngine() {
+  stop();
+  if (reader_.joinable()) reader_.join();
+}
 
 Result<void> PullEngine::start() {
   {
@@ -38,44 +41,111 @@ Result<void> PullEngine::start() {
     running_ = false;
     return subscribed.error();
   }
+  if (!options_.owner_reads) {
+    std::lock_guard lock(mu_);
+    reader_ = std::thread([this] { read_until_stopped(); });
+  }
   refill();
   return {};
 }
 
 Result<void> PullEngine::subscribe_inbox() {
   const std::string inbox = link_->new_inbox();
-  uint64_t generation = 0;
-  {
-    std::lock_guard lock(mu_);
-    generation = generation_ + 1;
-  }
-  auto sub = link_->listen(inbox, [this, generation](std::vector<nats::InboundMessage>& batch) {
-    on_batch(batch, generation);
-  });
+  auto sub = link_->listen(inbox);
   if (!sub) return sub.error();
-  std::unique_ptr<InboxLink::Listening> old;
+  Listenings freed;
   {
     std::lock_guard lock(mu_);
     if (!running_) return {};
-    generation_ = generation;
+    ++generation_;
     inbox_ = inbox;
-    old = std::move(subscription_);
+    retire_locked(std::move(subscription_));
     subscription_ = std::move(sub.value());
     new_inbox_due_ = false;
     flow_.new_inbox(now());
+    freed = freeable_locked();
   }
-  old.reset();  // outside the lock: it waits for a running delivery, which takes the lock
-  return {};
+  changed_.notify_all();
+  return {};  // `freed` goes outside the lock: freeing one may wait for the broker
+}
+
+void PullEngine::retire_locked(std::unique_ptr<InboxLink::Listening> sub) {
+  if (!sub) return;
+  sub->close();
+  retired_.push_back(std::move(sub));
+}
+
+PullEngine::Listenings PullEngine::freeable_locked() {
+  if (reading_) return {};
+  return std::exchange(retired_, {});
 }
 
 void PullEngine::stop() {
-  std::unique_ptr<InboxLink::Listening> sub;
+  Listenings freed;
+  std::thread reader;
+  {
+    std::unique_lock lock(mu_);
+    running_ = false;
+    retire_locked(std::move(subscription_));
+    changed_.notify_all();
+    // A read under way ends soon: its inbox is closed. One on this thread ends after this.
+    const auto self = std::this_thread::get_id();
+    read_done_.wait(lock, [&] { return !reading_ || reader_id_ == self; });
+    freed = freeable_locked();
+    if (reader_.joinable() && reader_.get_id() != self) reader = std::move(reader_);
+  }
+  if (reader.joinable()) reader.join();
+}
+
+void PullEngine::drain() {
+  while (read_burst(std::chrono::milliseconds(0)) > 0) {
+  }
+}
+
+int PullEngine::read_burst(std::chrono::milliseconds wait) {
+  InboxLink::Listening* sub = nullptr;
+  uint64_t generation = 0;
   {
     std::lock_guard lock(mu_);
-    running_ = false;
-    sub = std::move(subscription_);
+    if (!running_ || reading_ || !subscription_) return -1;
+    reading_ = true;
+    reader_id_ = std::this_thread::get_id();
+    sub = subscription_.get();
+    generation = generation_;
   }
-  sub.reset();  // outside the lock: it waits for a running delivery, which takes the lock
+  struct ReadEnd {
+    PullEngine& engine;
+    ~ReadEnd() {
+      engine.read_buffer_.clear();
+      {
+        std::lock_guard lock(engine.mu_);
+        engine.reading_ = false;
+        engine.reader_id_ = {};
+      }
+      engine.read_done_.notify_all();
+    }
+  } end{*this};
+  const bool open = sub->read(read_buffer_, wait);
+  const int got = static_cast<int>(read_buffer_.size());
+  if (got > 0) on_batch(read_buffer_, generation);
+  return open ? got : -1;
+}
+
+void PullEngine::read_until_stopped() {
+  // Long: a closed inbox or stop() ends a waiting read at once.
+  constexpr std::chrono::milliseconds kWait{1000};
+  for (;;) {
+    uint64_t seen = 0;
+    {
+      std::lock_guard lock(mu_);
+      if (!running_) return;
+      seen = generation_;
+    }
+    if (read(kWait)) continue;
+    // The inbox closed (a fresh one follows) or the connection is gone: wait for a change.
+    std::unique_lock lock(mu_);
+    changed_.wait_for(lock, kWait, [&] { return !running_ || generation_ != seen; });
+  }
 }
 
 void PullEngine::stop_pulling() {
@@ -167,10 +237,13 @@ void PullEngine::restart_pulls() {
 
 void PullEngine::tick() {
   bool resubscribe = false;
+  Listenings freed;
   {
     std::lock_guard lock(mu_);
     resubscribe = running_ && (gap_locked(now()) || new_inbox_due_);
+    freed = freeable_locked();
   }
+  freed.clear();
   // A failure leaves new_inbox_due_ set: the next tick tries again.
   if (resubscribe) (void)subscribe_inbox();
   {

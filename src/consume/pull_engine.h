@@ -9,15 +9,19 @@
 // replaced (nats.c drops whatever else is still queued for the old one, unseen), and pulls start
 // afresh on the new inbox; the broker's redelivery decides who handles what was skipped.
 //
-// Thread use: messages arrive on nats.c's subscription thread; message_done() is called from
-// handler threads; tick() and restart_pulls() from the owner's supervisor thread.
+// Thread use: the inbox is read by the owner's threads (read(): an idle handler thread, the
+// supervisor between ticks) or, unless Options::owner_reads, by a thread of the engine's own;
+// message_done() is called from handler threads; tick() and restart_pulls() from the owner's
+// supervisor thread.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/clock.h"
@@ -41,6 +45,8 @@ class PullEngine final : public Intake {
     std::chrono::milliseconds ack_wait{0};
     // The time source (tests pass a base::ManualClock).
     const base::Clock* clock = &base::Clock::steady();
+    // The owner calls read(); otherwise the engine reads its inbox on a thread of its own.
+    bool owner_reads = false;
   };
   // Ordinary messages, in arrival order (to hand to handlers; call message_done() when each is
   // finished). The callee moves out what it takes.
@@ -56,8 +62,15 @@ class PullEngine final : public Intake {
 
   // Subscribes the inbox and sends the first pull.
   Result<void> start() override;
-  // Unsubscribes: no more deliveries once it returns.
+  // Unsubscribes: no more deliveries once it returns (but for a read under way on the calling
+  // thread, which delivers nothing more either).
   void stop() override;
+  // Reads what reached the inbox (a burst, waiting up to `wait` for its first message) and
+  // delivers it. One reader at a time. false when it could not read: another thread reads,
+  // nothing runs, or the inbox was closed (a fresh one follows); the caller waits before asking
+  // again.
+  bool read(std::chrono::milliseconds wait) override { return read_burst(wait) >= 0; }
+  void drain() override;
   // Sends no more pull requests; what the broker still sends for earlier ones is delivered.
   void stop_pulling() override;
   // Messages asked for and not yet delivered (nor released by a status).
@@ -88,8 +101,17 @@ class PullEngine final : public Intake {
   std::chrono::milliseconds gap_after() const { return gap_after_; }
 
  private:
+  using Listenings = std::vector<std::unique_ptr<InboxLink::Listening>>;
   // A burst from the inbox: statuses are settled here, ordinary messages delivered together.
   void on_batch(std::vector<nats::InboundMessage>& batch, uint64_t generation);
+  // Closes `sub` and keeps it until no read is under way (one may be using it).
+  void retire_locked(std::unique_ptr<InboxLink::Listening> sub);
+  // The retired subscriptions no read can be using: to free outside the lock.
+  Listenings freeable_locked();
+  // read(): how many messages it read, or -1 when it could not.
+  int read_burst(std::chrono::milliseconds wait);
+  // Without Options::owner_reads: reads until stopped.
+  void read_until_stopped();
   // A gap (see above) as of `at`: marks the inbox for replacement and forgets the requests.
   bool gap_locked(Clock::time_point at);
   Clock::time_point now() const { return options_.clock->now(); }
@@ -108,7 +130,6 @@ class PullEngine final : public Intake {
   Signal signal_;
   const std::string pull_subject_;
   std::string inbox_;
-  std::unique_ptr<InboxLink::Listening> subscription_;
 
   const std::chrono::milliseconds gap_after_;
 
@@ -121,6 +142,15 @@ class PullEngine final : public Intake {
   bool new_inbox_due_ = false;  // a gap was seen: tick() subscribes a fresh inbox
   uint64_t stale_dropped_ = 0;
   Clock::time_point served_at_{};
+
+  std::unique_ptr<InboxLink::Listening> subscription_;  // the current inbox's
+  Listenings retired_;                                  // closed; freed once no read is under way
+  bool reading_ = false;
+  std::thread::id reader_id_;                      // of the read under way
+  std::condition_variable read_done_;              // reading_ became false
+  std::condition_variable changed_;                // a new inbox, or stopped (the own reader)
+  std::vector<nats::InboundMessage> read_buffer_;  // the reader's
+  std::thread reader_;                             // without Options::owner_reads
 };
 
 }  // namespace natsfleet::consume

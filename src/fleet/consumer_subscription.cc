@@ -121,9 +121,13 @@ bool ConsumerSubscription::finish_handlers(Clock::time_point deadline) {
   if (!done) status_.warn("a handler was still running at the shutdown deadline");
   // Messages the broker sent for pulls made before the stop arrive shortly (with a backlog, at
   // once): wait a moment for them and give them back too. Then the inbox goes.
+  // The handler threads read the inbox no more: this thread reads it, to give it all back.
   const auto grace_end = ctx_.clock->now() + std::min(left(), milliseconds(250));
-  while (ctx_.clock->now() < grace_end && intake_.outstanding() > 0)
+  for (;;) {
+    intake_.drain();
+    if (ctx_.clock->now() >= grace_end || intake_.outstanding() <= 0) break;
     std::this_thread::sleep_for(milliseconds(10));
+  }
   intake_.stop();
   return done;
 }
@@ -155,6 +159,7 @@ void ConsumerSubscription::keep_alive() {
   // Called on every wait: a scan per half tick is plenty for a third of ack_wait.
   if (now - last_keep_alive_ < tick_ / 2) return;
   last_keep_alive_ = now;
+  intake_.drain();  // what waits while every handler thread is busy gets stamped and kept alive
   pipeline_.keep_alive(now);
 }
 

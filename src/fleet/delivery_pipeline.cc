@@ -77,8 +77,11 @@ DownstreamGate::Options gate_options(const WorkSpec& spec) {
   return options;
 }
 
-consume::Dispatcher::Options dispatcher_options(const WorkSpec& spec, const base::Clock& clock) {
+consume::Dispatcher::Options dispatcher_options(const WorkSpec& spec, const base::Clock& clock,
+                                                IntakeControl& intake) {
   consume::Dispatcher::Options options;
+  // An idle handler thread reads the pull inbox itself: no hand-off between threads.
+  options.feed = [&intake](std::chrono::milliseconds wait) { return intake.read(wait); };
   options.concurrency = spec.concurrency;
   options.clock = &clock;
   // A redelivery of a message still waiting (push: the broker resent it after ack_wait)
@@ -114,7 +117,7 @@ DeliveryPipeline::DeliveryPipeline(const WorkSpec& spec, WorkHandler handler,
       keep_alive_every_(spec.ack_wait / 3),
       tuner_(spec.batch, spec.concurrency, spec.max_ack_pending, spec.ack_wait),
       gate_(gate_options(spec)),
-      dispatcher_(dispatcher_options(spec, clock),
+      dispatcher_(dispatcher_options(spec, clock, intake),
                   [this](nats::InboundMessage&& m, const consume::Dispatcher::Turn& turn) {
                     process(std::move(m), turn.probe, turn.started);
                   }) {}

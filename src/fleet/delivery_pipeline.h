@@ -45,6 +45,9 @@ namespace natsfleet::fleet {
 class IntakeControl {
  public:
   virtual ~IntakeControl() = default;
+  // Reads what reached this replica into the pipeline (take_all), waiting up to `wait` for a
+  // first message; false when there is nothing to read from now (see Dispatcher::Options::feed).
+  virtual bool read(std::chrono::milliseconds wait) = 0;
   // A message left the pipeline (settled, skipped, given back): its place in the window is free.
   virtual void message_done() = 0;
   // true: take no new messages (the downstream is down); false: take them again.

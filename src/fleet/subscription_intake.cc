@@ -18,17 +18,23 @@ SubscriptionIntake::~SubscriptionIntake() { stop(); }
 Result<void> SubscriptionIntake::install(const nats::ConsumerConfig& config,
                                          const std::string& stream, const std::string& consumer,
                                          const WorkSpec& spec, DeliveryPipeline& pipeline) {
-  std::lock_guard lock(mu_);
-  if (closing_) return {};
-  if (engine_) {
-    engine_->stop();
-    engine_.reset();
+  std::shared_ptr<consume::Intake> old;
+  {
+    std::lock_guard lock(mu_);
+    if (closing_) return {};
+    old = std::move(engine_);
   }
-  deliver_subject_ = config.deliver_subject;
-  if (!deliver_subject_.empty()) {
+  // Outside the lock: stopping waits for a read under way, whose deliveries may take it. What
+  // already reached the old inbox is handed on first, not left to wait out ack_wait.
+  if (old) {
+    old->drain();
+    old->stop();
+  }
+  std::shared_ptr<consume::Intake> engine;
+  if (!config.deliver_subject.empty()) {
     // On nats.c's thread: no lock here. A push consumer resends whatever waits past ack_wait.
-    engine_ = std::make_unique<consume::QueueIntake>(
-        *ctx_.connection, deliver_subject_, config.deliver_group,
+    engine = std::make_shared<consume::QueueIntake>(
+        *ctx_.connection, config.deliver_subject, config.deliver_group,
         [&pipeline](nats::InboundMessage&& m) { pipeline.take(std::move(m), true); });
   } else {
     consume::PullEngine::Options options{
@@ -40,18 +46,24 @@ Result<void> SubscriptionIntake::install(const nats::ConsumerConfig& config,
         .heartbeat = spec.heartbeat,
         .ack_wait = spec.ack_wait,
         .clock = ctx_.clock,
+        // Idle handler threads read the inbox (read()), the supervisor what waits meanwhile.
+        .owner_reads = true,
     };
     // Pulled work is bounded by the window, so the queue needs no bound and displaces nothing.
-    engine_ = std::make_unique<consume::PullEngine>(
+    engine = std::make_shared<consume::PullEngine>(
         std::make_unique<consume::ConnectionInboxLink>(*ctx_.connection), options,
         [&pipeline](std::vector<nats::InboundMessage>& batch) { pipeline.take_all(batch); },
         [this](const consume::PullStatus& s) { on_signal(s); });
   }
-  if (auto started = engine_->start(); !started) {
-    engine_.reset();
-    return started.error();
+  if (auto started = engine->start(); !started) return started.error();
+  if (pipeline.downstream_down()) engine->hold_back(true);
+  std::lock_guard lock(mu_);
+  if (closing_) {
+    engine->stop();
+    return {};
   }
-  if (pipeline.downstream_down()) engine_->hold_back(true);
+  deliver_subject_ = config.deliver_subject;
+  engine_ = std::move(engine);
   return {};
 }
 
@@ -70,6 +82,7 @@ bool SubscriptionIntake::restart_pulls() {
 }
 
 SubscriptionIntake::Check SubscriptionIntake::check() {
+  drain();  // heartbeats that wait unread while every handler thread is busy count too
   std::lock_guard lock(mu_);
   Check check;
   if (!engine_) return check;
@@ -124,8 +137,30 @@ int64_t SubscriptionIntake::outstanding() const {
 }
 
 void SubscriptionIntake::stop() {
-  std::lock_guard lock(mu_);
-  if (engine_) engine_->stop();
+  std::shared_ptr<consume::Intake> engine;
+  {
+    std::lock_guard lock(mu_);
+    engine = engine_;
+  }
+  if (engine) engine->stop();  // outside the lock, as in install()
+}
+
+void SubscriptionIntake::drain() {
+  std::shared_ptr<consume::Intake> engine;
+  {
+    std::lock_guard lock(mu_);
+    engine = engine_;
+  }
+  if (engine) engine->drain();
+}
+
+bool SubscriptionIntake::read(std::chrono::milliseconds wait) {
+  std::shared_ptr<consume::Intake> engine;
+  {
+    std::lock_guard lock(mu_);
+    engine = engine_;
+  }
+  return engine && engine->read(wait);
 }
 
 void SubscriptionIntake::message_done() {

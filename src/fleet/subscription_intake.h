@@ -1,7 +1,7 @@
 // The intake a ConsumerSubscription consumes through (a pull engine, or a push consumer's deliver
 // group), behind one lock: installed, replaced, ticked and stopped by the supervisor thread,
-// freed and throttled by the pipeline's handler threads (IntakeControl), signalled by the pull
-// engine from nats.c's threads.
+// read, freed and throttled by the pipeline's handler threads (IntakeControl), drained by the
+// supervisor while those are busy, signalled by the pull engine from whichever thread reads.
 #pragma once
 
 #include <chrono>
@@ -58,7 +58,12 @@ class SubscriptionIntake final : public IntakeControl {
   int64_t outstanding() const;
   void stop();
 
+  // Delivers what waits now, without waiting: the supervisor's, each tick (the handler threads
+  // read the pull inbox only when idle).
+  void drain();
+
   // IntakeControl, from handler threads.
+  bool read(std::chrono::milliseconds wait) override;
   void message_done() override;
   void hold_back(bool hold) override;
   void set_window(int messages) override;
@@ -70,7 +75,8 @@ class SubscriptionIntake final : public IntakeControl {
   const std::function<void()> wake_;
 
   mutable std::mutex mu_;
-  std::unique_ptr<consume::Intake> engine_;
+  // Shared with a handler thread reading it (read()), which may outlast its replacement.
+  std::shared_ptr<consume::Intake> engine_;
   std::string deliver_subject_;  // of the running intake; empty when pulling
   uint64_t gaps_seen_ = 0;
   bool closing_ = false;  // after stop_pulling(): nothing is installed any more

@@ -260,22 +260,46 @@ Result<MsgPtr> message_with_headers(const std::string& subject, const std::strin
 
 }  // namespace
 
+// nats.c messages already copied out, destroyed kSpent at a time (or kSpentBytes of payload):
+// each destroy hands a message to nats.c's collector thread, which is woken whenever it sleeps,
+// so one at a time costs a wake-up per message.
+class SpentMessages {
+ public:
+  SpentMessages() { spent_.reserve(kSpent); }
+  ~SpentMessages() { release(); }
+  SpentMessages(const SpentMessages&) = delete;
+  SpentMessages& operator=(const SpentMessages&) = delete;
+
+  void add(natsMsg* msg) noexcept {
+    spent_.push_back(msg);  // reserved, and released once full: cannot throw
+    bytes_ += static_cast<size_t>(std::max(natsMsg_GetDataLength(msg), 0));
+    if (spent_.size() == kSpent || bytes_ >= kSpentBytes) release();
+  }
+  void release() noexcept {
+    for (natsMsg* m : spent_) natsMsg_Destroy(m);
+    spent_.clear();
+    bytes_ = 0;
+  }
+
+ private:
+  static constexpr size_t kSpent = 256;
+  static constexpr size_t kSpentBytes = 1024 * 1024;
+  std::vector<natsMsg*> spent_;
+  size_t bytes_ = 0;
+};
+
 // The callback's home. nats.c holds a heap shared_ptr to it until the subscription completes,
 // so a late delivery never touches freed memory; `callback` is kept until the slot dies.
 //
 // Messages are copied out as they come and handed over in bursts: while nats.c already has the
 // next message queued, the copy waits in `batch_`. A burst's messages share one receive time,
 // its first's (earlier is the safe side for ack_wait), and nats.c's queue is asked for its
-// length only once the messages it counted last time have come. The nats.c messages are destroyed
-// kSpent at a time (or kSpentBytes of payload): each destroy hands a message to nats.c's collector
-// thread, which is woken whenever it sleeps, so one at a time costs a wake-up per message.
+// length only once the messages it counted last time have come.
 class Subscription::Slot {
  public:
   explicit Slot(BatchCallback cb) : callback_(std::move(cb)) {
     batch_.reserve(Connection::kMaxBatch);
-    spent_.reserve(kSpent);
   }
-  ~Slot() { release_spent(); }
 
   void deliver(natsSubscription* sub, natsMsg* raw) noexcept {
     std::lock_guard lock(mu_);
@@ -298,9 +322,7 @@ class Subscription::Slot {
       batch_.clear();
       batch_bytes_ = 0;
     }
-    spent_.push_back(raw);  // reserved, and released once full: cannot throw
-    spent_bytes_ += static_cast<size_t>(std::max(natsMsg_GetDataLength(raw), 0));
-    if (spent_.size() == kSpent || spent_bytes_ >= kSpentBytes) release_spent();
+    spent_.add(raw);
     if (more || batch_.empty()) return;  // when more: the next callback follows on this thread
     guarded("message", [&] { callback_(batch_); });
     batch_.clear();
@@ -328,24 +350,14 @@ class Subscription::Slot {
   static void on_complete(void* closure) { delete static_cast<std::shared_ptr<Slot>*>(closure); }
 
  private:
-  static constexpr size_t kSpent = 256;
-  static constexpr size_t kSpentBytes = 1024 * 1024;
-
-  void release_spent() noexcept {
-    for (natsMsg* m : spent_) natsMsg_Destroy(m);
-    spent_.clear();
-    spent_bytes_ = 0;
-  }
-
   std::mutex mu_;
   BatchCallback callback_;  // kept until the slot dies: clearing it could free a running lambda
   bool active_ = true;
   std::vector<InboundMessage> batch_;  // copied, not yet handed over
   size_t batch_bytes_ = 0;
   std::chrono::steady_clock::time_point burst_at_{};  // when the burst in `batch_` began
-  int queued_behind_ = 0;        // messages nats.c had queued behind the last one counted
-  std::vector<natsMsg*> spent_;  // copied already; destroyed together
-  size_t spent_bytes_ = 0;
+  int queued_behind_ = 0;  // messages nats.c had queued behind the last one counted
+  SpentMessages spent_;
   std::atomic<std::thread::id> delivering_thread_{};
 };
 
@@ -361,6 +373,100 @@ void Subscription::unsubscribe() {
   slot_->stop();
   // Fails harmlessly when the connection is already closed: the callback is stopped anyway.
   (void)natsSubscription_Unsubscribe(static_cast<natsSubscription*>(handle_));
+}
+
+PolledSubscription::PolledSubscription(void* handle, std::shared_ptr<Graves> graves)
+    : handle_(handle),
+      graves_(std::move(graves)),
+      spent_(std::make_unique<SpentMessages>()),
+      empty_at_(std::chrono::steady_clock::now()) {}
+
+PolledSubscription::~PolledSubscription() {
+  close();
+  spent_->release();
+  graves_->bury(static_cast<natsSubscription*>(handle_));
+}
+
+void PolledSubscription::close() {
+  // Fails harmlessly when the connection is already closed.
+  (void)natsSubscription_Unsubscribe(static_cast<natsSubscription*>(handle_));
+}
+
+namespace {
+
+// Messages nats.c holds for `sub` now (asked first: nats.c formats an error text for every read
+// that finds none).
+int queued(natsSubscription* sub) {
+  int n = 0;
+  return natsSubscription_GetPending(sub, &n, nullptr) == NATS_OK ? std::max(n, 0) : 0;
+}
+
+}  // namespace
+
+bool PolledSubscription::take(int status, void* raw, std::chrono::steady_clock::time_point stamp,
+                              std::vector<InboundMessage>& out) {
+  switch (status) {
+    case NATS_OK: {
+      auto* msg = static_cast<natsMsg*>(raw);
+      auto& in = out.emplace_back();
+      try {
+        copy_message(msg, in);
+      } catch (...) {
+        natsMsg_Destroy(msg);
+        throw;
+      }
+      in.received = stamp;
+      spent_->add(msg);
+      return true;
+    }
+    case NATS_NO_RESPONDERS: {  // nats.c keeps the 503 status message to itself
+      auto& in = out.emplace_back();
+      in.status = 503;
+      in.received = stamp;
+      return true;
+    }
+    case NATS_SLOW_CONSUMER:  // reported once; what is still queued stays readable
+    case NATS_TIMEOUT:
+      return true;
+    default:
+      return false;  // closed
+  }
+}
+
+bool PolledSubscription::read(std::vector<InboundMessage>& out, std::chrono::milliseconds wait) {
+  using steady = std::chrono::steady_clock;
+  auto* sub = static_cast<natsSubscription*>(handle_);
+  const size_t first = out.size();
+  size_t bytes = 0;
+  auto add = [&](natsStatus s, natsMsg* raw, steady::time_point stamp) {
+    if (!take(s, raw, stamp, out)) return false;
+    if (s == NATS_OK) bytes += out.back().data.size();
+    return true;
+  };
+  auto room = [&] {
+    return out.size() - first < Connection::kMaxBatch && bytes < Connection::kMaxBatchBytes;
+  };
+  auto stamp = empty_at_;  // what waits came after the queue was last seen empty
+  int ready = queued(sub);
+  if (ready == 0) {
+    empty_at_ = steady::now();
+    if (wait.count() <= 0) return natsSubscription_IsValid(sub);
+    natsMsg* raw = nullptr;
+    const natsStatus s = natsSubscription_NextMsg(&raw, sub, wait.count());
+    stamp = steady::now();  // it came while this read waited
+    if (!add(s, raw, stamp)) return false;
+    ready = queued(sub);
+  }
+  while (ready > 0 && room()) {
+    for (; ready > 0 && room(); --ready) {
+      natsMsg* raw = nullptr;
+      const natsStatus s = natsSubscription_NextMsg(&raw, sub, 0);
+      if (!add(s, raw, stamp)) return false;
+    }
+    if (ready == 0) ready = queued(sub);
+  }
+  if (ready == 0) empty_at_ = steady::now();
+  return true;
 }
 
 Connection::Connection(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
@@ -524,6 +630,16 @@ Result<std::unique_ptr<Subscription>> Connection::subscribe_batches(const std::s
   (void)natsSubscription_SetPendingLimits(sub, kPendingMessagesLimit, kPendingBytesLimit);
   (void)natsSubscription_SetOnCompleteCB(sub, Subscription::Slot::on_complete, closure);
   return std::make_unique<Subscription>(sub, std::move(slot), shared_->graves);
+}
+
+Result<std::unique_ptr<PolledSubscription>> Connection::subscribe_polled(
+    const std::string& subject) {
+  natsSubscription* sub = nullptr;
+  if (natsStatus s = natsConnection_SubscribeSync(&sub, shared_->nc, subject.c_str()); s != NATS_OK)
+    return status_error(s, "subscribe");
+  // The owner reads only as far as its window lets the broker send; this is the backstop.
+  (void)natsSubscription_SetPendingLimits(sub, kPendingMessagesLimit, kPendingBytesLimit);
+  return std::make_unique<PolledSubscription>(sub, shared_->graves);
 }
 
 std::string Connection::new_inbox() const {

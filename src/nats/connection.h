@@ -70,6 +70,8 @@ enum class ConnectionState { connecting, connected, reconnecting, closed, draini
 
 // Unsubscribed nats.c subscriptions waiting to be freed (see Subscription).
 class Graves;
+// nats.c messages copied out and not yet destroyed.
+class SpentMessages;
 
 class Subscription {
  public:
@@ -92,6 +94,35 @@ class Subscription {
   void* handle_;  // natsSubscription*
   std::shared_ptr<Slot> slot_;
   std::shared_ptr<Graves> graves_;
+};
+
+// A subscription its owner reads (no nats.c delivery thread): messages wait in nats.c's queue
+// until read(), so a thread that reads them hands nothing to another to run. One reader at a
+// time; close() may come from any thread and wakes a read that waits.
+class PolledSubscription {
+ public:
+  PolledSubscription(void* handle, std::shared_ptr<Graves> graves);
+  // Frees the nats.c subscription (as ~Subscription does). No read may be under way.
+  ~PolledSubscription();
+  PolledSubscription(const PolledSubscription&) = delete;
+  PolledSubscription& operator=(const PolledSubscription&) = delete;
+
+  // Appends what waits, up to kMaxBatch messages or kMaxBatchBytes: waits up to `wait` for the
+  // first when none does. Each is stamped `received` with the last moment this reader saw the
+  // queue empty, or, when the read waited for it, when it came. false once closed.
+  bool read(std::vector<InboundMessage>& out, std::chrono::milliseconds wait);
+  // Removes interest; a read waiting now returns, and reads after it return false.
+  void close();
+
+ private:
+  // Appends what a nats.c read returned (`status`, the natsMsg* `raw`); false when closed.
+  bool take(int status, void* raw, std::chrono::steady_clock::time_point stamp,
+            std::vector<InboundMessage>& out);
+
+  void* handle_;  // natsSubscription*
+  std::shared_ptr<Graves> graves_;
+  std::unique_ptr<SpentMessages> spent_;
+  std::chrono::steady_clock::time_point empty_at_;  // when a read last found nothing waiting
 };
 
 class Connection {
@@ -129,6 +160,8 @@ class Connection {
   Result<std::unique_ptr<Subscription>> subscribe_batches(const std::string& subject,
                                                           const std::string& queue,
                                                           BatchCallback callback);
+  // A subscription read by its owner (see PolledSubscription).
+  Result<std::unique_ptr<PolledSubscription>> subscribe_polled(const std::string& subject);
   static constexpr size_t kMaxBatch = 64;
   static constexpr size_t kMaxBatchBytes = 256 * 1024;
   std::string new_inbox() const;

@@ -1,6 +1,7 @@
 // nats::Connection's batched subscriptions on a real broker: what nats.c has queued is handed
 // over together, in order, within the bounds; a message with nothing behind it is handed over at
-// once, never held for a next one.
+// once, never held for a next one. Polled subscriptions: read in order within the same bounds,
+// stamped no later than they came, woken by close().
 #include "nats/connection.h"
 
 #include <gtest/gtest.h>
@@ -189,6 +190,71 @@ TEST(ConnectionSubscriptions, DroppedWhileLargeMessagesPourInTheyNeverCrashTheRe
   ASSERT_TRUE(conn->flush(5s));
   ASSERT_TRUE(publisher->publish("churn.after", "still here"));
   EXPECT_TRUE(wait_for([&] { return got.load() == 1; }, 10s));
+}
+
+// A polled subscription on `subject`, listening once it returns.
+std::unique_ptr<nats::PolledSubscription> listen_polled(nats::Connection& conn,
+                                                        const std::string& subject) {
+  auto sub = conn.subscribe_polled(subject);
+  EXPECT_TRUE(sub) << sub.error().describe();
+  EXPECT_TRUE(conn.flush(5s));
+  return sub ? std::move(*sub) : nullptr;
+}
+
+TEST(ConnectionPolled, WhatWaitsIsReadInOrderWithinTheCountStampedWhenLastSeenEmpty) {
+  NatsServer server;
+  auto conn = connect(server);
+  auto sub = listen_polled(*conn, "polled.count");
+  ASSERT_TRUE(sub);
+  std::vector<nats::InboundMessage> out;
+  ASSERT_TRUE(sub->read(out, 0ms));
+  EXPECT_TRUE(out.empty());
+  const auto seen_empty = std::chrono::steady_clock::now();
+  constexpr int kMessages = 100;
+  for (int i = 0; i < kMessages; ++i) ASSERT_TRUE(conn->publish("polled.count", std::to_string(i)));
+  ASSERT_TRUE(conn->flush(5s));  // its PONG comes after every message: all are queued now
+  ASSERT_TRUE(sub->read(out, 0ms));
+  ASSERT_EQ(out.size(), nats::Connection::kMaxBatch);
+  ASSERT_TRUE(sub->read(out, 0ms));
+  ASSERT_EQ(out.size(), static_cast<size_t>(kMessages));
+  for (int i = 0; i < kMessages; ++i) {
+    ASSERT_EQ(out[static_cast<size_t>(i)].data, std::to_string(i));
+    // They waited unread since the queue was last seen empty: their ack_wait may have run as
+    // long, so they are stamped then, not when read.
+    EXPECT_LE(out[static_cast<size_t>(i)].received, seen_empty) << i;
+  }
+}
+
+TEST(ConnectionPolled, AReadWaitsForTheFirstMessageAndCloseEndsIt) {
+  NatsServer server;
+  auto conn = connect(server);
+  auto sub = listen_polled(*conn, "polled.wait");
+  ASSERT_TRUE(sub);
+  std::vector<nats::InboundMessage> out;
+  std::thread reader([&] { EXPECT_TRUE(sub->read(out, 60s)); });
+  ASSERT_TRUE(conn->publish("polled.wait", "first"));
+  reader.join();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].data, "first");
+  EXPECT_NE(out[0].received, std::chrono::steady_clock::time_point{});
+
+  bool open = true;
+  std::thread waiting([&] { open = sub->read(out, 60s); });
+  sub->close();
+  waiting.join();  // returns long before 60 s: close() wakes it
+  EXPECT_FALSE(open);
+}
+
+TEST(ConnectionPolled, ARequestNobodyAnswersReadsAsStatus503) {
+  NatsServer server;
+  auto conn = connect(server);
+  auto sub = listen_polled(*conn, "polled.replies");
+  ASSERT_TRUE(sub);
+  ASSERT_TRUE(conn->publish("nobody.listens", "?", "polled.replies"));
+  std::vector<nats::InboundMessage> out;
+  ASSERT_TRUE(sub->read(out, 10s));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].status, 503);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
@@ -460,6 +461,53 @@ TEST(Handlers, InProgressKeepsALongHandlerFromBeingRedelivered) {
   std::this_thread::sleep_for(1s);
   seen.locked([](const Recorder& r) {
     EXPECT_EQ(r.total(), 1u);
+    EXPECT_EQ(r.redelivered(), 0u);
+    return 0;
+  });
+}
+
+// The handler thread reads the inbox only when idle: what reaches this replica while its one
+// handler runs past ack_wait waits unread in nats.c, and is still read, stamped and kept alive
+// (the supervisor's drain), so the broker never redelivers it.
+TEST(Handlers, MessagesWaitingBehindAHandlerPastAckWaitAreKeptAliveNotRedelivered) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  Recorder seen;
+  Fleet fleet(fast_options({server.url()}, "serial"));
+  auto spec = fast_work("jobs-worker", "jobs.run");
+  spec.ack_wait = 1s;
+  spec.concurrency = 1;
+  spec.batch = 8;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool first_started = false;
+  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
+    if (m.data() == "first") {
+      {
+        std::lock_guard lock(mu);
+        first_started = true;
+      }
+      cv.notify_all();
+      std::this_thread::sleep_for(3500ms);  // the fault: three and a half times ack_wait
+    }
+    seen.record("serial", m);
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(fleet.start());
+  ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 10s));
+  admin.publish("jobs.run", "first");
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return first_started; }));
+  }
+  admin.publish("jobs.run", "second");
+  admin.publish("jobs.run", "third");
+  ASSERT_TRUE(seen.wait_distinct(3, 20s));
+  ASSERT_TRUE(
+      wait_for([&] { return admin.consumer("JOBS", "jobs-worker").num_ack_pending == 0; }, 10s));
+  seen.locked([](const Recorder& r) {
+    EXPECT_EQ(r.total(), 3u);
     EXPECT_EQ(r.redelivered(), 0u);
     return 0;
   });

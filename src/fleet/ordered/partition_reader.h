@@ -81,8 +81,8 @@ class PartitionReader {
     std::string adopt;  // the consumer the last owner read through (the lease's); empty: none
     int window = 256;   // messages read and not done, at most
   };
-  // Called from nats.c's thread with this reader's deliveries; it takes the caller's lock and
-  // calls accept().
+  // Called from the engine's reading thread with this reader's deliveries; it takes the caller's
+  // lock and calls accept().
   using Deliver = std::function<void(PartitionReader&, std::vector<nats::InboundMessage>&)>;
 
   PartitionReader(Setup setup, Deliver deliver);

@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <map>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "natsfleet/validate.h"
@@ -241,6 +244,112 @@ TEST(Dispatcher, ArrivalAndStartAreStampedOnTheInjectedClock) {
   EXPECT_EQ(late.expired[0].data, "waiting");
   b.release();
   b.wait_seen(1);
+}
+
+// An intake the handler threads read (Options::feed): bursts the test puts in it, read by one
+// thread at a time, which waits up to the read's time for one to come.
+struct ScriptedInbox {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::vector<nats::InboundMessage>> bursts;
+  Dispatcher* dispatcher = nullptr;  // set once constructed; reads before that find nothing
+  int readers = 0;
+  int most_readers = 0;
+  std::map<std::thread::id, int> reads_by_thread;
+
+  bool read(std::chrono::milliseconds wait) {
+    std::unique_lock lock(mu);
+    most_readers = std::max(most_readers, ++readers);
+    cv.wait_for(lock, wait, [&] { return dispatcher && !bursts.empty(); });
+    std::vector<nats::InboundMessage> burst;
+    if (dispatcher && !bursts.empty()) {
+      burst = std::move(bursts.front());
+      bursts.erase(bursts.begin());
+      ++reads_by_thread[std::this_thread::get_id()];
+    }
+    --readers;
+    Dispatcher* d = dispatcher;
+    lock.unlock();
+    if (d && !burst.empty()) d->submit_all(burst);
+    return true;
+  }
+  void put(std::vector<nats::InboundMessage> burst) {
+    std::lock_guard lock(mu);
+    bursts.push_back(std::move(burst));
+    cv.notify_all();
+  }
+  void attach(Dispatcher& d) {
+    std::lock_guard lock(mu);
+    dispatcher = &d;
+    cv.notify_all();
+  }
+};
+
+TEST(Dispatcher, AnIdleHandlerThreadReadsTheIntakeAndRunsWhatItRead) {
+  ScriptedInbox inbox;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> seen;
+  std::vector<std::thread::id> ran_on;
+  Dispatcher::Options options;
+  options.feed = [&](std::chrono::milliseconds wait) { return inbox.read(wait); };
+  options.feed_wait = std::chrono::milliseconds(20);
+  Dispatcher d(options, [&](nats::InboundMessage&& m, const Dispatcher::Turn&) {
+    std::lock_guard lock(mu);
+    seen.push_back(m.data);
+    ran_on.push_back(std::this_thread::get_id());
+    cv.notify_all();
+  });
+  inbox.attach(d);
+  inbox.put({msg("s", "1"), msg("s", "2")});
+  inbox.put({msg("s", "3")});
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return seen.size() == 3; });
+  }
+  (void)d.submit(msg("s", "handed back"), Dispatcher::Placement::front);  // while it reads
+  std::unique_lock lock(mu);
+  cv.wait(lock, [&] { return seen.size() == 4; });
+  EXPECT_EQ(seen, (std::vector<std::string>{"1", "2", "3", "handed back"}));
+  ASSERT_EQ(inbox.reads_by_thread.size(), 1u);
+  EXPECT_EQ(inbox.reads_by_thread.begin()->first, ran_on.front()) << "no hand-off to another";
+}
+
+TEST(Dispatcher, OneHandlerThreadReadsAtATime) {
+  ScriptedInbox inbox;
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t handled = 0;
+  Dispatcher::Options options;
+  options.concurrency = 4;
+  options.feed = [&](std::chrono::milliseconds wait) { return inbox.read(wait); };
+  options.feed_wait = std::chrono::milliseconds(5);
+  Dispatcher d(options, [&](nats::InboundMessage&&, const Dispatcher::Turn&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // keeps the others busy
+    std::lock_guard lock(mu);
+    ++handled;
+    cv.notify_all();
+  });
+  inbox.attach(d);
+  for (int i = 0; i < 20; ++i) inbox.put({msg("s", "a"), msg("s", "b"), msg("s", "c")});
+  std::unique_lock lock(mu);
+  cv.wait(lock, [&] { return handled == 60; });
+  std::lock_guard inbox_lock(inbox.mu);
+  EXPECT_EQ(inbox.most_readers, 1);
+}
+
+TEST(Dispatcher, StopEndsTheReadsAndHandsBackWhatWasReadTooLate) {
+  ScriptedInbox inbox;
+  Dispatcher::Options options;
+  options.feed = [&](std::chrono::milliseconds wait) { return inbox.read(wait); };
+  options.feed_wait = std::chrono::milliseconds(5);
+  Dispatcher d(options, [](nats::InboundMessage&&, const Dispatcher::Turn&) {});
+  inbox.attach(d);
+  EXPECT_TRUE(d.stop(std::chrono::milliseconds(1000), nullptr));
+  d.join();  // returns: the thread that was reading saw the stop
+  std::vector<nats::InboundMessage> late{msg("s", "late")};
+  d.submit_all(late);
+  EXPECT_EQ(late.size(), 1u) << "left for the caller to nak";
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -13,9 +14,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Plays the broker: hands out inboxes, records the pulls, and sends what the test tells it to
-// the inbox it names. A callback is kept after its inbox is dropped, to play a burst that nats.c
-// was already delivering when the engine let go of it.
+// Plays the broker: hands out inboxes, records the pulls, and queues what the test tells it to
+// the inbox it names, for the engine to read (`reader`, set by the test). A burst can be read
+// while something else happens (send_while), as when the engine lets go of an inbox under a
+// read.
 class ScriptedBroker final : public InboxLink {
  public:
   struct Pull {
@@ -27,9 +29,7 @@ class ScriptedBroker final : public InboxLink {
   };
 
   std::string new_inbox() override { return "_INBOX." + std::to_string(++inboxes_); }
-  Result<std::unique_ptr<Listening>> listen(const std::string& inbox,
-                                            nats::BatchCallback callback) override {
-    callbacks_[inbox] = std::move(callback);
+  Result<std::unique_ptr<Listening>> listen(const std::string& inbox) override {
     listening_[inbox] = true;
     return std::unique_ptr<Listening>(std::make_unique<Interest>(*this, inbox));
   }
@@ -43,15 +43,19 @@ class ScriptedBroker final : public InboxLink {
     return {};
   }
 
-  // Sends `burst` to `inbox` if something listens there; false if nothing does.
+  // Sends `burst` to `inbox` and has it read, if something listens there; false if nothing does.
   bool send(const std::string& inbox, std::vector<nats::InboundMessage> burst) {
     if (!listening(inbox)) return false;
-    callbacks_.at(inbox)(burst);
+    queued_[inbox].push_back({std::move(burst), nullptr});
+    reader();
     return true;
   }
-  // Sends `burst` through the callback of `inbox` even though it is no longer listened on.
-  void send_late(const std::string& inbox, std::vector<nats::InboundMessage> burst) {
-    callbacks_.at(inbox)(burst);
+  // Sends `burst` to `inbox` and has it read; `during` runs inside that read, after the burst
+  // was taken from the inbox.
+  void send_while(const std::string& inbox, std::vector<nats::InboundMessage> burst,
+                  std::function<void()> during) {
+    queued_[inbox].push_back({std::move(burst), std::move(during)});
+    reader();
   }
   bool listening(const std::string& inbox) const {
     auto it = listening_.find(inbox);
@@ -61,12 +65,28 @@ class ScriptedBroker final : public InboxLink {
 
   std::vector<Pull> pulls;
   bool connected_ = true;
+  std::function<void()> reader;
 
  private:
+  struct Burst {
+    std::vector<nats::InboundMessage> messages;
+    std::function<void()> during;
+  };
   class Interest final : public Listening {
    public:
     Interest(ScriptedBroker& broker, std::string inbox) : broker_(broker), inbox_(inbox) {}
-    ~Interest() override { broker_.listening_[inbox_] = false; }
+    ~Interest() override { close(); }
+    bool read(std::vector<nats::InboundMessage>& out, std::chrono::milliseconds) override {
+      auto& queue = broker_.queued_[inbox_];
+      if (!queue.empty()) {
+        Burst burst = std::move(queue.front());
+        queue.erase(queue.begin());
+        if (burst.during) burst.during();
+        for (auto& m : burst.messages) out.push_back(std::move(m));
+      }
+      return true;
+    }
+    void close() override { broker_.listening_[inbox_] = false; }
 
    private:
     ScriptedBroker& broker_;
@@ -74,8 +94,8 @@ class ScriptedBroker final : public InboxLink {
   };
 
   int inboxes_ = 0;
-  std::map<std::string, nats::BatchCallback> callbacks_;
   std::map<std::string, bool> listening_;
+  std::map<std::string, std::vector<Burst>> queued_;
 };
 
 nats::InboundMessage message(int n) {
@@ -115,11 +135,13 @@ class PullEngineTest : public ::testing::Test {
                             .expires = 30s,
                             .heartbeat = 1s,
                             .ack_wait = ack_wait,
-                            .clock = &clock_},
+                            .clock = &clock_,
+                            .owner_reads = true},
         [this](std::vector<nats::InboundMessage>& batch) {
           for (auto& m : batch) delivered_.push_back(std::move(m.data));
         },
         [this](const PullStatus& s) { signals_.push_back(s.signal); });
+    broker_->reader = [this] { engine_->read(0ms); };
   }
   void start() { ASSERT_TRUE(engine_->start()); }
   std::string inbox() const { return broker_->last_pull().reply; }
@@ -254,10 +276,12 @@ TEST_F(PullEngineTest, ABurstFromAReplacedInboxIsNeverDelivered) {
   make();
   start();
   const std::string old_inbox = inbox();
-  clock_.advance(16s);
-  engine_->tick();  // the gap replaces the inbox
+  broker_->send_while(old_inbox, {message(1)}, [&] {
+    clock_.advance(16s);
+    engine_->tick();  // the gap replaces the inbox under the read
+  });
   ASSERT_NE(inbox(), old_inbox);
-  broker_->send_late(old_inbox, {message(1)});
+  EXPECT_FALSE(broker_->listening(old_inbox));
   EXPECT_TRUE(delivered_.empty());
   EXPECT_EQ(engine_->stale_dropped(), 1u);
 }
@@ -352,12 +376,33 @@ TEST_F(PullEngineTest, AfterStopNothingIsDelivered) {
   make();
   start();
   const std::string old_inbox = inbox();
-  engine_->stop();
+  broker_->send_while(old_inbox, {message(1)}, [&] { engine_->stop(); });
   EXPECT_FALSE(broker_->listening(old_inbox));
-  broker_->send_late(old_inbox, {message(1)});
   EXPECT_TRUE(delivered_.empty());
+  EXPECT_FALSE(engine_->read(0ms)) << "nothing runs";
   engine_->tick();
   EXPECT_EQ(broker_->pulls.size(), 1u);
+}
+
+TEST_F(PullEngineTest, DrainDeliversEverythingThatWaitsUnread) {
+  make();
+  start();
+  broker_->reader = [] {};  // every handler thread busy: nobody reads
+  ASSERT_TRUE(broker_->send(inbox(), messages(1, 3)));
+  ASSERT_TRUE(broker_->send(inbox(), {status(100, "Idle Heartbeat")}));
+  ASSERT_TRUE(broker_->send(inbox(), messages(4, 5)));
+  EXPECT_TRUE(delivered_.empty());
+  engine_->drain();
+  EXPECT_EQ(delivered_, (std::vector<std::string>{"m1", "m2", "m3", "m4", "m5"}));
+}
+
+TEST_F(PullEngineTest, OneThreadReadsAtATime) {
+  make();
+  start();
+  bool second = true;
+  broker_->send_while(inbox(), messages(1, 2), [&] { second = engine_->read(0ms); });
+  EXPECT_FALSE(second) << "a read under way";
+  EXPECT_EQ(delivered_.size(), 2u);
 }
 
 }  // namespace
