@@ -42,6 +42,39 @@ Error midway(const Error& error, const std::string& servers, milliseconds timeou
   return Error{error.code, text};
 }
 
+// The dead-letter subjects of the configured works: counted in both samples, since a count that
+// rises is still failing.
+std::vector<std::string> dead_letter_subjects(const AuditOptions& options) {
+  std::vector<std::string> counted;
+  if (options.config)
+    for (const auto& work : options.config->work)
+      if (!work.spec.dead_letter.empty()) counted.push_back(work.spec.dead_letter);
+  return counted;
+}
+
+// Per-key ordered works whose partition mapping the broker lacks: probed with one message that
+// no stream stores (fleet::probe_partition_mapping).
+std::vector<Finding> mapping_findings(nats::Connection& connection,
+                                      const config::DaemonConfig& config,
+                                      steady_clock::time_point deadline) {
+  std::vector<Finding> found;
+  for (const auto& w : config.work) {
+    if (w.spec.ordering != Ordering::per_key) continue;
+    auto plan = fleet::PartitionPlan::make(w.spec.subject, w.spec.key_token, w.spec.partitions);
+    if (!plan) continue;
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
+    auto probed = fleet::probe_partition_mapping(
+        connection, *plan, std::clamp(left, milliseconds(100), kProbeTimeout));
+    if (probed) continue;
+    found.push_back({"", w.spec.name, "partition-mapping",
+                     fmt::format("{}:{}: {}", config.file, w.line, probed.error().message),
+                     fmt::format("add to nats-server's config (the account's mappings, or the top "
+                                 "level for the default account) and reload: mappings {{ {} }}",
+                                 plan->mapping_line())});
+  }
+  return found;
+}
+
 }  // namespace
 
 std::vector<std::string> audit_servers(const std::vector<std::string>& flags,
@@ -69,11 +102,7 @@ Result<AuditReport> run_audit(const AuditOptions& options) {
                                   .timeout = options.timeout},
                                  deadline);
   if (!connection) return connection.error();
-  // Dead-letter subjects are counted in both samples: a count that rises is still failing.
-  std::vector<std::string> counted;
-  if (options.config)
-    for (const auto& work : options.config->work)
-      if (!work.spec.dead_letter.empty()) counted.push_back(work.spec.dead_letter);
+  const std::vector<std::string> counted = dead_letter_subjects(options);
   auto first = read_snapshot(**connection, deadline, counted);
   if (!first) return midway(first.error(), servers, options.timeout);
   std::this_thread::sleep_for(options.interval);
@@ -86,29 +115,10 @@ Result<AuditReport> run_audit(const AuditOptions& options) {
   report.consumers = second->consumers.size();
   report.findings = consumer_findings(*first, *second, options.interval, options.storm);
   if (options.config) {
-    auto work = work_findings(*options.config, *second);
-    report.findings.insert(report.findings.end(), work.begin(), work.end());
-    auto dead = dead_letter_findings(*options.config, *first, *second);
-    report.findings.insert(report.findings.end(), dead.begin(), dead.end());
-    // Per-key ordered work needs the broker's partition mapping: probed with one message that
-    // no stream stores (fleet::probe_partition_mapping).
-    for (const auto& w : options.config->work) {
-      if (w.spec.ordering != Ordering::per_key) continue;
-      auto plan = fleet::PartitionPlan::make(w.spec.subject, w.spec.key_token, w.spec.partitions);
-      if (!plan) continue;
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_clock::now());
-      auto probed = fleet::probe_partition_mapping(
-          **connection, *plan, std::clamp(left, std::chrono::milliseconds(100), kProbeTimeout));
-      if (probed) continue;
-      const std::string& problem = probed.error().message;
-      report.findings.push_back(
-          {"", w.spec.name, "partition-mapping",
-           fmt::format("{}:{}: {}", options.config->file, w.line, problem),
-           fmt::format("add to nats-server's config (the account's mappings, or the top level "
-                       "for the default account) and reload: mappings {{ {} }}",
-                       plan->mapping_line())});
-    }
+    for (auto found : {work_findings(*options.config, *second),
+                       dead_letter_findings(*options.config, *first, *second),
+                       mapping_findings(**connection, *options.config, deadline)})
+      report.findings.insert(report.findings.end(), found.begin(), found.end());
   }
   return report;
 }

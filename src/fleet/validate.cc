@@ -120,9 +120,7 @@ Result<void> filter_valid(const WorkSpec& spec) {
 // How many messages a work takes at once and how often each may be delivered.
 Result<void> work_flow_valid(const WorkSpec& spec) {
   using L = Limits;
-  if (spec.concurrency < 1) return invalid("concurrency must be at least 1");
   if (auto bad = in_range("concurrency", spec.concurrency, 1, L::kMaxConcurrency); !bad) return bad;
-  if (spec.max_ack_pending < 1) return invalid("max_ack_pending must be at least 1");
   if (auto bad = in_range("max_ack_pending", spec.max_ack_pending, 1, L::kMaxAckPending); !bad)
     return bad;
   if (spec.max_ack_pending < spec.concurrency)
@@ -132,7 +130,6 @@ Result<void> work_flow_valid(const WorkSpec& spec) {
   if (spec.max_deliver > L::kMaxDeliver)
     return invalid("max_deliver must be -1 (unlimited) or between 1 and " +
                    std::to_string(L::kMaxDeliver) + ", got " + std::to_string(spec.max_deliver));
-  if (spec.batch < 0) return invalid("batch cannot be negative");
   return in_range("batch", spec.batch, 0, L::kMaxBatch);
 }
 
@@ -212,11 +209,8 @@ Result<void> broadcast_valid(const BroadcastSpec& spec) {
   using L = Limits;
   if (auto bad = name_valid(spec.name); !bad) return bad;
   if (auto bad = subject_valid(spec.subject); !bad) return bad;
-  if (spec.concurrency < 1) return invalid("concurrency must be at least 1");
   if (auto bad = in_range("concurrency", spec.concurrency, 1, L::kMaxConcurrency); !bad) return bad;
-  if (spec.max_queued < 1) return invalid("max_queued must be at least 1");
   if (auto bad = in_range("max_queued", spec.max_queued, 1, L::kMaxQueued); !bad) return bad;
-  if (spec.key_token < 0) return invalid("key_token cannot be negative");
   if (auto bad = in_range("key_token", spec.key_token, 0, L::kMaxKeyToken); !bad) return bad;
   if (spec.source == BroadcastSource::jetstream) {
     if (!spec.stream.empty())

@@ -141,26 +141,26 @@ void PartitionReader::read_by_gets(std::vector<std::string>& ready) {
 namespace {
 
 // `ask` for each of `names`, several at once (a name whose server does not answer costs one
-// timeout for them all); the answers in the order of `names`. One name is asked on this thread.
+// timeout for them all); the answers in the order of `names`. The last of each group is asked
+// on this thread while the others are in flight.
 template <typename T>
 std::vector<Result<T>> ask_at_once(const std::vector<std::string>& names,
                                    const std::function<Result<T>(const std::string&)>& ask) {
   constexpr size_t kAtOnce = 8;  // calls in flight, at most
   std::vector<Result<T>> out;
-  if (names.size() == 1) {
-    out.push_back(ask(names.front()));
-    return out;
-  }
   for (size_t first = 0; first < names.size(); first += kAtOnce) {
+    const size_t last = std::min(names.size(), first + kAtOnce) - 1;
     std::vector<std::future<Result<T>>> answers;
-    for (size_t i = first; i < std::min(names.size(), first + kAtOnce); ++i) {
+    for (size_t i = first; i < last; ++i) {
       try {
         answers.push_back(std::async(std::launch::async, ask, names[i]));
       } catch (const std::system_error&) {  // no thread to spare: asked here, in turn
         answers.push_back(std::async(std::launch::deferred, ask, names[i]));
       }
     }
+    Result<T> here = ask(names[last]);
     for (auto& answer : answers) out.push_back(answer.get());
+    out.push_back(std::move(here));
   }
   return out;
 }
