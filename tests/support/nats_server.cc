@@ -372,11 +372,15 @@ NatsCluster::NatsCluster(const NatsClusterOptions& cluster_options) {
 
     // One shared deadline, and give up at once when any node dies: no point waiting 20 s for a
     // quorum that can no longer form.
+    bool all_ready = false;
     wait_for(
         [&] {
-          bool all_ready = true;
+          all_ready = true;
           for (const auto& node : nodes_) {
-            if (!node->running()) return true;
+            if (!node->running()) {
+              all_ready = false;
+              return true;
+            }
             if (all_ready && node->wait_ready_for(std::chrono::milliseconds(0), nullptr) !=
                                  NatsServer::StartOutcome::ready) {
               all_ready = false;
@@ -388,7 +392,10 @@ NatsCluster::NatsCluster(const NatsClusterOptions& cluster_options) {
 
     std::vector<std::string> errors;
     bool port_conflict = false;
+    // Once every node was ready, a node's health is not asked again: a new meta leader's
+    // followers answer "not current" for a moment after it is elected.
     for (const auto& node : nodes_) {
+      if (all_ready) break;
       std::string error;
       NatsServer::StartOutcome outcome = node->wait_ready_for(std::chrono::milliseconds(0), &error);
       if (outcome == NatsServer::StartOutcome::ready) continue;
