@@ -120,8 +120,8 @@ bool ConsumerSubscription::finish_handlers(Clock::time_point deadline) {
   const bool done = pipeline_.stop(left());
   if (!done) status_.warn("a handler was still running at the shutdown deadline");
   // Messages the broker sent for pulls made before the stop arrive shortly (with a backlog, at
-  // once): wait a moment for them and give them back too. Then the inbox goes.
-  // The handler threads read the inbox no more: this thread reads it, to give it all back.
+  // once): read them here (the handler threads read no more) and give them back too, for a
+  // moment. Then the inbox goes.
   const auto grace_end = ctx_.clock->now() + std::min(left(), milliseconds(250));
   for (;;) {
     intake_.drain();

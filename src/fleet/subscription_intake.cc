@@ -136,30 +136,21 @@ int64_t SubscriptionIntake::outstanding() const {
   return engine_ ? engine_->outstanding() : 0;
 }
 
+std::shared_ptr<consume::Intake> SubscriptionIntake::current() const {
+  std::lock_guard lock(mu_);
+  return engine_;
+}
+
 void SubscriptionIntake::stop() {
-  std::shared_ptr<consume::Intake> engine;
-  {
-    std::lock_guard lock(mu_);
-    engine = engine_;
-  }
-  if (engine) engine->stop();  // outside the lock, as in install()
+  if (auto engine = current()) engine->stop();  // outside the lock, as in install()
 }
 
 void SubscriptionIntake::drain() {
-  std::shared_ptr<consume::Intake> engine;
-  {
-    std::lock_guard lock(mu_);
-    engine = engine_;
-  }
-  if (engine) engine->drain();
+  if (auto engine = current()) engine->drain();
 }
 
 bool SubscriptionIntake::read(std::chrono::milliseconds wait) {
-  std::shared_ptr<consume::Intake> engine;
-  {
-    std::lock_guard lock(mu_);
-    engine = engine_;
-  }
+  auto engine = current();
   return engine && engine->read(wait);
 }
 

@@ -70,6 +70,8 @@ class SubscriptionIntake final : public IntakeControl {
 
  private:
   void on_signal(const consume::PullStatus& status);
+  // The running intake, to call outside the lock (its reads and stop wait for deliveries).
+  std::shared_ptr<consume::Intake> current() const;
 
   FleetContext& ctx_;
   const std::function<void()> wake_;
