@@ -31,7 +31,7 @@ class PullWindow {
   int64_t next_pull(Clock::time_point now);
   // next_pull would ask for something now (it reads no clock).
   bool pull_due() const {
-    return requested_ + in_hand_ <= window_ / 2 && requested_ + in_hand_ < window_;
+    return requested_ + in_hand_ <= window_ / 2;  // window_ >= 1: so below the window too
   }
   // A message arrived for an outstanding request; it is in hand until done().
   void delivered(Clock::time_point now);

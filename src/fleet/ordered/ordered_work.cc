@@ -328,53 +328,62 @@ void OrderedWork::drop(int partition) {
 }
 
 void OrderedWork::tend(int partition, const std::shared_ptr<PartitionReader>& reader) {
-  bool opened = false;
-  bool stop = false;
+  enum class Step { stop, open, read } step;
   {
     std::lock_guard lock(mu_);
     auto it = owned_.find(partition);
     if (it == owned_.end() || it->second.reader != reader) return;
     Owned& o = it->second;
-    opened = o.opened;
     if (o.draining && o.stopped) {
       if (Clock::now() >= o.drain_deadline) o.reader->lanes().clear();  // the next owner reads them
       o.drained = o.reader->lanes().empty() && o.running == 0;
       return;
     }
-    stop = o.draining;
+    step = o.draining ? Step::stop : o.opened ? Step::read : Step::open;
   }
-  if (stop) {
-    reader->stop();
+  switch (step) {
+    case Step::stop:
+      return stop_reader(partition, reader);
+    case Step::open:
+      return open_reader(partition, reader);
+    case Step::read:
+      return read_partition(partition, reader);
+  }
+}
+
+void OrderedWork::stop_reader(int partition, const std::shared_ptr<PartitionReader>& reader) {
+  reader->stop();
+  std::lock_guard lock(mu_);
+  auto it = owned_.find(partition);
+  if (it != owned_.end() && it->second.reader == reader) it->second.stopped = true;
+}
+
+void OrderedWork::open_reader(int partition, const std::shared_ptr<PartitionReader>& reader) {
+  {
     std::lock_guard lock(mu_);
     auto it = owned_.find(partition);
-    if (it != owned_.end() && it->second.reader == reader) it->second.stopped = true;
-    return;
+    if (it == owned_.end() || Clock::now() < it->second.next_open) return;
   }
-  if (!opened) {
-    {
-      std::lock_guard lock(mu_);
-      auto it = owned_.find(partition);
-      if (it == owned_.end() || Clock::now() < it->second.next_open) return;
-    }
-    std::vector<std::string> keys;
-    auto open = reader->open(keys);
-    log_open(partition, *reader, open);
-    std::lock_guard lock(mu_);
-    auto it = owned_.find(partition);
-    if (it == owned_.end() || it->second.reader != reader) return;
-    if (open) {
-      it->second.opened = true;
-      if (reader->consumer().empty())
-        status_.warn("partition " + std::to_string(partition) + ": " + reader->last_rewind_why());
-      for (auto& k : keys) ready_.push_back(Ready{partition, std::move(k), reader.get()});
-      if (!keys.empty()) wake_.notify_all();
-    } else {
-      status_.warn("partition " + std::to_string(partition) + ": " + open.error().describe());
-      it->second.open_backoff = std::min(it->second.open_backoff * 2, kMaxOpenBackoff);
-      it->second.next_open = Clock::now() + it->second.open_backoff;
-    }
-    return;
+  std::vector<std::string> keys;
+  auto open = reader->open(keys);
+  log_open(partition, *reader, open);
+  std::lock_guard lock(mu_);
+  auto it = owned_.find(partition);
+  if (it == owned_.end() || it->second.reader != reader) return;
+  if (open) {
+    it->second.opened = true;
+    if (reader->consumer().empty())
+      status_.warn("partition " + std::to_string(partition) + ": " + reader->last_rewind_why());
+    for (auto& k : keys) ready_.push_back(Ready{partition, std::move(k), reader.get()});
+    if (!keys.empty()) wake_.notify_all();
+  } else {
+    status_.warn("partition " + std::to_string(partition) + ": " + open.error().describe());
+    it->second.open_backoff = std::min(it->second.open_backoff * 2, kMaxOpenBackoff);
+    it->second.next_open = Clock::now() + it->second.open_backoff;
   }
+}
+
+void OrderedWork::read_partition(int partition, const std::shared_ptr<PartitionReader>& reader) {
   const uint64_t before = reader->rewinds();
   std::vector<std::string> keys;
   reader->tick(keys);

@@ -84,7 +84,14 @@ class OrderedWork final : public Supervised {
   void release_drained();
   // A partition's tending thread: tend() every tick until stopped, then stops the reader.
   void tend_loop(int partition, std::shared_ptr<PartitionReader> reader, std::stop_token stop);
+  // One tick of a partition's thread: drains, stops, opens or reads, as its owner's state asks.
   void tend(int partition, const std::shared_ptr<PartitionReader>& reader);
+  // Stops the reader of a draining partition and marks it stopped.
+  void stop_reader(int partition, const std::shared_ptr<PartitionReader>& reader);
+  // Opens the reader once its back-off allows; the keys it finds waiting become ready.
+  void open_reader(int partition, const std::shared_ptr<PartitionReader>& reader);
+  // Reads what the partition's log holds now; the keys it finds waiting become ready.
+  void read_partition(int partition, const std::shared_ptr<PartitionReader>& reader);
   // Under mu_: asks the partition's tending thread to stop; join_retired() joins it.
   void retire_locked(Owned& o);
   void join_retired();
