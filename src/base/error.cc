@@ -59,4 +59,6 @@ const std::error_category& jetstream_category() noexcept {
   return category;
 }
 
+const char* BadResultAccess::what() const noexcept { return what_.c_str(); }
+
 }  // namespace natsfleet
