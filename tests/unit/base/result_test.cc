@@ -38,7 +38,8 @@ TEST(Result, ValueOfAnErrorThrowsTheErrorItself) {
     FAIL() << "value() returned";
   } catch (const BadResultAccess& e) {
     EXPECT_EQ(e.error().code, make_error_code(Errc::not_connected));
-    EXPECT_EQ(std::string(e.what()), "natsfleet::Result holds an error: not connected to the broker");
+    EXPECT_EQ(std::string(e.what()),
+              "natsfleet::Result holds an error: not connected to the broker");
   }
   EXPECT_NO_THROW(Result<void>().value());
 }
@@ -70,9 +71,8 @@ TEST(Result, AndThenChainsUntilTheFirstError) {
   EXPECT_EQ(first.error().message, "empty");
   EXPECT_EQ(called, 0);
   // To another type, and from a Result<void>.
-  Result<std::string> text = parsed("5").and_then([](int n) -> Result<std::string> {
-    return std::string(static_cast<size_t>(n), 'x');
-  });
+  Result<std::string> text = parsed("5").and_then(
+      [](int n) -> Result<std::string> { return std::string(static_cast<size_t>(n), 'x'); });
   EXPECT_EQ(text.value(), "xxxxx");
   EXPECT_EQ(Result<void>().and_then([] { return parsed("4"); }).value(), 4);
   EXPECT_EQ(Result<void>(Errc::shutting_down).and_then([] { return parsed("4"); }).error().code,
