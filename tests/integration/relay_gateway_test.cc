@@ -49,6 +49,8 @@ TEST(RelayGateway, ABrowsersAttachSubscribesTheRelayAndItsMembersStatusesReachIt
   EXPECT_EQ(alice->messages(), std::vector<std::string>{R"({"state":"synced"})"});
   EXPECT_EQ(bob->messages(), std::vector<std::string>{R"({"state":"failed"})"});
 
+  // A frame is counted when its write completes, which may be after the browser has read it.
+  EXPECT_TRUE(wait_for([&] { return b.gateway.stats().frames_sent == 2u; }, 10s));
   const RelayGatewayStats stats = b.gateway.stats();
   EXPECT_EQ(stats.sessions, 2u);
   EXPECT_EQ(stats.attached, 2u);
