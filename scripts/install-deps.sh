@@ -19,7 +19,7 @@ packages=(
 if [ "$set_name" = all ]; then
   packages+=(
     build-essential git libgtest-dev libgmock-dev libbenchmark-dev
-    clang-format clang-tidy openssl curl procps python3 python3-prometheus-client python3-yaml gnuplot-nox
+    clang clang-format clang-tidy openssl curl procps python3 python3-prometheus-client python3-yaml gnuplot-nox
     chromium help2man lintian dpkg-dev systemd prometheus bash-completion zsh
     mmdebstrap umoci gpg libdpkg-perl libdistro-info-perl arch-test mount
     golang-go golang-github-nats-io-go-nats-dev

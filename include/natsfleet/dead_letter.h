@@ -1,7 +1,7 @@
 // The headers a dead-lettered message carries. The copy keeps the original's data and headers
 // (its Nats-Msg-Id moves to Natsfleet-Origin-Msg-Id) and adds where it came from and why.
 //
-//   natsfleet dead-letters list --server nats://... --subject mail.dead
+//   $ natsfleet dead-letters list --server nats://... --subject mail.dead
 #pragma once
 
 #include <cstdint>

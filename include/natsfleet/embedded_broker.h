@@ -21,12 +21,12 @@ namespace natsfleet {
 
 struct EmbeddedBrokerOptions {
   std::string executable = "nats-server";  // looked up in PATH
-  std::string state_dir;                   // empty: a new temporary directory
+  std::string state_dir{};                 // empty: a new temporary directory
   int port = 0;                            // 0: a free loopback port, kept across restarts
   std::chrono::milliseconds ready_timeout = std::chrono::seconds(10);
   // Subject mappings, source -> destination in nats-server's syntax: per-key ordered work
-  // needs its partition mapping (Fleet::broker_mappings() lists a fleet's).
-  std::vector<std::pair<std::string, std::string>> mappings;
+  // needs its partition mapping (its form: docs/tutorial/library.md, ordered work).
+  std::vector<std::pair<std::string, std::string>> mappings{};
 };
 
 class NATSFLEET_API EmbeddedBroker {

@@ -46,8 +46,8 @@ inline constexpr int kJsWrongLastSequence = 10071;
 
 // A code with the broker's own words (the API's "description"), for logs and /status.
 struct Error {
-  std::error_code code;
-  std::string message;
+  std::error_code code{};
+  std::string message{};
 
   std::string describe() const { return message.empty() ? code.message() : message; }
   // The JetStream API answered with this error code (its "err_code").
@@ -85,10 +85,11 @@ inline constexpr bool is_result_v<Result<U>> = true;
 //
 //   // The stream sequence of the newest order of customer 42, or 0 when none or on an error.
 //   uint64_t seq = fleet.last_stored("ORDERS", "orders.42", 2s)  // Result<optional<Message>>
-//                      .transform([](const std::optional<Message>& m) {
+//                      .transform([](const std::optional<natsfleet::Message>& m) {
 //                        return m ? m->stream_seq() : uint64_t{0};
 //                      })
 //                      .value_or(0);
+//   std::cout << "newest order: " << seq << "\n";
 template <typename T>
 class [[nodiscard]] Result {
  public:

@@ -2,10 +2,14 @@
 // start, and the fleet binds in the background for as long as it takes.
 //
 //   natsfleet::Fleet fleet({.name = "mailer", .servers = {"nats://127.0.0.1:4222"}});
-//   fleet.add_work({.name = "mail-relay", .subject = "mail.outgoing"},
-//                  [](const natsfleet::Message& m) { send(m.data()); return Disposition::ack(); });
-//   fleet.on_fatal([](const natsfleet::FatalReport& r) { std::exit(70); });
-//   fleet.start();
+//   auto added = fleet.add_work({.name = "mail-relay", .subject = "mail.outgoing"},
+//                               [](const natsfleet::Message& m) {
+//                                 send(m.data());
+//                                 return natsfleet::Disposition::ack();
+//                               });
+//   if (!added) die(added.error().describe());  // the spec is invalid
+//   fleet.on_fatal([](const natsfleet::FatalReport&) { std::exit(70); });
+//   if (auto started = fleet.start(); !started) die(started.error().describe());
 //   ...
 //   fleet.shutdown(std::chrono::seconds(10));
 #pragma once
@@ -15,6 +19,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "natsfleet/broker_auth.h"
@@ -27,17 +33,17 @@
 namespace natsfleet {
 
 struct TlsFiles {
-  std::string ca;    // trusted CA bundle (PEM)
-  std::string cert;  // client certificate chain (PEM), with key
-  std::string key;
+  std::string ca{};    // trusted CA bundle (PEM)
+  std::string cert{};  // client certificate chain (PEM), with key
+  std::string key{};
 };
 
 struct FleetOptions {
   std::string name = "natsfleet";  // client name, logs, metrics label
-  std::vector<std::string> servers;
-  std::string credentials_file;  // a NATS .creds file (JWT + seed)
-  BrokerAuth auth;
-  TlsFiles tls;
+  std::vector<std::string> servers{};
+  std::string credentials_file{};  // a NATS .creds file (JWT + seed)
+  BrokerAuth auth{};
+  TlsFiles tls{};
   // Reconnect waits grow from min to max with jitter. Reconnects never stop unless
   // max_reconnect is set to a non-negative number (tests use that to close a connection).
   std::chrono::milliseconds reconnect_wait_min = std::chrono::milliseconds(100);
@@ -72,8 +78,8 @@ struct FleetOptions {
 };
 
 struct FatalReport {
-  std::string subscription;  // empty when the connection itself is lost
-  std::string reason;
+  std::string subscription{};  // empty when the connection itself is lost
+  std::string reason{};
 };
 
 using WorkHandler = std::function<Disposition(const Message&)>;
@@ -95,6 +101,21 @@ class NATSFLEET_API Fleet {
   // nak'd with backoff, and terminated after max_deliver).
   [[nodiscard]] Result<void> add_work(WorkSpec spec, WorkHandler handler);
   [[nodiscard]] Result<void> add_broadcast(BroadcastSpec spec, BroadcastHandler handler);
+  // The same with a handler that cannot be copied (it owns a std::unique_ptr, a connection): it
+  // is moved in once and called in place, from up to the spec's concurrency threads at once,
+  // as a copyable one is. It lives until the fleet is destroyed.
+  template <typename F, typename = std::enable_if_t<
+                            !std::is_copy_constructible_v<std::decay_t<F>> &&
+                            std::is_invocable_r_v<Disposition, std::decay_t<F>&, const Message&>>>
+  [[nodiscard]] Result<void> add_work(WorkSpec spec, F&& handler) {
+    return add_work(std::move(spec), WorkHandler(kept_once(std::forward<F>(handler))));
+  }
+  template <typename F,
+            typename = std::enable_if_t<!std::is_copy_constructible_v<std::decay_t<F>> &&
+                                        std::is_invocable_v<std::decay_t<F>&, const Message&>>>
+  [[nodiscard]] Result<void> add_broadcast(BroadcastSpec spec, F&& handler) {
+    return add_broadcast(std::move(spec), BroadcastHandler(kept_once(std::forward<F>(handler))));
+  }
 
   // Stops one subscription as shutdown() stops them all while the connection stays up: no more
   // pulls, running handlers finish until `deadline` and are acked (flushed to the broker), what
@@ -108,6 +129,13 @@ class NATSFLEET_API Fleet {
   // closed for good, stream deleted, consumer deleted with on_missing = exit, a bad request).
   // Never called before start() returns nor once shutdown() has begun.
   void on_fatal(FatalHandler handler);
+  // The same with a handler that cannot be copied.
+  template <typename F,
+            typename = std::enable_if_t<!std::is_copy_constructible_v<std::decay_t<F>> &&
+                                        std::is_invocable_v<std::decay_t<F>&, const FatalReport&>>>
+  void on_fatal(F&& handler) {
+    on_fatal(FatalHandler(kept_once(std::forward<F>(handler))));
+  }
 
   // Never blocks on the broker: connecting and binding run in the background and are retried
   // with backoff for as long as it takes. Fails only on unusable options or specs (a TLS or
@@ -163,6 +191,15 @@ class NATSFLEET_API Fleet {
   class Impl;
 
  private:
+  // A copyable callable that calls `f`, moved once into shared ownership (std::function copies
+  // what it holds).
+  template <typename F>
+  static auto kept_once(F&& f) {
+    return [held = std::make_shared<std::decay_t<F>>(std::forward<F>(f))](const auto& arg) {
+      return (*held)(arg);
+    };
+  }
+
   std::unique_ptr<Impl> impl_;
 };
 

@@ -50,26 +50,26 @@ static_assert(sizeof(SubscriptionCounters) == 11 * sizeof(uint64_t),
               "a new counter is added in SubscriptionCounters::operator+= too");
 
 struct SubscriptionHealth {
-  std::string name;
-  std::string kind;  // "work" or "broadcast"
-  std::string subject;
-  std::string stream;
-  std::string consumer;
+  std::string name{};
+  std::string kind{};  // "work" or "broadcast"
+  std::string subject{};
+  std::string stream{};
+  std::string consumer{};
   SubscriptionState state = SubscriptionState::binding;
-  std::string last_error;
-  SubscriptionCounters counters;
+  std::string last_error{};
+  SubscriptionCounters counters{};
   uint64_t consumer_pending = 0;      // from the last consumer info
   uint64_t consumer_ack_pending = 0;  // from the last consumer info
   uint64_t ack_floor = 0;  // stream sequence: all at or below it acked, as last seen on the broker
   // The downstream is down (retryable failures across messages): messages are held, not pulled.
   bool downstream_down = false;
-  std::string downstream_error;  // the last retryable failure, while down
-  uint64_t held = 0;             // messages held for a retry
+  std::string downstream_error{};  // the last retryable failure, while down
+  uint64_t held = 0;               // messages held for a retry
   // Per-key ordered work (WorkSpec::ordering): its partitions, each owned by one replica at a
   // time under a lease (docs/tutorial/library.md, "Ordered work").
   int partitions = 0;
-  std::vector<int> partitions_owned;  // by this replica now: its lease held, its reader reading
-  uint64_t leases_taken = 0;          // partitions this replica began to own
+  std::vector<int> partitions_owned{};  // by this replica now: its lease held, its reader reading
+  uint64_t leases_taken = 0;            // partitions this replica began to own
   uint64_t leases_lost = 0;  // taken by another replica while this one held them: it stopped
   uint64_t rewinds = 0;      // a partition's reader read again from its checkpoint (a hole)
 };
@@ -81,9 +81,9 @@ struct FleetHealth {
   uint64_t reconnects = 0;
   // While not connected: why the broker cannot be reached, per server (a name that does not
   // resolve, a refused port, no answer, no NATS handshake) and as the client last reported it.
-  std::string broker_error;
-  std::string fatal_reason;
-  std::vector<SubscriptionHealth> subscriptions;
+  std::string broker_error{};
+  std::string fatal_reason{};
+  std::vector<SubscriptionHealth> subscriptions{};
 };
 
 }  // namespace natsfleet

@@ -1,8 +1,9 @@
 // A message as a handler sees it, and what the handler decides about it.
 //
-//   Disposition handle(const natsfleet::Message& m) {
-//     if (!ready()) return Disposition::nak(std::chrono::seconds(5));
-//     return Disposition::ack();
+//   natsfleet::Disposition handle(const natsfleet::Message& m) {
+//     if (!ready()) return natsfleet::Disposition::nak(std::chrono::seconds(5));
+//     send(m.data());  // throws on a failure: nak'd with backoff
+//     return natsfleet::Disposition::ack();
 //   }
 #pragma once
 
@@ -28,8 +29,8 @@ class DeliveryControl;
 
 // JetStream delivery facts, parsed from the `$JS.ACK...` reply subject.
 struct Delivery {
-  std::string stream;
-  std::string consumer;
+  std::string stream{};
+  std::string consumer{};
   uint64_t stream_seq = 0;
   uint64_t consumer_seq = 0;
   uint64_t delivered = 0;  // 1 on first delivery, more on redelivery

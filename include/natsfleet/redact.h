@@ -1,9 +1,10 @@
 // Secrets out of everything natsfleet prints (logs, /status, audit, lint, dead-letter listings):
 // the password or token in a URL's userinfo and the values of its query and fragment.
 //
-//   redact_url("nats://alice:pw@h:4222")          -> "nats://alice:***@h:4222"
-//   redact_url("https://h/hook?token=abc&x=1")    -> "https://h/hook?token=***&x=***"
-//   redact("cannot reach nats://tok@h:4222: ...") -> "cannot reach nats://***@h:4222: ..."
+//   std::cout << natsfleet::redact_url("nats://alice:pw@h:4222");  // nats://alice:***@h:4222
+//   std::cout << natsfleet::redact_url("https://h/hook?token=abc&x=1");  // ...?token=***&x=***
+//   std::cout << natsfleet::redact("cannot reach nats://tok@h:4222: refused");
+//   // cannot reach nats://***@h:4222: refused
 #pragma once
 
 #include <string>

@@ -5,8 +5,13 @@
 // relay on every replica delivers it to the sessions that replica holds for that key.
 //
 //   natsfleet::Relay relay(fleet, {.name = "sync-status"});
-//   relay.attach("alice", session);                      // a browser of alice attached here
-//   relay.publish("alice", R"({"state":"synced"})", msg_id);  // from whichever replica handled it
+//   // A browser of alice attached here:
+//   if (auto id = relay.attach("alice", session); !id) die(id.error().describe());
+//   ...
+//   // In the work handler, on whichever replica handled it:
+//   if (!relay.publish("alice", R"({"state":"synced"})", msg_id))
+//     return natsfleet::Disposition::retry();  // held and tried again, not lost
+//   return natsfleet::Disposition::ack();
 //
 // Browsers reach the sessions through natsfleet::RelayGateway (natsfleet/relay_gateway.h), or
 // through a WebSocket server of the service's own that calls attach() and detach().
@@ -47,10 +52,10 @@ using SessionId = std::uint64_t;
 struct RelayOptions {
   std::string name = "relay";  // the broadcast's name (health, logs); a subject token
   // Statuses for key K travel on "<subject_prefix>.K". Default: "natsfleet.relay.<name>".
-  std::string subject_prefix;
+  std::string subject_prefix{};
   BroadcastSource source = BroadcastSource::jetstream;
   // jetstream: the stream holding the statuses, created when absent. Default "RELAY_<NAME>".
-  std::string stream;
+  std::string stream{};
   std::chrono::milliseconds stream_max_age = std::chrono::minutes(10);
   std::chrono::milliseconds publish_timeout = std::chrono::seconds(2);
   std::chrono::milliseconds heartbeat = std::chrono::seconds(5);
@@ -92,8 +97,8 @@ class NATSFLEET_API Relay {
 
   // Publishes a status for `key` once, from the replica that handled the work. `msg_id` (the
   // work message's stream and sequence, say) makes a repeated publish a no-op. With the
-  // JetStream source, returns once the stream has stored it (an error when it could not: nak
-  // the work message so it is retried).
+  // JetStream source, returns once the stream has stored it (an error when it could not: return
+  // Disposition::retry() for the work message, so it is held and tried again).
   //
   // `event` puts a key's statuses in event order: the stream sequence of the work message the
   // status reports, say (0: arrival order). Replicas handle a key's events concurrently, and an

@@ -29,19 +29,19 @@ struct RelayGatewayOptions {
   std::string host = "127.0.0.1";  // an IP literal or a name to resolve
   uint16_t port = 0;               // 0: the system picks a free port, see port()
   // GET serves files under this directory ("/" is index.html); empty: no files.
-  std::string web_root;
+  std::string web_root{};
   // Browser pages allowed to attach, by their Origin ("https://app.example.com"; "*": any).
   // Empty: only pages served by this gateway. Others are answered 403.
-  std::vector<std::string> allowed_origins;
+  std::vector<std::string> allowed_origins{};
   // Who the member is. Neither set: the `member` a request names is believed, so anyone who can
   // reach the port can read any member's statuses.
   // Not empty: a member token signed with this secret is required (`token=` in the query or an
   // `Authorization: Bearer` header): missing or expired 401; malformed, badly signed or for
   // another member 403. The token format is in docs/reference/relay.md.
-  std::string token_secret;
+  std::string token_secret{};
   // Not empty: the member is read from this request header, set by an authenticating proxy in
   // front (which must remove it from what clients send).
-  std::string member_header;
+  std::string member_header{};
   std::size_t max_sessions = 10000;  // further upgrades are answered 503
   // The gateway pings every session this often; a session from which nothing arrives for
   // idle_timeout is closed.

@@ -36,13 +36,13 @@ enum class Ordering {
 };
 
 struct WorkSpec {
-  std::string name;     // the shared durable's name: every replica declaring it shares the work
-  std::string subject;  // the filter subject; also how the stream is found
+  std::string name{};     // the shared durable's name: every replica declaring it shares the work
+  std::string subject{};  // the filter subject; also how the stream is found
   // Several filter subjects on the one consumer, in place of `subject` (which is then left
   // empty, or set to the first): nats-server 2.10 and later; on 2.9 the work reports fatal. They
   // must not overlap; the first finds the stream. Not with ordering = per-key.
-  std::vector<std::string> subjects;
-  std::string stream;  // optional: found by subject across all streams when empty
+  std::vector<std::string> subjects{};
+  std::string stream{};  // optional: found by subject across all streams when empty
   WorkShape shape = WorkShape::pull;
   // A message the broker has not heard about within ack_wait goes to another replica. natsfleet
   // keeps each message this replica holds alive with in-progress acks: one waiting for a
@@ -75,11 +75,11 @@ struct WorkSpec {
   // here, with its data, its headers and its origin (include/natsfleet/dead_letter.h); only once
   // the stream holding this subject stored it is the original terminated. Empty: a terminated
   // message is only logged. The stream must exist: a missing one fails the bind, by name.
-  std::string dead_letter;
-  std::string description;
+  std::string dead_letter{};
+  std::string description{};
   // per_key: `subject` is what publishers use; key_token (1-based) names the `*` token that
   // holds the key. The broker maps each subject to a partition (a subject mapping with
-  // partition(), which fleet::PartitionPlan prints); each partition is owned by one replica at a
+  // partition(): docs/tutorial/library.md shows it); each partition is owned by one replica at a
   // time, under a lease, and read in stream order; up to `concurrency` keys are handled at once
   // on this replica, each key's messages one after another.
   Ordering ordering = Ordering::none;
@@ -102,11 +102,11 @@ enum class BroadcastSource {
 };
 
 struct BroadcastSpec {
-  std::string name;
-  std::string subject;  // wildcards allowed
+  std::string name{};
+  std::string subject{};  // wildcards allowed
   int concurrency = 1;
   BroadcastSource source = BroadcastSource::core;
-  std::string stream;  // jetstream only; found by subject when empty
+  std::string stream{};  // jetstream only; found by subject when empty
   // jetstream only: the idle heartbeat asked of the broker on each pull.
   std::chrono::milliseconds heartbeat = std::chrono::seconds(5);
   // jetstream only: create `stream` (file storage, holding `subject`, messages kept for

@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <type_traits>
 
 #include "base/child_process.h"
 #include "consume/ack_metadata.h"
@@ -224,6 +225,38 @@ TEST(Broadcast, ReachesEveryReplica) {
     EXPECT_EQ(r.of("r3"), 100u);
     return 0;
   });
+}
+
+// A handler that owns what cannot be copied (a std::unique_ptr here) is moved in and called.
+TEST(Handlers, OnesThatCannotBeCopiedAreMovedInAndCalled) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  auto work_count = std::make_unique<std::atomic<int>>(0);
+  auto broadcast_count = std::make_unique<std::atomic<int>>(0);
+  const std::atomic<int>& worked = *work_count;
+  const std::atomic<int>& heard = *broadcast_count;
+  Fleet fleet(fast_options({server.url()}, "replica-a"));
+  auto work = [owned = std::move(work_count)](const Message&) {
+    owned->fetch_add(1);
+    return Disposition::ack();
+  };
+  static_assert(!std::is_copy_constructible_v<decltype(work)>);
+  ASSERT_TRUE(fleet.add_work(fast_work("jobs-worker", "jobs.run"), std::move(work)));
+  ASSERT_TRUE(fleet.add_broadcast(
+      {.name = "status", .subject = "member.*.status"},
+      [owned = std::move(broadcast_count)](const Message&) { owned->fetch_add(1); }));
+  fleet.on_fatal([owned = std::make_unique<int>(70)](const FatalReport&) {});
+  ASSERT_TRUE(fleet.start());
+  ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 10s));
+
+  admin.publish_many("jobs.run", 20);
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(admin.connection().publish("member." + std::to_string(i) + ".status", "synced"));
+  ASSERT_TRUE(admin.connection().flush(2s));
+  EXPECT_TRUE(wait_for([&] { return worked.load() == 20 && heard.load() == 5; }, 10s))
+      << worked.load() << " work, " << heard.load() << " broadcast";
+  fleet.shutdown(2s);
 }
 
 TEST(Binding, WaitsForTheBrokerAndThenForTheStream) {

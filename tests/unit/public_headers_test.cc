@@ -79,6 +79,30 @@ TEST(PublicHeaders, NameNoInternalNamespace) {
   EXPECT_TRUE(offenders.empty()) << "public headers naming internal types:" << joined(offenders);
 }
 
+// A user fills the option structs with designated initializers: GCC's -Wextra
+// (-Wmissing-field-initializers) warns about every member left out that has no default member
+// initializer, which breaks a -Werror build. So every public data member has one.
+TEST(PublicHeaders, EveryPublicDataMemberHasADefaultInitializer) {
+  const fs::path root = NATSFLEET_SOURCE_DIR;
+  // `  Type name;` with no initializer; private members end in '_'.
+  const std::regex bare_member(
+      R"(^\s+(const\s+)?[A-Za-z_][\w:<>, ]*[>\w]\s+[a-z_]\w*[a-z0-9];\s*(//.*)?$)");
+  const std::regex not_a_member(R"(^\s+(return|using|friend|class|struct|enum|typename)\b)");
+  std::vector<std::string> offenders;
+  for (const auto& header : files_under(root / "include" / "natsfleet")) {
+    std::ifstream in(header);
+    int number = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++number;
+      if (std::regex_match(line, bare_member) && !std::regex_search(line, not_a_member))
+        offenders.push_back(header.filename().string() + ":" + std::to_string(number) + ": " +
+                            line);
+    }
+  }
+  EXPECT_TRUE(offenders.empty()) << "public members without a default initializer (add {}):"
+                                 << joined(offenders);
+}
+
 // The examples are what a user writes: public headers and their own files, nothing from src/.
 TEST(PublicHeaders, ExamplesIncludeOnlyPublicHeaders) {
   const fs::path root = NATSFLEET_SOURCE_DIR;
