@@ -113,6 +113,15 @@ void Dispatcher::submit_all(std::vector<nats::InboundMessage>& batch) {
   for (int i = 0; i < wake; ++i) state_->work_ready.notify_one();
 }
 
+void Dispatcher::hold(bool held) {
+  {
+    std::lock_guard lock(state_->mu);
+    if (state_->held == held) return;
+    state_->held = held;
+  }
+  if (!held) state_->work_ready.notify_all();
+}
+
 size_t Dispatcher::queued() const {
   std::lock_guard lock(state_->mu);
   return state_->queue.size();
@@ -163,6 +172,12 @@ void Dispatcher::worker(const std::shared_ptr<State>& state, size_t slot_index) 
   std::unique_lock lock(state->mu);
   for (;;) {
     if (state->stopping) break;
+    if (state->held) {
+      ++state->waiting;
+      state->work_ready.wait(lock, [&] { return state->stopping || !state->held; });
+      --state->waiting;
+      continue;
+    }
     if (state->queue.empty()) {
       feed_or_wait(*state, lock);
       continue;

@@ -92,6 +92,10 @@ class Dispatcher {
   bool stop(std::chrono::milliseconds deadline, const Reject& reject);
   // Waits for every handler thread to end (after stop()).
   void join();
+  // While held, no handler thread starts a waiting message (what runs finishes): a message
+  // started while its ack cannot reach the broker is likely handled twice. What waits stays
+  // queued and is kept alive as before; one gone stale meanwhile is skipped when it starts.
+  void hold(bool held);
   size_t queued() const;
   // Messages waiting here or being handled.
   size_t in_hand() const;
@@ -132,6 +136,7 @@ class Dispatcher {
     int waiting = 0;       // idle workers: a submit wakes one only when someone waits
     bool reading = false;  // a worker is in Options::feed
     bool stopping = false;
+    bool held = false;  // hold()
     Process process;
     const base::Clock* clock = nullptr;
     std::function<bool(std::chrono::milliseconds)> feed;  // Options::feed

@@ -91,6 +91,7 @@ void ConsumerSubscription::start() {
 
 void ConsumerSubscription::connection_changed(bool connected) {
   link_changed_ = ctx_.clock->now().time_since_epoch().count();
+  pipeline_.connection_changed(connected);
   if (connected) reconnected_ = true;
   std::lock_guard lock(wake_mu_);
   woken_ = true;
@@ -260,19 +261,25 @@ Result<void> ConsumerSubscription::bind() {
 }
 
 void ConsumerSubscription::answer_peers() {
-  std::lock_guard lock(peers_mu_);
-  if (peers_ || stopping()) return;
-  auto subscribed =
-      ctx_.connection->subscribe(peers_subject_for(lifecycle_.stream(), spec_.name), "peers",
-                                 [connection = ctx_.connection](nats::InboundMessage&& asked) {
-                                   if (!asked.reply.empty())
-                                     (void)connection->publish(asked.reply, "bound");
-                                 });
-  if (!subscribed) {
-    status_.warn("cannot answer peers: " + subscribed.error().describe());
-    return;
+  {
+    std::lock_guard lock(peers_mu_);
+    if (peers_ || stopping()) return;
+    auto subscribed =
+        ctx_.connection->subscribe(peers_subject_for(lifecycle_.stream(), spec_.name), "peers",
+                                   [connection = ctx_.connection](nats::InboundMessage&& asked) {
+                                     if (!asked.reply.empty())
+                                       (void)connection->publish(asked.reply, "bound");
+                                   });
+    if (!subscribed) {
+      status_.warn("cannot answer peers: " + subscribed.error().describe());
+      return;
+    }
+    peers_ = std::move(*subscribed);
   }
-  peers_ = std::move(*subscribed);
+  // Once the broker has the interest a peer that asks is answered: before this replica says
+  // it is bound, not some moment after.
+  if (auto flushed = ctx_.connection->flush(ctx_.options.request_timeout); !flushed)
+    status_.warn("cannot answer peers yet: " + flushed.error().describe());
 }
 
 ConsumerLifecycle::Peers ConsumerSubscription::ask_peers(const std::string& stream) {

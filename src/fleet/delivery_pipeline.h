@@ -92,6 +92,9 @@ class DeliveryPipeline {
   void join();
 
   // --- From any thread ---
+  // While the connection is down no waiting message starts (their acks could not reach the
+  // broker); running handlers finish. See consume::Dispatcher::hold.
+  void connection_changed(bool connected) { dispatcher_.hold(!connected); }
   // Naks `message` with no delay: another replica gets it at once.
   void give_back(nats::InboundMessage&& message);
   // The window to pull with (FlowTuner).

@@ -7,8 +7,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "natsfleet/fleet.h"
 #include "support/broker_client.h"
@@ -313,8 +318,9 @@ TEST(Restart, WorkFinishedDuringALongOutageSendsNoFreshMessageToAForsakenInbox) 
   BrokerClient admin(server.url());
   admin.create_stream("JOBS", {"jobs.>"});
   auto spec = fast_work("jobs-worker", "jobs.run");
-  spec.ack_wait = 3s;  // a gap: 1.5 s of silence
-  spec.batch = 4;      // a small window, so each handler's finish frees room for a pull
+  spec.ack_wait = 3s;    // a gap: 1.5 s of silence
+  spec.batch = 4;        // a small window, so each handler's finish frees room for a pull
+  spec.concurrency = 4;  // all four in handlers when the broker goes (none starts while it is away)
   std::atomic<bool> broker_down{false};
   std::atomic<int> entered{0};
   Recorder seen;
@@ -332,7 +338,7 @@ TEST(Restart, WorkFinishedDuringALongOutageSendsNoFreshMessageToAForsakenInbox) 
   ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 10s));
   // Four in hand, four left on the broker for the next pull.
   admin.publish_many("jobs.run", 8, "before-");
-  ASSERT_TRUE(wait_for([&] { return entered > 0; }, 10s));
+  ASSERT_TRUE(wait_for([&] { return entered == 4; }, 10s));
 
   server.stop();
   broker_down = true;
@@ -343,6 +349,65 @@ TEST(Restart, WorkFinishedDuringALongOutageSendsNoFreshMessageToAForsakenInbox) 
   admin.publish_many("jobs.run", 20, "after-");
   ASSERT_TRUE(seen.wait_distinct(28, 20s)) << fleet.health().subscriptions.at(0).last_error;
   EXPECT_EQ(seen.redelivered(), 0u) << "messages published after the outage reached a dead inbox";
+}
+
+// A message that waits for a handler thread while the broker is away is not started then: its
+// ack could not reach the broker, which may hand it to another replica meanwhile. It starts once
+// the connection is back, and is acked on its first delivery.
+TEST(Reconnect, AWaitingMessageStartsOnlyOnceTheConnectionIsBack) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  auto spec = fast_work("jobs-worker", "jobs.run");
+  spec.ack_wait = 30s;  // the outage is short next to it: a waiting message stays valid
+  std::mutex mu;
+  std::condition_variable changed;
+  bool release = false;
+  std::vector<std::string> started;
+  auto let_go = [&] {
+    {
+      std::lock_guard lock(mu);
+      release = true;
+    }
+    changed.notify_all();
+  };
+  Fleet fleet(fast_options({server.url()}, "replica"));
+  // Destroyed before the fleet: a failed assertion never leaves the handler waiting.
+  struct LetGo {
+    std::function<void()> f;
+    ~LetGo() { f(); }
+  } guard{let_go};
+  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
+    std::unique_lock lock(mu);
+    started.push_back(m.data());
+    changed.notify_all();
+    changed.wait(lock, [&] { return release; });  // the first holds the only handler thread
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(fleet.start());
+  ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 10s));
+  admin.publish_many("jobs.run", 3, "job-");
+  auto count = [&] {
+    std::lock_guard lock(mu);
+    return started.size();
+  };
+  ASSERT_TRUE(wait_for([&] { return count() == 1; }, 10s));
+
+  server.stop();
+  ASSERT_TRUE(wait_for([&] { return !fleet.health().connected; }, 10s));
+  let_go();
+  // Without the rule the next waiting message starts at once; give it ample time to show.
+  EXPECT_FALSE(wait_for([&] { return count() > 1; }, 1s)) << "a message started while offline";
+
+  server.restart();
+  ASSERT_TRUE(wait_for([&] { return count() == 3; }, 15s)) << count();
+  ASSERT_TRUE(wait_for(
+      [&] {
+        const auto info = admin.consumer("JOBS", "jobs-worker");
+        return info.num_ack_pending == 0 && info.num_pending == 0;
+      },
+      10s));
+  EXPECT_EQ(fleet.health().subscriptions.at(0).counters.redelivered, 0u);
 }
 
 // The fleet's log lines while it lives: spdlog's default logger (which a fleet clones at

@@ -62,6 +62,47 @@ struct Blocker {
   }
 };
 
+// Held (the connection is down): what runs finishes, nothing waiting starts; released, the
+// queue runs in order.
+TEST(Dispatcher, WhileHeldNothingWaitingStartsAndReleasedTheQueueRuns) {
+  Blocker b;
+  Dispatcher d({}, b.process());
+  (void)d.submit(msg("jobs", "first"));
+  b.wait_started();
+  (void)d.submit(msg("jobs", "second"));
+  (void)d.submit(msg("jobs", "third"));
+  d.hold(true);
+  b.release();
+  b.wait_seen(1);
+  // The handler thread is free now: had it not been held, it would take "second" at once.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  {
+    std::lock_guard lock(b.mu);
+    EXPECT_EQ(b.seen, std::vector<std::string>{"first"});
+  }
+  EXPECT_EQ(d.queued(), 2u);
+  d.hold(false);
+  b.wait_seen(3);
+  std::lock_guard lock(b.mu);
+  EXPECT_EQ(b.seen, (std::vector<std::string>{"first", "second", "third"}));
+}
+
+// A held dispatcher still stops: what waited goes back to be nak'd.
+TEST(Dispatcher, AHeldDispatcherStopsAndHandsBackWhatWaited) {
+  Blocker b;
+  b.release();
+  Dispatcher d({}, b.process());
+  d.hold(true);
+  (void)d.submit(msg("jobs", "a"));
+  (void)d.submit(msg("jobs", "b"));
+  std::vector<std::string> back;
+  EXPECT_TRUE(d.stop(std::chrono::milliseconds(1000),
+                     [&](nats::InboundMessage&& m) { back.push_back(m.data); }));
+  d.join();
+  EXPECT_EQ(back, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(b.seen.empty());
+}
+
 TEST(Dispatcher, AFullQueueDropsTheOldestOfTheSameKey) {
   Blocker b;
   Dispatcher::Options options;
