@@ -29,6 +29,7 @@ struct EmbeddedBrokerOptions {
   std::vector<std::pair<std::string, std::string>> mappings{};
 };
 
+// Not thread-safe: one call at a time (start, stop and kill change the child process).
 class NATSFLEET_API EmbeddedBroker {
  public:
   explicit EmbeddedBroker(EmbeddedBrokerOptions options = {});

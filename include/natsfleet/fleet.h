@@ -86,6 +86,10 @@ using WorkHandler = std::function<Disposition(const Message&)>;
 using BroadcastHandler = std::function<void(const Message&)>;
 using FatalHandler = std::function<void(const FatalReport&)>;
 
+// Thread safety: every member function may be called from any thread, handlers included, at
+// the same time as any other, except the destructor: it runs after every other call has
+// returned, and not on a fleet thread (a handler or the fatal handler). shutdown() called from
+// a handler of this fleet waits out its deadline, since that handler is one it waits for.
 class NATSFLEET_API Fleet {
  public:
   explicit Fleet(FleetOptions options);

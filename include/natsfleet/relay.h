@@ -77,6 +77,8 @@ struct RelayStats {
   bool subscribed = false;  // the relay's subscription exists (it binds in the background)
 };
 
+// Thread safety: every member function may be called from any thread (handlers, WebSocket
+// threads) at the same time as any other; the destructor after every other call has returned.
 class NATSFLEET_API Relay {
  public:
   Relay(Fleet& fleet, RelayOptions options);

@@ -59,6 +59,8 @@ struct RelayGatewayStats {
   std::uint64_t closed_idle = 0;   // sessions closed because nothing arrived in idle_timeout
 };
 
+// Thread safety: start(), stop(), port() and stats() may be called from any thread, at the
+// same time as each other; the destructor after every other call has returned.
 class NATSFLEET_API RelayGateway {
  public:
   // The relay must outlive the gateway. Every attach makes sure the relay's subscription exists

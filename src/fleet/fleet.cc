@@ -99,7 +99,7 @@ class Fleet::Impl {
                           "broadcast " + spec.name + ": " + checked.error().message);
     if (!handler)
       return Result<void>(Errc::invalid_argument, "broadcast " + spec.name + ": no handler");
-    if (shutting_down_) return Result<void>(Errc::invalid_argument, "add_broadcast after shutdown");
+    if (shutting_down_) return Result<void>(Errc::shutting_down, "add_broadcast after shutdown");
     if (!names_.insert(spec.name).second)
       return Result<void>(Errc::invalid_argument, "duplicate subscription name " + spec.name);
     if (!started_) {

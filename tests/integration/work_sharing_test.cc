@@ -259,6 +259,23 @@ TEST(Handlers, OnesThatCannotBeCopiedAreMovedInAndCalled) {
   fleet.shutdown(2s);
 }
 
+// Nothing is added once a fleet has shut down, and both kinds of subscription say so alike.
+TEST(RuntimeSubscriptions, AddedAfterShutdownAreRefusedAsShuttingDown) {
+  NatsServer server;
+  Fleet fleet(fast_options({server.url()}, "replica-a"));
+  ASSERT_TRUE(fleet.start());
+  ASSERT_TRUE(wait_for([&] { return fleet.health().connected; }, 10s));
+  fleet.shutdown(2s);
+  auto late_work = fleet.add_work(fast_work("late", "jobs.late"),
+                                  [](const Message&) { return Disposition::ack(); });
+  ASSERT_FALSE(late_work);
+  EXPECT_EQ(late_work.error().code, Errc::shutting_down);
+  auto late_broadcast =
+      fleet.add_broadcast({.name = "late", .subject = "late.*"}, [](const Message&) {});
+  ASSERT_FALSE(late_broadcast);
+  EXPECT_EQ(late_broadcast.error().code, Errc::shutting_down);
+}
+
 TEST(Binding, WaitsForTheBrokerAndThenForTheStream) {
   const int port = free_loopback_port();
   const std::string url = "nats://127.0.0.1:" + std::to_string(port);
