@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -27,6 +28,22 @@ std::string joined(const std::vector<std::string>& lines) {
   std::string all;
   for (const auto& l : lines) all += "\n  " + l;
   return all;
+}
+
+// "header.h:line: text" for each line of a public header that `matches`.
+std::vector<std::string> public_header_lines(
+    const std::function<bool(const std::string&)>& matches) {
+  std::vector<std::string> found;
+  for (const auto& header : files_under(fs::path(NATSFLEET_SOURCE_DIR) / "include" / "natsfleet")) {
+    std::ifstream in(header);
+    int number = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++number;
+      if (matches(line))
+        found.push_back(header.filename().string() + ":" + std::to_string(number) + ": " + line);
+    }
+  }
+  return found;
 }
 
 TEST(PublicHeaders, IncludeOnlyTheStandardLibraryAndEachOther) {
@@ -60,22 +77,12 @@ TEST(PublicHeaders, IncludeOnlyTheStandardLibraryAndEachOther) {
 }
 
 TEST(PublicHeaders, NameNoInternalNamespace) {
-  const fs::path root = NATSFLEET_SOURCE_DIR;
   // The layers' namespaces (src/<layer>) and the conventional one for hidden helpers.
   const std::regex internal(
       R"(\b(detail|nats|consume|fleet|relay|broker|config|sinks|health|audit|daemon|net|base)::)");
-  std::vector<std::string> offenders;
-  for (const auto& header : files_under(root / "include" / "natsfleet")) {
-    std::ifstream in(header);
-    int number = 0;
-    for (std::string line; std::getline(in, line);) {
-      ++number;
-      const std::string code = line.substr(0, line.find("//"));
-      if (std::regex_search(code, internal))
-        offenders.push_back(header.filename().string() + ":" + std::to_string(number) + ": " +
-                            line);
-    }
-  }
+  const auto offenders = public_header_lines([&](const std::string& line) {
+    return std::regex_search(line.substr(0, line.find("//")), internal);
+  });
   EXPECT_TRUE(offenders.empty()) << "public headers naming internal types:" << joined(offenders);
 }
 
@@ -83,22 +90,13 @@ TEST(PublicHeaders, NameNoInternalNamespace) {
 // (-Wmissing-field-initializers) warns about every member left out that has no default member
 // initializer, which breaks a -Werror build. So every public data member has one.
 TEST(PublicHeaders, EveryPublicDataMemberHasADefaultInitializer) {
-  const fs::path root = NATSFLEET_SOURCE_DIR;
   // `  Type name;` with no initializer; private members end in '_'.
   const std::regex bare_member(
       R"(^\s+(const\s+)?[A-Za-z_][\w:<>, ]*[>\w]\s+[a-z_]\w*[a-z0-9];\s*(//.*)?$)");
   const std::regex not_a_member(R"(^\s+(return|using|friend|class|struct|enum|typename)\b)");
-  std::vector<std::string> offenders;
-  for (const auto& header : files_under(root / "include" / "natsfleet")) {
-    std::ifstream in(header);
-    int number = 0;
-    for (std::string line; std::getline(in, line);) {
-      ++number;
-      if (std::regex_match(line, bare_member) && !std::regex_search(line, not_a_member))
-        offenders.push_back(header.filename().string() + ":" + std::to_string(number) + ": " +
-                            line);
-    }
-  }
+  const auto offenders = public_header_lines([&](const std::string& line) {
+    return std::regex_match(line, bare_member) && !std::regex_search(line, not_a_member);
+  });
   EXPECT_TRUE(offenders.empty()) << "public members without a default initializer (add {}):"
                                  << joined(offenders);
 }
