@@ -210,9 +210,9 @@ class WsSession : public net::Connection,
       say_goodbye(close_on_accept_ ? close_code_ : websocket::close_code::going_away);
       return;
     }
-    ++core_->attached;  // before the registry sees it, so a listed session is always counted
     registry_id_ = core_->registry.add(member_, shared_from_this());
     registered_ = true;
+    ++core_->attached;  // after the registry lists it: a counted session gets what follows
     core_->notifier.notify(member_);
     last_heard_ = last_ping_ = Clock::now();
     arm_timer();
