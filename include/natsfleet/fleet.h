@@ -93,8 +93,10 @@ using FatalHandler = std::function<void(const FatalReport&)>;
 class NATSFLEET_API Fleet {
  public:
   explicit Fleet(FleetOptions options);
-  // Shuts down (with a short deadline) when still running, then waits for any handler that
-  // overran a shutdown deadline: nothing a handler uses is freed under it.
+  // Shuts down (deadline 2 s) when still running, and returns by the deadline of the last
+  // shutdown() or remove(). A handler still running then is left to finish: what the fleet owns
+  // is freed once it returns, its verdict is dropped (the broker redelivers its message after
+  // ack_wait), and it must not call this Fleet; its Message stays safe (calls return errors).
   ~Fleet();
   Fleet(const Fleet&) = delete;
   Fleet& operator=(const Fleet&) = delete;
@@ -122,11 +124,12 @@ class NATSFLEET_API Fleet {
   }
 
   // Stops one subscription as shutdown() stops them all while the connection stays up: no more
-  // pulls, running handlers finish until `deadline` and are acked (flushed to the broker), what
-  // never started is given back. Returns within about `deadline` (a broker request under way
-  // may add up to request_timeout); a handler still running then is waited for by ~Fleet. The
-  // name may be added again afterwards. Serialised with shutdown(). Errors: invalid_argument (no
-  // such subscription), shutting_down.
+  // pulls, its handlers' Message::stop_token() is requested, running handlers finish until
+  // `deadline` and are acked (flushed to the broker), what never started is given back. Returns
+  // within about `deadline` (a broker request under way may add up to request_timeout); a
+  // handler still running then is left to finish as ~Fleet leaves it. The name may be added
+  // again afterwards. Serialised with shutdown(). Errors: invalid_argument (no such
+  // subscription), shutting_down.
   [[nodiscard]] Result<void> remove(const std::string& name, std::chrono::milliseconds deadline);
 
   // Called at most once, from a fleet thread, when the fleet cannot go on by itself (connection
@@ -186,10 +189,10 @@ class NATSFLEET_API Fleet {
 
   FleetHealth health() const;
 
-  // Stops pulling, lets in-flight handlers finish and acks them, naks what was buffered but not
-  // started (and what a downstream outage held), then drains the connection (or closes it when
-  // it is reconnecting). Returns within `deadline`; a handler still running then is waited for
-  // by the destructor. Idempotent.
+  // Stops pulling, requests every handler's Message::stop_token(), lets in-flight handlers
+  // finish and acks them, naks what was buffered but not started (and what a downstream outage
+  // held), then drains the connection (or closes it when it is reconnecting). Returns within
+  // `deadline`; a handler still running then is left to finish (see ~Fleet). Idempotent.
   void shutdown(std::chrono::milliseconds deadline);
 
   class Impl;

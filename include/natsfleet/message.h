@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -23,8 +24,9 @@ namespace natsfleet {
 
 using Headers = std::map<std::string, std::vector<std::string>>;
 
-// How a delivery's in_progress() reaches the broker: opaque, made by the fleet (one per
-// subscription). A Message built elsewhere (a test of a handler, say) has none.
+// How a delivery's in_progress() reaches the broker and its stop_token() learns of a stop:
+// opaque, made by the fleet (one per subscription). A Message built elsewhere (a test of a
+// handler, say) has none.
 class DeliveryControl;
 
 // JetStream delivery facts, parsed from the `$JS.ACK...` reply subject.
@@ -88,6 +90,11 @@ class NATSFLEET_API Message {
   // has stopped; not_connected (or another connection error) when it could not be sent. Does
   // nothing (success) for core NATS messages and ordered work's, whose reader keeps them alive.
   Result<void> in_progress() const;
+
+  // Stop is requested once the subscription that delivered this message begins to stop
+  // (Fleet::shutdown, Fleet::remove, ~Fleet): a long handler that watches it can return its
+  // verdict before the deadline. Any thread; never requested for a Message built elsewhere.
+  std::stop_token stop_token() const;
 
  private:
   std::string subject_;

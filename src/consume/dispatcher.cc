@@ -246,6 +246,11 @@ bool Dispatcher::stop(std::chrono::milliseconds deadline, const Reject& reject) 
   return finished;
 }
 
+bool Dispatcher::await_idle(Clock::time_point until) {
+  std::unique_lock lock(state_->mu);
+  return state_->idle.wait_until(lock, until, [&] { return state_->running == 0; });
+}
+
 void Dispatcher::join() {
   std::lock_guard lock(join_mu_);
   for (auto& t : threads_)

@@ -90,6 +90,8 @@ class Dispatcher {
   // Refuses new work, rejects the queue, waits for running handlers until `deadline`. Returns
   // false when some handler was still running at the deadline; join() waits for it.
   bool stop(std::chrono::milliseconds deadline, const Reject& reject);
+  // After stop(): waits until `until` for running handlers to return. False when one still runs.
+  bool await_idle(Clock::time_point until);
   // Waits for every handler thread to end (after stop()).
   void join();
   // While held, no handler thread starts a waiting message (what runs finishes): a message

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -309,7 +310,8 @@ Result<void> start_work(Daemon::State& s, const config::WorkConfig& work) {
     spec.keep_alive_limit = *timeout + kPublishMargin;
   health::SubscriptionMetrics& metrics = s.metrics.register_subscription(name);
   Fleet& fleet = *s.fleet;
-  auto added = fleet.add_work(spec, [&metrics, &fleet, sink, name](const Message& m) {
+  auto added = fleet.add_work(spec, [&s, &metrics, &fleet, sink, name](const Message& m) {
+    std::shared_lock running(s.handlers_running);
     auto result = deliver_and_publish(fleet, metrics, *sink, name, m);
     return std::move(result.disposition).because(std::move(result.error));
   });
@@ -341,6 +343,7 @@ Result<void> start_broadcast(Daemon::State& s, const config::BroadcastConfig& bc
   const bool redeliverable = bc.spec.source == BroadcastSource::jetstream;
   auto added = fleet.add_broadcast(
       bc.spec, [&s, &metrics, &fleet, sink, name, redeliverable](const Message& m) {
+        std::shared_lock running(s.handlers_running);
         auto result = deliver_and_publish(fleet, metrics, *sink, name, m);
         if (result.error.empty()) return;
         SPDLOG_LOGGER_DEBUG(s.log, "broadcast {}: sink: {}", name, result.error);
@@ -501,9 +504,10 @@ void shut_down(Daemon::State& s, const std::string& fatal, const ServiceNotifier
   // Nothing waits for a worker to come back once shutdown has begun; work in progress goes on.
   for (auto& sink : s.sinks) sink->begin_stop();
   s.fleet->shutdown(s.config.shutdown_timeout);
-  // Stopping the sinks cancels what a handler that overran the deadline still waits on; the
-  // fleet's destructor then waits for that handler, before anything it uses goes away.
+  // Stopping the sinks cancels what a handler that overran the deadline still waits on; it is
+  // waited for here, before the fleet, the metrics and the sinks it uses go away.
   for (auto& sink : s.sinks) sink->stop();
+  { std::unique_lock every_handler_returned(s.handlers_running); }
   if (s.health_server) s.health_server->stop();
   s.fleet.reset();
   if (s.broker) s.broker->stop();

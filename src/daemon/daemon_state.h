@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +36,9 @@ struct Daemon::State {
   mutable std::mutex sinks_mu;  // sink_of: the health thread reads it while a reload changes it
   std::map<std::string, sinks::Sink*> sink_of;  // running subscription's name -> its sink
   std::unique_ptr<Fleet> fleet;
+  // Held shared by every handler while it runs: it uses the fleet, the metrics and its sink,
+  // which ~Fleet does not wait for. The daemon's exit takes it once the sinks are stopped.
+  std::shared_mutex handlers_running;
   std::unique_ptr<health::HealthServer> health_server;
   std::string fatal_reason;
 };

@@ -30,10 +30,12 @@ BroadcastSubscription::~BroadcastSubscription() {
   begin_shutdown();
   finish_handlers(Clock::now());
   join();
-  wait_handlers();
+  dispatcher_->join();
 }
 
-void BroadcastSubscription::wait_handlers() { dispatcher_->join(); }
+bool BroadcastSubscription::await_handlers(Clock::time_point until) {
+  return dispatcher_->await_idle(until);
+}
 
 void BroadcastSubscription::start() {
   thread_ = std::thread([this] { run(); });
@@ -47,6 +49,7 @@ void BroadcastSubscription::connection_changed(bool) {
 
 void BroadcastSubscription::begin_shutdown() {
   stopping_ = true;
+  control_->request_stop();
   std::unique_ptr<nats::Subscription> sub;
   {
     std::lock_guard lock(mu_);
@@ -127,7 +130,8 @@ void BroadcastSubscription::watch_drops() {
 
 void BroadcastSubscription::process(nats::InboundMessage&& in) {
   status_.counters.received++;
-  Message message(std::move(in.subject), std::move(in.data), std::move(in.headers));
+  Message message(std::move(in.subject), std::move(in.data), std::move(in.headers), std::nullopt,
+                  {}, control_);
   base::Backoff backoff(std::chrono::milliseconds(250), std::chrono::seconds(10));
   for (;;) {
     try {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "consume/dispatcher.h"
+#include "fleet/delivery_control.h"
 #include "fleet/subscription_status.h"
 #include "fleet/supervised.h"
 #include "nats/connection.h"
@@ -31,7 +32,7 @@ class BroadcastSubscription final : public Supervised {
   void begin_shutdown() override;
   bool finish_handlers(Clock::time_point deadline) override;
   void join() override;
-  void wait_handlers() override;
+  bool await_handlers(Clock::time_point until) override;
   SubscriptionHealth health() const override;
 
  private:
@@ -45,6 +46,8 @@ class BroadcastSubscription final : public Supervised {
   FleetContext& ctx_;
   SubscriptionStatus status_;
   std::unique_ptr<consume::Dispatcher> dispatcher_;
+  // Its messages' stop_token() (core messages need no in-progress acks).
+  const std::shared_ptr<DeliveryControl> control_ = std::make_shared<DeliveryControl>(nullptr);
 
   std::thread thread_;
   std::mutex mu_;

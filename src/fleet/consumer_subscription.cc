@@ -80,10 +80,12 @@ ConsumerSubscription::~ConsumerSubscription() {
   begin_shutdown();
   finish_handlers(ctx_.clock->now());
   join();
-  wait_handlers();
+  pipeline_.join();
 }
 
-void ConsumerSubscription::wait_handlers() { pipeline_.join(); }
+bool ConsumerSubscription::await_handlers(Clock::time_point until) {
+  return pipeline_.await_idle(until);
+}
 
 void ConsumerSubscription::start() {
   thread_ = std::thread([this] { run(); });
@@ -100,6 +102,7 @@ void ConsumerSubscription::connection_changed(bool connected) {
 
 void ConsumerSubscription::begin_shutdown() {
   stopping_ = true;
+  pipeline_.request_stop();
   {
     std::lock_guard lock(wake_mu_);
     woken_ = true;

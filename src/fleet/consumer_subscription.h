@@ -67,7 +67,7 @@ class ConsumerSubscription final : public Supervised {
   void begin_shutdown() override;
   bool finish_handlers(Clock::time_point deadline) override;
   void join() override;
-  void wait_handlers() override;
+  bool await_handlers(Clock::time_point until) override;
   SubscriptionHealth health() const override;
 
  private:

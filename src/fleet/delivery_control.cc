@@ -16,6 +16,7 @@ Result<void> DeliveryControl::in_progress(const std::string& reply) {
 }
 
 void DeliveryControl::detach() {
+  stop_.request_stop();
   std::unique_lock lock(mu_);
   transport_ = nullptr;
 }
@@ -23,6 +24,10 @@ void DeliveryControl::detach() {
 Result<void> Message::in_progress() const {
   if (!control_ || reply_.empty()) return {};
   return control_->in_progress(reply_);
+}
+
+std::stop_token Message::stop_token() const {
+  return control_ ? control_->stop_token() : std::stop_token();
 }
 
 }  // namespace natsfleet

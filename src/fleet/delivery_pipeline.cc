@@ -112,7 +112,7 @@ DeliveryPipeline::DeliveryPipeline(const WorkSpec& spec, WorkHandler handler,
       transport_(transport),
       intake_(intake),
       clock_(clock),
-      control_(std::make_shared<DeliveryControl>(transport)),
+      control_(std::make_shared<DeliveryControl>(&transport)),
       stale_after_(std::max(spec.ack_wait / 2, spec.heartbeat * 3)),
       keep_alive_every_(spec.ack_wait / 3),
       tuner_(spec.batch, spec.concurrency, spec.max_ack_pending, spec.ack_wait),
@@ -434,6 +434,8 @@ bool DeliveryPipeline::stop(milliseconds deadline) {
 }
 
 void DeliveryPipeline::join() { dispatcher_.join(); }
+
+void DeliveryPipeline::request_stop() { control_->request_stop(); }
 
 // --- Helpers ---------------------------------------------------------------------------------
 

@@ -89,12 +89,16 @@ class DeliveryPipeline {
   // Running handlers finish until `deadline`; what waited or was held goes back to the broker
   // at once. False when a handler was still running at the deadline (join() waits for it).
   bool stop(std::chrono::milliseconds deadline);
+  // After stop(): whether every handler has returned by `until` (Dispatcher::await_idle).
+  bool await_idle(Clock::time_point until) { return dispatcher_.await_idle(until); }
   void join();
 
   // --- From any thread ---
   // While the connection is down no waiting message starts (their acks could not reach the
   // broker); running handlers finish. See consume::Dispatcher::hold.
   void connection_changed(bool connected) { dispatcher_.hold(!connected); }
+  // Running handlers see their Message::stop_token() requested (the subscription is stopping).
+  void request_stop();
   // Naks `message` with no delay: another replica gets it at once.
   void give_back(nats::InboundMessage&& message);
   // The window to pull with (FlowTuner).

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "base/log_event.h"
@@ -26,6 +27,9 @@ namespace natsfleet {
 
 using fleet::Clock;
 
+// The deadline of the shutdown ~Fleet makes when none was asked for.
+constexpr std::chrono::milliseconds kCloseDeadline = std::chrono::seconds(2);
+
 class Fleet::Impl {
  public:
   explicit Impl(FleetOptions options) {
@@ -37,8 +41,9 @@ class Fleet::Impl {
     };
   }
 
+  // The subscriptions' destructors wait for every handler still running.
   ~Impl() {
-    close();
+    shutdown(kCloseDeadline);
     {
       std::lock_guard lock(mu_);
       reporter_stop_ = true;
@@ -52,20 +57,33 @@ class Fleet::Impl {
     }
   }
 
-  // Shuts down (short deadline) if still running, then waits for any handler that overran.
-  void close() {
-    shutdown(std::chrono::seconds(2));
-    // A handler that overran the deadline finishes before anything it may use is freed.
+  // Shuts down (kCloseDeadline) if still running, then waits for handlers that overran until the
+  // deadline of the last shutdown or remove. False when one still runs: this Impl must then be
+  // freed where waiting for it harms nobody.
+  bool close() {
+    shutdown(kCloseDeadline);
     std::vector<fleet::Supervised*> subs;
     {
       std::lock_guard lock(subs_mu_);
       for (auto& sub : subs_) subs.push_back(sub.get());
     }
+    Clock::time_point until;
     {
       std::lock_guard lock(mu_);
       for (auto& sub : removed_) subs.push_back(sub.get());
+      until = last_deadline_;
     }
-    for (auto* sub : subs) sub->wait_handlers();
+    size_t running = 0;
+    for (auto* sub : subs)
+      if (!sub->await_handlers(until)) ++running;
+    if (running > 0)
+      base::log_event(*context_.log, spdlog::level::warn,
+                      {{"event", "handlers-left-running"}, {"subscriptions", running}},
+                      "handlers of {} subscription(s) still run past the shutdown deadline: left "
+                      "to finish, the fleet is freed once they return (their verdicts are "
+                      "dropped; unacked, their messages are redelivered after ack_wait)",
+                      running);
+    return running == 0;
   }
 
   // Before start(), the work starts with the fleet; after, it starts at once.
@@ -120,6 +138,7 @@ class Fleet::Impl {
     {
       std::lock_guard lock(mu_);
       if (shutting_down_) return Result<void>(Errc::shutting_down, "remove after shutdown");
+      last_deadline_ = std::max(last_deadline_, until);
       if (!names_.count(name))
         return Result<void>(Errc::invalid_argument, "no subscription named " + name);
       if (!started_) {
@@ -146,14 +165,11 @@ class Fleet::Impl {
     if (connection_->connected() && left.count() > 0)
       (void)connection_->flush(std::min(left, std::chrono::milliseconds(1000)));
     sub->join();
-    if (finished) {
-      sub->wait_handlers();
-      sub.reset();
-    }
+    if (finished) sub.reset();  // joins its handler threads, which have all returned
     {
       std::lock_guard lock(mu_);
       names_.erase(name);
-      // A handler that overran is waited for by close(), before anything it uses is freed.
+      // A handler that overran is waited for by close() until the last deadline, and by ~Impl.
       if (sub) removed_.push_back(std::move(sub));
     }
     base::log_event(*context_.log, spdlog::level::info,
@@ -348,6 +364,7 @@ class Fleet::Impl {
       // From here on no broadcast is added: the set below is final.
       std::lock_guard lock(mu_);
       shutting_down_ = true;
+      last_deadline_ = until;
     }
     std::vector<fleet::Supervised*> subs;
     {
@@ -484,8 +501,9 @@ class Fleet::Impl {
   std::vector<std::pair<WorkSpec, WorkHandler>> work_;
   std::vector<std::pair<BroadcastSpec, BroadcastHandler>> broadcast_;
   std::set<std::string> names_;
-  // Removed while a handler of theirs overran the deadline: kept until close() has waited.
+  // Removed while a handler of theirs overran the deadline: kept until ~Impl has waited.
   std::vector<std::unique_ptr<fleet::Supervised>> removed_;
+  Clock::time_point last_deadline_{};  // of the last shutdown() or remove(): close() waits to it
   FatalHandler fatal_handler_;
   std::optional<FatalReport> pending_report_;
   std::condition_variable reporter_wake_;
@@ -511,8 +529,13 @@ class Fleet::Impl {
 
 Fleet::Fleet(FleetOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Fleet::~Fleet() {
-  // While this object is whole: a late handler may still call publish() on it.
-  impl_->close();
+  if (impl_->close()) return;
+  // A handler overran the deadline: what it uses is freed once it returns, on a thread of its
+  // own. Without a thread to spare the lambda is destroyed here, which waits for it.
+  try {
+    std::thread([impl = std::move(impl_)]() mutable { impl.reset(); }).detach();
+  } catch (const std::system_error&) {
+  }
 }
 Result<void> Fleet::add_work(WorkSpec spec, WorkHandler handler) {
   return impl_->add_work(std::move(spec), std::move(handler));

@@ -1,7 +1,8 @@
 // What the Fleet supervises: one subscription with its own supervisor thread.
 //
 // Lifecycle: start() -> connection_changed()* -> begin_shutdown() -> finish_handlers()
-//            -> (the Fleet closes the connection) -> join() -> wait_handlers().
+//            -> (the Fleet closes the connection) -> join() -> await_handlers()
+//            -> the destructor (which waits for every handler).
 #pragma once
 
 #include <chrono>
@@ -47,8 +48,9 @@ class Supervised {
   virtual bool finish_handlers(Clock::time_point deadline) = 0;
   // Wait for the supervisor thread (the connection is closed by then, so it ends quickly).
   virtual void join() = 0;
-  // Wait for handlers that overran the shutdown deadline (before anything they use is freed).
-  virtual void wait_handlers() = 0;
+  // Waits until `until` for handlers that overran the shutdown deadline. False when one still
+  // runs then: the destructor waits for it (nothing it uses is freed under it).
+  virtual bool await_handlers(Clock::time_point until) = 0;
   virtual SubscriptionHealth health() const = 0;
 };
 

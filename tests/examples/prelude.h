@@ -48,3 +48,4 @@ bool valid(std::string_view data);
 void push_to_sessions(const natsfleet::Message& m);
 void request_exit(int code);
 std::string key_of(const natsfleet::Message& m);
+void copy_chunk(std::string_view data, int chunk);

@@ -1,6 +1,6 @@
 // The library when a handler's downstream fails: Disposition::retry holds messages without
-// using deliveries, a message that fails alone is rejected and dead-lettered with its origin, a
-// core broadcast's queue is bounded, and a handler that overruns shutdown is waited for.
+// using deliveries, a message that fails alone is rejected and dead-lettered with its origin, and
+// a core broadcast's queue is bounded.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -296,37 +296,6 @@ TEST(DownstreamFaults, ACoreBroadcastWhoseDownstreamIsDownRetriesInPlaceAndLoses
   ASSERT_TRUE(wait_for([&] { return fleet.health().ready; }, 5s));
   EXPECT_EQ(sub_of(fleet, "status").counters.handler_errors, 0u);
   fleet.shutdown(2s);
-}
-
-TEST(DownstreamFaults, AHandlerThatOverrunsTheShutdownDeadlineIsWaitedFor) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
-  std::atomic<bool> running{false};
-  std::atomic<bool> released{false};
-  std::atomic<bool> finished{false};
-  {
-    auto fleet = std::make_unique<Fleet>(fast_options({server.url()}, "replica"));
-    Fleet* self = fleet.get();
-    ASSERT_TRUE(fleet->add_work(fast_work("jobs", "jobs.run"), [&, self](const Message&) {
-      running = true;
-      // Held past the shutdown deadline until the test lets go (bounded, should it never).
-      wait_for([&] { return released.load(); }, 60s);
-      // Still at work while the fleet is destroyed.
-      std::this_thread::sleep_for(300ms);
-      // Uses the fleet after its shutdown deadline: it must still be there.
-      (void)self->health();
-      finished = true;
-      return Disposition::ack();
-    }));
-    ASSERT_TRUE(fleet->start());
-    admin.publish("jobs.run", "slow");
-    ASSERT_TRUE(wait_for([&] { return running.load(); }, 10s));
-    fleet->shutdown(100ms);
-    EXPECT_FALSE(finished.load()) << "shutdown returned within its deadline";
-    released = true;
-  }
-  EXPECT_TRUE(finished.load()) << "the fleet was freed under a running handler";
 }
 
 }  // namespace

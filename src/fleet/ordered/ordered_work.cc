@@ -61,7 +61,7 @@ OrderedWork::~OrderedWork() {
   begin_shutdown();
   finish_handlers(Clock::now());
   join();
-  wait_handlers();
+  join_handlers();
 }
 
 void OrderedWork::start() {
@@ -445,6 +445,7 @@ void OrderedWork::connection_changed(bool connected) {
 void OrderedWork::begin_shutdown() {
   std::lock_guard lock(mu_);
   stopping_ = true;
+  for (auto& [p, o] : owned_) o.reader->request_stop();
   wake_.notify_all();
   tend_wake_.notify_all();
 }
@@ -483,7 +484,12 @@ void OrderedWork::join() {
   join_retired();
 }
 
-void OrderedWork::wait_handlers() {
+bool OrderedWork::await_handlers(Clock::time_point until) {
+  std::unique_lock lock(mu_);
+  return wake_.wait_until(lock, until, [this] { return busy_.empty(); });
+}
+
+void OrderedWork::join_handlers() {
   for (auto& w : workers_)
     if (w.joinable()) w.join();
   std::map<int, Owned> owned;

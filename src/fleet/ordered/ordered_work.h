@@ -47,10 +47,12 @@ class OrderedWork final : public Supervised {
   void begin_shutdown() override;
   bool finish_handlers(Clock::time_point deadline) override;
   void join() override;
-  void wait_handlers() override;
+  bool await_handlers(Clock::time_point until) override;
   SubscriptionHealth health() const override;
 
  private:
+  // Waits for every handler thread to end (after finish_handlers()).
+  void join_handlers();
   // A lane ready to run: a key of a partition's current reader.
   struct Ready {
     int partition = 0;

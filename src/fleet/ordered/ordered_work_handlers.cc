@@ -89,6 +89,7 @@ void OrderedWork::run_one(std::unique_lock<std::mutex>& lock, Ready lane) {
 
   lock.lock();
   busy_.erase({lane.partition, lane.key});
+  if (stopping_ && busy_.empty()) wake_.notify_all();  // await_handlers()
   it = owned_.find(lane.partition);
   if (it == owned_.end() || it->second.reader.get() != lane.reader) return;  // given up meanwhile
   --it->second.running;

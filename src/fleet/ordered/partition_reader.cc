@@ -113,7 +113,7 @@ void PartitionReader::push_stored_locked(nats::StoredMessage&& m, std::vector<st
              .delivered = 1,
              .timestamp_ns = base::parse_rfc3339_nanos(m.time).value_or(0)};
   Message message(std::move(m.subject), std::move(m.data), std::move(m.headers), std::move(d), {},
-                  nullptr, FencingToken{.partition = setup_.partition, .epoch = setup_.epoch});
+                  control_, FencingToken{.partition = setup_.partition, .epoch = setup_.epoch});
   // Not this reader's delivery: done() counts it off like one of an earlier consumer.
   if (lanes_.push(key, KeyLanes::Item{.message = std::move(message), .generation = UINT64_MAX}))
     ready.push_back(std::move(key));
@@ -347,7 +347,7 @@ void PartitionReader::accept(std::vector<nats::InboundMessage>& batch,
     d->delivered = 1;
     d->consumer = prefix_;
     Message m(std::move(in.subject), std::move(in.data), std::move(in.headers), std::move(*d), {},
-              nullptr, FencingToken{.partition = setup_.partition, .epoch = setup_.epoch});
+              control_, FencingToken{.partition = setup_.partition, .epoch = setup_.epoch});
     if (lanes_.push(key, KeyLanes::Item{.message = std::move(m), .generation = generation_}))
       ready.push_back(std::move(key));
   }

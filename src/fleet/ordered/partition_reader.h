@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "consume/pull_engine.h"
+#include "fleet/delivery_control.h"
 #include "fleet/ordered/key_lanes.h"
 #include "fleet/ordered/log_cursor.h"
 #include "fleet/ordered/reader_watch.h"
@@ -107,8 +108,14 @@ class PartitionReader {
   // Stops reading (no deliveries once it returns) and acks the checkpoint.
   void stop();
   // The partition is given up (any thread): from now on the reader makes and deletes no consumer,
-  // so a tick that was under way cannot replace the next owner's.
-  void retire() { retired_ = true; }
+  // so a tick that was under way cannot replace the next owner's; its handlers' messages see
+  // their stop_token() requested (their verdicts no longer count).
+  void retire() {
+    retired_ = true;
+    control_->request_stop();
+  }
+  // The work is stopping (any thread): its handlers' messages see their stop_token() requested.
+  void request_stop() { control_->request_stop(); }
 
   int partition() const { return setup_.partition; }
   // Under the caller's lock: the consumer read through (empty while there is none).
@@ -185,6 +192,8 @@ class PartitionReader {
   bool lost_consumer_ = false;  // a status said it is gone
   std::atomic<bool> reconnected_{false};
   std::atomic<bool> retired_{false};
+  // Its messages' stop_token(); they are kept alive by the reader, not by in-progress acks.
+  const std::shared_ptr<DeliveryControl> control_ = std::make_shared<DeliveryControl>(nullptr);
 };
 
 }  // namespace natsfleet::fleet

@@ -1,0 +1,167 @@
+// Shutdown keeps its word (include/natsfleet/fleet.h): running handlers see their message's
+// stop_token() requested and their verdicts count; a handler that ignores it is left to finish,
+// ~Fleet returns by the deadline and what the handler uses is freed only once it returns.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "fleet/ordered/partition_plan.h"
+#include "natsfleet/fleet.h"
+#include "support/broker_client.h"
+#include "support/fast_fleet.h"
+#include "support/nats_server.h"
+#include "support/wait_for.h"
+
+namespace natsfleet::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Steady = std::chrono::steady_clock;
+
+// A shutdown whose deadline is this long would take all of it if no handler saw the stop.
+constexpr auto kLongDeadline = 30s;
+
+// A handler that holds its message until the stop is requested, then acks it.
+struct StopWatcher {
+  std::atomic<int> started{0};
+  std::atomic<int> saw_stop{0};
+  Disposition operator()(const Message& m) {
+    ++started;
+    if (!wait_for([&] { return m.stop_token().stop_requested(); }, 60s)) return Disposition::nak();
+    ++saw_stop;
+    return Disposition::ack();
+  }
+};
+
+TEST(Shutdown, RunningHandlersSeeTheStopAndTheirAcksReachTheBroker) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  StopWatcher watcher;
+  Fleet fleet(fast_options({server.url()}, "replica"));
+  auto spec = fast_work("jobs", "jobs.run");
+  spec.concurrency = 4;
+  spec.ack_wait = 60s;  // an unacked message stays pending for the whole test
+  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) { return watcher(m); }));
+  ASSERT_TRUE(fleet.start());
+  admin.publish_many("jobs.run", 4);
+  ASSERT_TRUE(wait_for([&] { return watcher.started.load() == 4; }, 10s));
+
+  const auto before = Steady::now();
+  fleet.shutdown(kLongDeadline);
+  EXPECT_LT(Steady::now() - before, kLongDeadline / 2) << "the handlers never saw the stop";
+  EXPECT_EQ(watcher.saw_stop.load(), 4);
+  const auto consumer = admin.consumer("JOBS", "jobs");
+  EXPECT_EQ(consumer.num_ack_pending, 0u) << "the verdicts given after the stop were acked";
+  EXPECT_EQ(consumer.ack_floor_stream_seq, 4u);
+}
+
+TEST(Shutdown, OrderedWorkHandlersSeeTheStop) {
+  const auto plan = fleet::PartitionPlan::make("orders.*", 2, 4).value();
+  NatsServer server({.extra_config = plan.mappings_block()});
+  BrokerClient admin(server.url());
+  admin.create_stream("ORDERS", {plan.stored_subjects()});
+  StopWatcher watcher;
+  Fleet fleet(fast_options({server.url()}, "replica"));
+  auto spec = fast_work("orders", "orders.*");
+  spec.ordering = Ordering::per_key;
+  spec.key_token = 2;
+  spec.partitions = 4;
+  spec.lease = 2s;
+  spec.concurrency = 2;
+  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) { return watcher(m); }));
+  ASSERT_TRUE(fleet.start());
+  admin.publish("orders.a", "a:0");
+  ASSERT_TRUE(wait_for([&] { return watcher.started.load() == 1; }, 20s));
+
+  const auto before = Steady::now();
+  fleet.shutdown(kLongDeadline);
+  EXPECT_LT(Steady::now() - before, kLongDeadline / 2) << "the handler never saw the stop";
+  EXPECT_EQ(watcher.saw_stop.load(), 1);
+}
+
+TEST(Shutdown, BroadcastHandlersSeeTheStop) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  std::atomic<int> started{0}, saw_stop{0};
+  Fleet fleet(fast_options({server.url()}, "replica"));
+  BroadcastSpec spec;
+  spec.name = "status";
+  spec.subject = "status.>";
+  ASSERT_TRUE(fleet.add_broadcast(spec, [&](const Message& m) {
+    ++started;
+    if (wait_for([&] { return m.stop_token().stop_requested(); }, 60s)) ++saw_stop;
+  }));
+  ASSERT_TRUE(fleet.start());
+  ASSERT_TRUE(wait_for(
+      [&] {
+        if (started.load() > 0) return true;
+        (void)admin.connection().publish("status.one", "up");  // core: again until it is heard
+        return false;
+      },
+      10s));
+
+  const auto before = Steady::now();
+  fleet.shutdown(kLongDeadline);
+  EXPECT_LT(Steady::now() - before, kLongDeadline / 2) << "the handler never saw the stop";
+  EXPECT_EQ(saw_stop.load(), 1);
+}
+
+// Whether the handler's state was freed: set by the destructor of what the handler owns.
+struct FreedFlag {
+  std::atomic<bool>* freed;
+  ~FreedFlag() { *freed = true; }
+};
+
+// A handler that ignores the stop until the test lets it go, then uses the Message it kept.
+struct Overrunner {
+  std::unique_ptr<FreedFlag> owned;  // freed with the fleet's state: a move-only handler
+  std::atomic<bool>* running;
+  std::atomic<bool>* released;
+  std::atomic<bool>* finished;
+  std::optional<Result<void>>* late_in_progress;
+  Disposition operator()(const Message& m) {
+    *running = true;
+    wait_for([&] { return released->load(); }, 60s);
+    // Its fleet is gone by now: the Message answers with an error, never touches freed state.
+    late_in_progress->emplace(m.in_progress());
+    *finished = true;
+    return Disposition::ack();
+  }
+};
+
+void overrun_the_deadline(bool ask_for_shutdown) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  std::atomic<bool> running{false}, released{false}, finished{false}, freed{false};
+  std::optional<Result<void>> late;
+  auto fleet = std::make_unique<Fleet>(fast_options({server.url()}, "replica"));
+  ASSERT_TRUE(fleet->add_work(fast_work("jobs", "jobs.run"),
+                              Overrunner{std::unique_ptr<FreedFlag>(new FreedFlag{&freed}),
+                                         &running, &released, &finished, &late}));
+  ASSERT_TRUE(fleet->start());
+  admin.publish("jobs.run", "slow");
+  ASSERT_TRUE(wait_for([&] { return running.load(); }, 10s));
+  if (ask_for_shutdown) fleet->shutdown(100ms);
+  fleet.reset();  // returns with the handler still held: ~Fleet does not wait for it
+  EXPECT_FALSE(finished.load());
+  EXPECT_FALSE(freed.load()) << "the fleet's state was freed under a running handler";
+  released = true;
+  ASSERT_TRUE(wait_for([&] { return freed.load(); }, 20s)) << "never freed";
+  EXPECT_TRUE(finished.load());
+  ASSERT_TRUE(late.has_value());
+  EXPECT_FALSE(late->has_value()) << "in_progress() after the fleet is gone is an error";
+}
+
+TEST(Shutdown, AHandlerThatOverrunsTheDeadlineIsLeftToFinishAndFreedAfter) {
+  overrun_the_deadline(true);
+}
+
+TEST(Shutdown, TheDestructorAloneKeepsItsOwnDeadline) { overrun_the_deadline(false); }
+
+}  // namespace
+}  // namespace natsfleet::testing
