@@ -192,7 +192,9 @@ class NATSFLEET_API Fleet {
   // Stops pulling, requests every handler's Message::stop_token(), lets in-flight handlers
   // finish and acks them, naks what was buffered but not started (and what a downstream outage
   // held), then drains the connection (or closes it when it is reconnecting). Returns within
-  // `deadline`; a handler still running then is left to finish (see ~Fleet). Idempotent.
+  // `deadline`, plus, with ordered work, a lease-bucket request under way (up to 5 s, when the
+  // broker stops answering); a handler still running then is left to finish (see ~Fleet).
+  // Idempotent.
   void shutdown(std::chrono::milliseconds deadline);
 
   class Impl;

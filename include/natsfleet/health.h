@@ -55,6 +55,7 @@ struct SubscriptionHealth {
   std::string subject{};
   std::string stream{};
   std::string consumer{};
+  // Never bound while the fleet is not connected: recovering then, last_error saying why.
   SubscriptionState state = SubscriptionState::binding;
   std::string last_error{};
   SubscriptionCounters counters{};

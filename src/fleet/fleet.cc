@@ -350,7 +350,13 @@ class Fleet::Impl {
     h.ready = h.live && h.connected;
     for (const auto& sub : subs_) {
       h.subscriptions.push_back(sub->health());
-      const auto& s = h.subscriptions.back();
+      auto& s = h.subscriptions.back();
+      // Bound means delivering: not while the broker is out of reach.
+      if (s.state == SubscriptionState::bound && !h.connected) {
+        s.state = SubscriptionState::recovering;
+        s.last_error = "not connected to the broker" +
+                       (h.broker_error.empty() ? std::string() : ": " + h.broker_error);
+      }
       if (s.state != SubscriptionState::bound || s.downstream_down) h.ready = false;
     }
     return h;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <iterator>
@@ -24,25 +25,31 @@ class Graves {
   void set_connection(natsConnection* nc) { nc_ = nc; }
 
   // `sub` is unsubscribed: frees it, with every one waiting, once nats.c's reader has passed
-  // whatever was sent before; keeps them all when that cannot be known now. What `due` holds
+  // whatever was sent before; keeps them all when that cannot be known now. Waits at most
+  // kFlushTimeout, and not at all for kQuietAfterFailure after a flush that got no answer (a
+  // broker that stops answering costs one wait, not one per subscription). What `due` holds
   // when it goes out of scope is freed.
   void bury(natsSubscription* sub) {
     std::vector<SubscriptionPtr> due;
     bool gone = false;
+    bool quiet = false;
+    const auto now = std::chrono::steady_clock::now();
     {
       std::lock_guard lock(mu_);
       gone = reader_gone_;
+      quiet = now < quiet_until_;
       due.swap(waiting_);
     }
     due.emplace_back(sub);
     if (gone) return;
     // Every one in `due` was unsubscribed before this PING left; its PONG comes after anything
     // the broker sent them, and the one reader thread handles both in order.
-    if (natsConnection_Status(nc_) == NATS_CONN_STATUS_CONNECTED &&
+    if (!quiet && natsConnection_Status(nc_) == NATS_CONN_STATUS_CONNECTED &&
         natsConnection_FlushTimeout(nc_, kFlushTimeout.count()) == NATS_OK)
       return;
     std::lock_guard lock(mu_);
     if (reader_gone_) return;
+    if (!quiet) quiet_until_ = std::chrono::steady_clock::now() + kQuietAfterFailure;
     std::move(due.begin(), due.end(), std::back_inserter(waiting_));
   }
 
@@ -56,10 +63,12 @@ class Graves {
 
  private:
   static constexpr std::chrono::milliseconds kFlushTimeout{1000};
+  static constexpr std::chrono::milliseconds kQuietAfterFailure{5000};
 
   natsConnection* nc_ = nullptr;
   std::mutex mu_;
   bool reader_gone_ = false;
+  std::chrono::steady_clock::time_point quiet_until_{};
   std::vector<SubscriptionPtr> waiting_;
 };
 

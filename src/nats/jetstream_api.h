@@ -45,6 +45,8 @@ struct PublishAck {
 class JetStreamApi final : public ConsumerApi {
  public:
   JetStreamApi(Connection& connection, std::chrono::milliseconds timeout);
+  // How long each later call waits for an answer. Only while no other thread calls this object.
+  void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
 
   // The streams whose subjects hold `subject` (wildcards included), as the broker's JetStream
   // (the meta leader in a cluster) knows them: empty only when the broker answered that none

@@ -604,6 +604,26 @@ TEST(Health, BoundConsumerWithPendingWorkAndNoProgressIsStalledThenRecovers) {
       [&] { return fleet.health().subscriptions.at(0).state == SubscriptionState::bound; }, 10s));
 }
 
+TEST(Health, WhileTheBrokerIsOutOfReachNoSubscriptionSaysBound) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  Replica r(server.url());
+  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  server.kill();
+  FleetHealth h;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        h = r.fleet.health();
+        return !h.connected;
+      },
+      5s));
+  EXPECT_NE(h.subscriptions.at(0).state, SubscriptionState::bound);
+  EXPECT_FALSE(h.subscriptions.at(0).last_error.empty()) << "no reason given";
+  server.restart();
+  EXPECT_TRUE(wait_for([&] { return r.sub().state == SubscriptionState::bound; }, 20s));
+}
+
 TEST(Health, IdleConsumerIsNotStalled) {
   NatsServer server;
   BrokerClient admin(server.url());

@@ -83,6 +83,36 @@ TEST(Shutdown, OrderedWorkHandlersSeeTheStop) {
   EXPECT_EQ(watcher.saw_stop.load(), 1);
 }
 
+TEST(Shutdown, OrderedWorkKeepsItsDeadlineWhenTheBrokerStopsAnswering) {
+  const auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
+  NatsServer server({.extra_config = plan.mappings_block()});
+  BrokerClient admin(server.url());
+  admin.create_stream("ORDERS", {plan.stored_subjects()});
+  Fleet fleet(fast_options({server.url()}, "replica"));
+  auto spec = fast_work("orders", "orders.*");
+  spec.ordering = Ordering::per_key;
+  spec.key_token = 2;
+  spec.partitions = 16;
+  spec.lease = 2s;
+  ASSERT_TRUE(fleet.add_work(spec, [](const Message&) { return Disposition::ack(); }));
+  ASSERT_TRUE(fleet.start());
+  ASSERT_TRUE(wait_for(
+      [&] {
+        const auto h = fleet.health();
+        return !h.subscriptions.empty() && h.subscriptions[0].partitions_owned.size() == 16;
+      },
+      20s));
+  // Each lease renewal and release would wait out its request timeout, one after another.
+  server.pause();
+  constexpr auto kDeadline = 2s;
+  constexpr auto kLeaseRequest = 5s;  // a lease-bucket request under way may add this much
+  const auto before = Steady::now();
+  fleet.shutdown(kDeadline);
+  EXPECT_LT(Steady::now() - before, kDeadline + kLeaseRequest + 2s)
+      << "the lease round or the releases outlasted the deadline";
+  server.resume();
+}
+
 TEST(Shutdown, BroadcastHandlersSeeTheStop) {
   NatsServer server;
   BrokerClient admin(server.url());

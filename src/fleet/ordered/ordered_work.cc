@@ -446,6 +446,7 @@ void OrderedWork::begin_shutdown() {
   std::lock_guard lock(mu_);
   stopping_ = true;
   for (auto& [p, o] : owned_) o.reader->request_stop();
+  if (started_) leases_->cut_short();  // a round waiting on the broker would hold up the stop
   wake_.notify_all();
   tend_wake_.notify_all();
 }
@@ -474,7 +475,10 @@ bool OrderedWork::finish_handlers(Clock::time_point deadline) {
   if (leases_) {
     std::map<int, Progress> done_to;
     for (int p : leases_->owned_partitions()) done_to[p] = progress(p);
-    leases_->leave([&](int p) { return done_to[p]; });
+    // The lease thread is joined: nothing else calls api_. No call outlasts the deadline by much.
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - ctx_.clock->now());
+    api_.set_timeout(std::clamp(left, milliseconds(50), kApiTimeout));
+    leases_->leave([&](int p) { return done_to[p]; }, deadline);
   }
   return done;
 }

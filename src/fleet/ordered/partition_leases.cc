@@ -118,19 +118,21 @@ std::vector<std::string> PartitionLeases::settled(const std::vector<std::string>
 
 PartitionLeases::Changes PartitionLeases::round(const std::function<Progress(int)>& progress) {
   Changes changes;
+  if (cut_short_) return changes;
   const Clock::time_point now = now_();
   auto live = refresh_members(now);
   if (!live) {
     changes.error = live.error();
     // Leases owned here are still renewed: an unreadable membership must not cost them.
-    for (int p : owned_partitions()) renew(p, progress(p), changes);
+    for (int p : owned_partitions())
+      if (!cut_short_) renew(p, progress(p), changes);
     return changes;
   }
   {
     std::lock_guard lock(mu_);
     members_ = *live;
   }
-  for (int p = 0; p < options_.partitions; ++p) judge(p, *live, progress, changes);
+  for (int p = 0; p < options_.partitions && !cut_short_; ++p) judge(p, *live, progress, changes);
   return changes;
 }
 
@@ -242,9 +244,13 @@ Result<void> PartitionLeases::release(int partition, const Progress& progress) {
   return {};
 }
 
-void PartitionLeases::leave(const std::function<Progress(int)>& progress) {
-  for (int p : owned_partitions()) (void)release(p, progress(p));
-  (void)store_.remove(member_key(options_.me));
+void PartitionLeases::leave(const std::function<Progress(int)>& progress,
+                            Clock::time_point deadline) {
+  for (int p : owned_partitions()) {
+    if (now_() >= deadline) return;
+    (void)release(p, progress(p));
+  }
+  if (now_() < deadline) (void)store_.remove(member_key(options_.me));
 }
 
 bool PartitionLeases::member_silent(const std::string& member) const {

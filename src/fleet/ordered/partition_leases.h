@@ -29,6 +29,7 @@
 //   auto changes = leases.round([&](int p) { return progress(p); });  // a few times a lease
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -106,8 +107,14 @@ class PartitionLeases {
   Changes round(const std::function<Progress(int)>& progress);
   // Commits `progress` and marks the lease released; the partition is no longer owned here.
   Result<void> release(int partition, const Progress& progress);
-  // Gives up every partition's lease as released (with its progress) and the membership.
-  void leave(const std::function<Progress(int)>& progress);
+  // The round under way, if any, makes no further store call (any thread); later rounds neither.
+  // leave() is not affected.
+  void cut_short() { cut_short_ = true; }
+  // Gives up every partition's lease as released (with its progress) and the membership, one
+  // call at a time until `deadline` (on this object's clock); what is left then lapses after a
+  // lease, as a stopped owner's would.
+  void leave(const std::function<Progress(int)>& progress,
+             Clock::time_point deadline = Clock::time_point::max());
 
   // Whether a handler of `partition` may start now. Any thread.
   bool may_act(int partition) const;
@@ -148,6 +155,7 @@ class PartitionLeases {
   std::map<int, LeaseValue> last_seen_;           // each lease's last value read or written here
 
   mutable std::mutex mu_;
+  std::atomic<bool> cut_short_{false};
   std::map<int, Owned> owned_;
   std::vector<std::string> members_;
   Clock::time_point member_valid_until_{};  // from this replica's last membership write

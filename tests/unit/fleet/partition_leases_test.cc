@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 namespace natsfleet::fleet {
@@ -14,7 +15,7 @@ using namespace std::chrono_literals;
 using Clock = PartitionLeases::Clock;
 
 // A key-value store with compare-and-set, as the broker's bucket behaves; `down` makes every
-// call fail as an unreachable broker does.
+// call fail as an unreachable broker does; `each_write` runs before every write (a slow store).
 class MemoryStore final : public LeaseStore {
  public:
   Result<std::optional<StoredValue>> get(const std::string& key) override {
@@ -25,19 +26,21 @@ class MemoryStore final : public LeaseStore {
   }
   Result<uint64_t> put_if(const std::string& key, const std::string& value,
                           uint64_t expected) override {
+    if (each_write) each_write();
     if (down) return unreachable();
     auto it = values.find(key);
     const uint64_t last = it == values.end() ? 0 : it->second.revision;
     if (last != expected)
       return Error{std::error_code(kJsWrongLastSequence, jetstream_category()), "wrong last"};
-    return put(key, value);
+    return write(key, value);
   }
   Result<uint64_t> put(const std::string& key, const std::string& value) override {
+    if (each_write) each_write();
     if (down) return unreachable();
-    values[key] = StoredValue{++sequence, value};
-    return sequence;
+    return write(key, value);
   }
   Result<void> remove(const std::string& key) override {
+    if (each_write) each_write();
     if (down) return Result<void>(Errc::timeout, "unreachable");
     values.erase(key);
     return {};
@@ -55,9 +58,14 @@ class MemoryStore final : public LeaseStore {
   std::map<std::string, StoredValue> values;
   uint64_t sequence = 0;
   bool down = false;
+  std::function<void()> each_write;
 
  private:
   static Error unreachable() { return Error{make_error_code(Errc::timeout), "unreachable"}; }
+  uint64_t write(const std::string& key, const std::string& value) {
+    values[key] = StoredValue{++sequence, value};
+    return sequence;
+  }
 };
 
 constexpr int kPartitions = 8;
@@ -374,6 +382,35 @@ TEST_F(Leases, LeavingReleasesEveryLeaseForTheSurvivorAtOnce) {
   now += 1ms;
   (void)b.round(none);  // a's member key is gone: b is the only member, its leases released
   EXPECT_EQ(b.owned_partitions().size(), size_t{kPartitions});
+}
+
+TEST_F(Leases, LeavingStopsAtItsDeadlineAndLeavesTheRestToLapse) {
+  auto a = replica("a");
+  ASSERT_EQ(a.round(none).taken.size(), size_t{kPartitions});
+  store.each_write = [this] { now += 1s; };  // every write takes a second
+  const auto deadline = now + 3500ms;
+  a.leave(none, deadline);
+  EXPECT_LE(now, deadline + 1s) << "no write began after the deadline";
+  int released = 0;
+  for (int p = 0; p < kPartitions; ++p) released += store.lease(p).released ? 1 : 0;
+  EXPECT_EQ(released, 4) << "writes begun at 0, 1, 2 and 3 s";
+  EXPECT_TRUE(store.values.count(member_key("a"))) << "the member key lapses too";
+}
+
+TEST_F(Leases, ARoundCutShortMakesNoFurtherStoreCall) {
+  auto a = replica("a");
+  ASSERT_EQ(a.round(none).taken.size(), size_t{kPartitions});
+  int writes = 0;
+  store.each_write = [&] {
+    if (++writes == 2) a.cut_short();  // the member key written, the first renewal under way
+  };
+  now += 500ms;
+  (void)a.round(none);
+  EXPECT_EQ(writes, 2) << "renewals went on after the cut";
+  (void)a.round(none);
+  EXPECT_EQ(writes, 2) << "a later round wrote";
+  a.leave(none);
+  EXPECT_EQ(writes, 2 + kPartitions + 1) << "leave releases every lease and the membership";
 }
 
 TEST_F(Leases, AMemberKeyUnchangedForLongIsForgotten) {
