@@ -35,12 +35,16 @@ TEST(WorkSharing, TwoReplicasShareTenThousandMessagesEachExactlyOnce) {
   Fleet b(fast_options({server.url()}, "replica-b"));
   auto spec = fast_work("jobs-worker", "jobs.run");
   spec.ack_wait = 30s;  // nothing should be redelivered: the count of duplicates must be zero
+  // Handlers that take a moment, as real ones do: with instant ones, whichever replica's thread
+  // the scheduler favours during the ~150 ms burst re-pulls first and takes nearly everything.
   ASSERT_TRUE(a.add_work(spec, [&](const Message& m) {
     seen.record("a", m);
+    std::this_thread::sleep_for(200us);
     return Disposition::ack();
   }));
   ASSERT_TRUE(b.add_work(spec, [&](const Message& m) {
     seen.record("b", m);
+    std::this_thread::sleep_for(200us);
     return Disposition::ack();
   }));
   ASSERT_TRUE(a.start());
