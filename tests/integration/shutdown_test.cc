@@ -59,20 +59,32 @@ TEST(Shutdown, RunningHandlersSeeTheStopAndTheirAcksReachTheBroker) {
   EXPECT_EQ(consumer.ack_floor_stream_seq, 4u);
 }
 
+// A broker with orders.* mapped to `partitions` partitions and a stream for them, and the per-key
+// work that reads it.
+struct OrderedSetup {
+  explicit OrderedSetup(int partitions)
+      : plan(fleet::PartitionPlan::make("orders.*", 2, partitions).value()),
+        server({.extra_config = plan.mappings_block()}),
+        admin(server.url()) {
+    admin.create_stream("ORDERS", {plan.stored_subjects()});
+    spec.ordering = Ordering::per_key;
+    spec.key_token = 2;
+    spec.partitions = partitions;
+    spec.lease = 2s;
+  }
+  fleet::PartitionPlan plan;
+  NatsServer server;
+  BrokerClient admin;
+  WorkSpec spec = fast_work("orders", "orders.*");
+};
+
 TEST(Shutdown, OrderedWorkHandlersSeeTheStop) {
-  const auto plan = fleet::PartitionPlan::make("orders.*", 2, 4).value();
-  NatsServer server({.extra_config = plan.mappings_block()});
-  BrokerClient admin(server.url());
-  admin.create_stream("ORDERS", {plan.stored_subjects()});
+  OrderedSetup b(4);
+  BrokerClient& admin = b.admin;
   StopWatcher watcher;
-  Fleet fleet(fast_options({server.url()}, "replica"));
-  auto spec = fast_work("orders", "orders.*");
-  spec.ordering = Ordering::per_key;
-  spec.key_token = 2;
-  spec.partitions = 4;
-  spec.lease = 2s;
-  spec.concurrency = 2;
-  ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) { return watcher(m); }));
+  Fleet fleet(fast_options({b.server.url()}, "replica"));
+  b.spec.concurrency = 2;
+  ASSERT_TRUE(fleet.add_work(b.spec, [&](const Message& m) { return watcher(m); }));
   ASSERT_TRUE(fleet.start());
   admin.publish("orders.a", "a:0");
   ASSERT_TRUE(wait_for([&] { return watcher.started.load() == 1; }, 20s));
@@ -84,17 +96,10 @@ TEST(Shutdown, OrderedWorkHandlersSeeTheStop) {
 }
 
 TEST(Shutdown, OrderedWorkKeepsItsDeadlineWhenTheBrokerStopsAnswering) {
-  const auto plan = fleet::PartitionPlan::make("orders.*", 2, 16).value();
-  NatsServer server({.extra_config = plan.mappings_block()});
-  BrokerClient admin(server.url());
-  admin.create_stream("ORDERS", {plan.stored_subjects()});
+  OrderedSetup b(16);
+  NatsServer& server = b.server;
   Fleet fleet(fast_options({server.url()}, "replica"));
-  auto spec = fast_work("orders", "orders.*");
-  spec.ordering = Ordering::per_key;
-  spec.key_token = 2;
-  spec.partitions = 16;
-  spec.lease = 2s;
-  ASSERT_TRUE(fleet.add_work(spec, [](const Message&) { return Disposition::ack(); }));
+  ASSERT_TRUE(fleet.add_work(b.spec, [](const Message&) { return Disposition::ack(); }));
   ASSERT_TRUE(fleet.start());
   ASSERT_TRUE(wait_for(
       [&] {
