@@ -26,6 +26,7 @@ enum class Errc {
   no_responders,          // nobody serves the subject (no stream, JetStream unavailable, or a
                           // stream electing a leader: not proof that no stream holds it)
   no_resources,           // the system refused a thread (or another resource) natsfleet needs
+  already_settled,        // the message's verdict was given already (each is given once)
 };
 
 NATSFLEET_API const std::error_category& error_category() noexcept;

@@ -104,7 +104,8 @@ class NATSFLEET_API Fleet {
   // Declare subscriptions before start(), or add them to a running fleet (they start at once).
   // Handlers run on the fleet's threads, up to the spec's concurrency at a time per
   // subscription; they may throw (a work message, or a JetStream broadcast message, is then
-  // nak'd with backoff, and terminated after max_deliver).
+  // nak'd with backoff, and terminated after max_deliver). A work handler may return
+  // Disposition::later() and settle its Message from any thread (message.h).
   [[nodiscard]] Result<void> add_work(WorkSpec spec, WorkHandler handler);
   [[nodiscard]] Result<void> add_broadcast(BroadcastSpec spec, BroadcastHandler handler);
   // The same with a handler that cannot be copied (it owns a std::unique_ptr, a connection): it
@@ -190,11 +191,12 @@ class NATSFLEET_API Fleet {
   FleetHealth health() const;
 
   // Stops pulling, requests every handler's Message::stop_token(), lets in-flight handlers
-  // finish and acks them, naks what was buffered but not started (and what a downstream outage
-  // held), then drains the connection (or closes it when it is reconnecting). Returns within
-  // `deadline`, plus, with ordered work, a lease-bucket request under way (up to 5 s, when the
-  // broker stops answering); a handler still running then is left to finish (see ~Fleet).
-  // Idempotent.
+  // finish and acks them, waits for deferred verdicts (Disposition::later), naks what was
+  // buffered but not started (and what a downstream outage held, and what still awaits its
+  // verdict at the deadline), then drains the connection (or closes it when it is reconnecting).
+  // Returns within `deadline`, plus, with ordered work, a lease-bucket request under way (5 s at
+  // most, when the broker stops answering); a handler still running then is left to finish (see
+  // ~Fleet). Idempotent.
   void shutdown(std::chrono::milliseconds deadline);
 
   class Impl;

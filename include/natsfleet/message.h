@@ -5,6 +5,14 @@
 //     send(m.data());  // throws on a failure: nak'd with backoff
 //     return natsfleet::Disposition::ack();
 //   }
+//
+// Or the verdict comes later, from any thread (a batch, an event loop, a coroutine):
+//
+//   std::vector<natsfleet::Message> batch;  // guarded by a mutex in real code
+//   natsfleet::Disposition keep(const natsfleet::Message& m) {
+//     batch.push_back(m);  // once the batch is written: for (auto& k : batch) (void)k.ack();
+//     return natsfleet::Disposition::later();
+//   }
 #pragma once
 
 #include <chrono>
@@ -24,10 +32,10 @@ namespace natsfleet {
 
 using Headers = std::map<std::string, std::vector<std::string>>;
 
-// How a delivery's in_progress() reaches the broker and its stop_token() learns of a stop:
-// opaque, made by the fleet (one per subscription). A Message built elsewhere (a test of a
-// handler, say) has none.
+// How a delivery's in_progress() and verdict reach the broker and its stop_token() learns of a
+// stop: opaque, made by the fleet. A Message built elsewhere (a test of a handler, say) has none.
 class DeliveryControl;
+class Disposition;
 
 // JetStream delivery facts, parsed from the `$JS.ACK...` reply subject.
 struct Delivery {
@@ -96,6 +104,19 @@ class NATSFLEET_API Message {
   // verdict before the deadline. Any thread; never requested for a Message built elsewhere.
   std::stop_token stop_token() const;
 
+  // The verdict of a work message whose handler returned Disposition::later() (or will: a
+  // verdict given while the handler runs is kept until it returns and wins over its return
+  // value). Any thread, once per delivery, on any copy; it goes out as the handler's return
+  // would (max_deliver, dead letters, retry and the downstream gate included) and the result
+  // says whether the answer could be sent. Errors: already_settled (a verdict was given or the
+  // handler returned one); shutting_down (the subscription stopped and gave the message back);
+  // timeout (kept past keep_alive_limit and ack_wait: the broker has redelivered it);
+  // invalid_argument (not a work message: ordered work, broadcasts, a Message built elsewhere).
+  Result<void> settle(Disposition verdict) const;
+  Result<void> ack() const;
+  Result<void> nak(std::chrono::milliseconds delay = {}) const;
+  Result<void> term(std::string reason = {}) const;
+
  private:
   std::string subject_;
   std::string data_;
@@ -117,7 +138,7 @@ class NATSFLEET_API Message {
 //   succeed is its own problem: it takes the rejected path.
 class NATSFLEET_API Disposition {
  public:
-  enum class Kind { ack, nak, term, retry };
+  enum class Kind { ack, nak, term, retry, later };
 
   static Disposition ack() { return Disposition(Kind::ack, {}); }
   // Redeliver, after `delay` (zero: as soon as the broker likes).
@@ -128,6 +149,12 @@ class NATSFLEET_API Disposition {
   // The downstream is unavailable; try this message again later, using no delivery. `after`
   // (a Retry-After, say) is the earliest next try; zero leaves it to the fleet's backoff.
   static Disposition retry(std::chrono::milliseconds after = {}) { return {Kind::retry, after}; }
+  // The handler kept the Message and settles it later (Message::settle, ack, nak, term) from any
+  // thread. Meanwhile it is kept alive by in-progress acks (up to keep_alive_limit) and counts
+  // against max_ack_pending, not against the handler threads or the pull window; one never
+  // settled is given back when its subscription stops. Work only: ordered work takes it as a
+  // rejection.
+  static Disposition later() { return Disposition(Kind::later, {}); }
 
   // Why (for a nak, a term or a retry): logged, shown in /status, and carried by a dead letter.
   //   return Disposition::term().because("HTTP 400: unknown recipient");

@@ -28,6 +28,8 @@ class FleetCategory final : public std::error_category {
         return "no responders";
       case Errc::no_resources:
         return "out of system resources";
+      case Errc::already_settled:
+        return "the message was settled already";
     }
     return "natsfleet error " + std::to_string(value);
   }

@@ -25,6 +25,8 @@ class Intake {
   // Messages asked for and not yet delivered.
   virtual int64_t outstanding() const = 0;
   virtual void message_done() = 0;
+  // A message that left through message_done() is in hand again (a deferred verdict's retry).
+  virtual void message_back() {}
   // After anything that may have dropped waiting requests (a reconnect, a new leader).
   virtual void restart_pulls() = 0;
   // Periodic upkeep from the supervisor.

@@ -216,6 +216,11 @@ void PullEngine::message_done() {
   if (want > 0) send_pull(want, reply);
 }
 
+void PullEngine::message_back() {
+  std::lock_guard lock(mu_);
+  flow_.taken();
+}
+
 bool PullEngine::gap_locked(Clock::time_point at) {
   if (!flow_.gap(at)) return false;
   new_inbox_due_ = true;

@@ -77,6 +77,7 @@ class PullEngine final : public Intake {
   int64_t outstanding() const override;
 
   void message_done() override;
+  void message_back() override;
   // Forgets outstanding requests (they may be gone) and pulls afresh.
   void restart_pulls() override;
   // Periodic upkeep: forget requests that must have expired, refill.

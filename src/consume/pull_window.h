@@ -36,6 +36,8 @@ class PullWindow {
   // A message arrived for an outstanding request; it is in hand until done().
   void delivered(Clock::time_point now);
   void done();
+  // A message done() with is in hand again (it may take in_hand past the window for a while).
+  void taken() { ++in_hand_; }
   // The broker ended requests holding `messages` undelivered (expired, or done early).
   void released(uint64_t messages);
   // The pull next_pull just counted could not be sent: as if it had not been asked for.

@@ -112,7 +112,7 @@ DeliveryPipeline::DeliveryPipeline(const WorkSpec& spec, WorkHandler handler,
       transport_(transport),
       intake_(intake),
       clock_(clock),
-      control_(std::make_shared<DeliveryControl>(&transport)),
+      link_(std::make_shared<DeliveryLink>(&transport, static_cast<Settler*>(this))),
       stale_after_(std::max(spec.ack_wait / 2, spec.heartbeat * 3)),
       keep_alive_every_(spec.ack_wait / 3),
       tuner_(spec.batch, spec.concurrency, spec.max_ack_pending, spec.ack_wait),
@@ -123,9 +123,10 @@ DeliveryPipeline::DeliveryPipeline(const WorkSpec& spec, WorkHandler handler,
                   }) {}
 
 DeliveryPipeline::~DeliveryPipeline() {
+  link_->detach();  // a Message a handler kept may outlive this and the transport
   dispatcher_.stop(milliseconds(0), [this](nats::InboundMessage&& m) { give_back(std::move(m)); });
   dispatcher_.join();
-  control_->detach();  // a Message a handler kept may outlive this and the transport
+  give_back_deferred(true);
 }
 
 // --- The intake hands messages over -------------------------------------------------------
@@ -150,33 +151,17 @@ void DeliveryPipeline::take_all(std::vector<nats::InboundMessage>& batch) {
 
 void DeliveryPipeline::process(nats::InboundMessage&& in, bool probe, Clock::time_point started) {
   if (admit(in, probe, started) == Step::done) return;
-  Message message = as_message(in);
+  auto control = std::make_shared<DeliveryControl>(link_);
+  Message message = as_message(in, control);
   if (screen(message, probe) == Step::done) return;
   // When the handler was called, for the downstream gate; while it has seen no failure, the
   // turn's start stands in (earlier, so a success never looks newer than it is).
-  const auto tried = gate_.quiet() ? started : clock_.now();
-  Disposition outcome =
+  const Turn turn{
+      .probe = probe, .started = started, .tried = gate_.quiet() ? started : clock_.now()};
+  Disposition returned =
       call_work_handler(handler_, message, status_, nak_delay(spec_, message.delivered()));
-  const auto now = clock_.now();
-  if (!gate_.down()) {
-    if (auto window = tuner_.observe(now - started, message.data().size()))
-      intake_.set_window(*window);
-  }
-  if (outcome.kind() == Disposition::Kind::retry) {
-    keep_for_retry(message, probe, outcome, now);
-    return;
-  }
-  if (const uint64_t id = message.stream_seq(); id > 0) {
-    uint64_t seen = last_handled_seq_.load(std::memory_order_relaxed);
-    while (seen < id && !last_handled_seq_.compare_exchange_weak(seen, id)) {
-    }
-  }
-  // Any answer but "retry" shows the downstream works.
-  DownstreamGate::Outcome gate;
-  if (!gate_.quiet()) gate = gate_.succeeded(probe, tried, now);
-  settle(message, std::move(outcome));
-  intake_.message_done();
-  apply(std::move(gate));
+  if (auto verdict = verdict_of(message, *control, turn, std::move(returned)))
+    (void)conclude(message, turn, std::move(*verdict), true);
 }
 
 DeliveryPipeline::Step DeliveryPipeline::admit(nats::InboundMessage& in, bool probe,
@@ -221,13 +206,63 @@ DeliveryPipeline::Step DeliveryPipeline::screen(const Message& message, bool pro
   if (spec_.max_deliver <= 0 || delivered <= 2 * static_cast<uint64_t>(spec_.max_deliver) ||
       !stored_before(message, spec_.max_deliver * spec_.ack_wait))
     return Step::next;
-  settle(message, Disposition::term().because(fmt::format(
-                      "delivered {} times with no verdict (replicas died or timed out handling it)",
-                      delivered)));
+  (void)settle(message,
+               Disposition::term().because(fmt::format(
+                   "delivered {} times with no verdict (replicas died or timed out handling it)",
+                   delivered)));
   // Held untried while the downstream was down: the gate probes with the next.
   if (probe) apply(gate_.dropped(message.stream_seq(), clock_.now()));
   intake_.message_done();
   return Step::done;
+}
+
+std::optional<Disposition> DeliveryPipeline::verdict_of(Message& message, DeliveryControl& control,
+                                                        const Turn& turn, Disposition returned) {
+  using Next = DeliveryControl::Next::Step;
+  if (returned.kind() != Disposition::Kind::later) {
+    auto next = control.handler_returned(std::move(returned));
+    return std::move(next.verdict);  // carry_out: nothing else is possible before later()
+  }
+  // Waiting before the control says so: a settle() on another thread finds it at once.
+  {
+    std::lock_guard lock(deferred_mu_);
+    deferred_.emplace(&control, Deferred{&control, message, turn, clock_.now()});
+  }
+  auto next = control.handler_returned(Disposition::later());
+  if (next.step == Next::carry_out) {
+    std::lock_guard lock(deferred_mu_);
+    deferred_.erase(&control);
+    return std::move(next.verdict);
+  }
+  // Out of the window: the broker's max_ack_pending bounds what waits for a verdict.
+  intake_.message_done();
+  return std::nullopt;
+}
+
+Result<void> DeliveryPipeline::conclude(const Message& message, const Turn& turn,
+                                        Disposition outcome, bool in_window) {
+  const auto now = clock_.now();
+  if (in_window && !gate_.down()) {
+    if (auto window = tuner_.observe(now - turn.started, message.data().size()))
+      intake_.set_window(*window);
+  }
+  if (outcome.kind() == Disposition::Kind::retry) {
+    if (!in_window) intake_.message_back();
+    keep_for_retry(message, turn.probe, outcome, now);
+    return {};
+  }
+  if (const uint64_t id = message.stream_seq(); id > 0) {
+    uint64_t seen = last_handled_seq_.load(std::memory_order_relaxed);
+    while (seen < id && !last_handled_seq_.compare_exchange_weak(seen, id)) {
+    }
+  }
+  // Any answer but "retry" shows the downstream works.
+  DownstreamGate::Outcome gate;
+  if (!gate_.quiet()) gate = gate_.succeeded(turn.probe, turn.tried, now);
+  auto sent = settle(message, std::move(outcome));
+  if (in_window) intake_.message_done();
+  apply(std::move(gate));
+  return sent;
 }
 
 void DeliveryPipeline::keep_for_retry(const Message& message, bool probe,
@@ -242,7 +277,7 @@ void DeliveryPipeline::keep_for_retry(const Message& message, bool probe,
                      outcome.delay(), now));
 }
 
-void DeliveryPipeline::settle(const Message& message, Disposition outcome) {
+Result<void> DeliveryPipeline::settle(const Message& message, Disposition outcome) {
   const std::string& reply = message.reply();
   const uint64_t delivered = message.delivered();
   // A rejection on the last allowed delivery ends the message here: natsfleet, not the broker,
@@ -257,25 +292,24 @@ void DeliveryPipeline::settle(const Message& message, Disposition outcome) {
     case Disposition::Kind::ack:
       log_delivery(status_.log(), spec_.name, "acked", reply, "work {}: acked {}", spec_.name,
                    describe_delivery(reply));
-      send(reply, consume::kAckBody);
       status_.counters.acked++;
       remember_ack(reply);
-      return;
+      return send(reply, consume::kAckBody);
     case Disposition::Kind::retry:  // not reached: retries are kept, never settled
+    case Disposition::Kind::later:  // not reached: verdict_of waits for the verdict
     case Disposition::Kind::nak:
       log_delivery(status_.log(), spec_.name, "naked", reply,
                    "work {}: naked {} (redelivery in {} ms): {}", spec_.name,
                    describe_delivery(reply), outcome.delay().count(), outcome.reason());
-      send(reply, consume::nak_body(outcome.delay()));
       status_.counters.naked++;
-      return;
+      return send(reply, consume::nak_body(outcome.delay()));
     case Disposition::Kind::term:
-      terminate(message, outcome.reason());
-      return;
+      return terminate(message, outcome.reason());
   }
+  return {};
 }
 
-void DeliveryPipeline::terminate(const Message& message, const std::string& why) {
+Result<void> DeliveryPipeline::terminate(const Message& message, const std::string& why) {
   const std::string& reply = message.reply();
   const auto& d = message.delivery();
   const std::string where =
@@ -288,13 +322,13 @@ void DeliveryPipeline::terminate(const Message& message, const std::string& why)
       // Not stored, so not terminated: it comes back and is dead-lettered then.
       status_.warn("cannot store the dead letter of " + where + ": " + stored.error().describe() +
                    "; it is redelivered instead");
-      send(reply, consume::nak_body(spec_.nak_backoff_min));
       status_.counters.naked++;
-      return;
+      (void)send(reply, consume::nak_body(spec_.nak_backoff_min));
+      return stored;
     }
     status_.counters.dead_lettered++;
   }
-  send(reply, consume::kTermBody);
+  auto sent = send(reply, consume::kTermBody);
   status_.counters.termed++;
   status_.event_with(
       spdlog::level::warn, "terminated",
@@ -303,11 +337,95 @@ void DeliveryPipeline::terminate(const Message& message, const std::string& why)
       message.subject(), message.delivered(), reason,
       spec_.dead_letter.empty() ? std::string("; no dead_letter subject is set")
                                 : "; dead-lettered to " + spec_.dead_letter);
+  return sent;
 }
 
-void DeliveryPipeline::send(const std::string& reply, std::string_view body) {
-  if (reply.empty()) return;
-  (void)transport_.publish(reply, body);  // unsent: the broker redelivers after ack_wait
+Result<void> DeliveryPipeline::send(const std::string& reply, std::string_view body) {
+  if (reply.empty()) return {};
+  return transport_.publish(reply, body);  // unsent: the broker redelivers after ack_wait
+}
+
+// --- A deferred verdict [any thread] -----------------------------------------------------------
+
+Result<void> DeliveryPipeline::settle_deferred(const DeliveryControl& delivery,
+                                               Disposition verdict) {
+  std::optional<Deferred> waiting;
+  {
+    std::lock_guard lock(deferred_mu_);
+    auto it = deferred_.find(&delivery);
+    if (it != deferred_.end()) {
+      waiting.emplace(std::move(it->second));
+      deferred_.erase(it);
+    }
+  }
+  if (!waiting)  // not reached: the control refuses a second verdict
+    return Result<void>(Errc::already_settled, "settle: this delivery's verdict was given already");
+  auto sent = conclude(waiting->message, waiting->turn, std::move(verdict), false);
+  deferred_settled_.notify_all();
+  return sent;
+}
+
+size_t DeliveryPipeline::awaiting_verdict() const {
+  std::lock_guard lock(deferred_mu_);
+  return deferred_.size();
+}
+
+void DeliveryPipeline::keep_deferred_alive(Clock::time_point now) {
+  std::vector<std::string> due;
+  std::vector<Message> overran;
+  {
+    std::lock_guard lock(deferred_mu_);
+    for (auto it = deferred_.begin(); it != deferred_.end();) {
+      Deferred& d = it->second;
+      if (d.overran) {
+        // No in-progress ack for ack_wait: the broker has redelivered it.
+        if (now - d.touched >= spec_.ack_wait && d.control->close(Errc::timeout)) {
+          it = deferred_.erase(it);
+          continue;
+        }
+      } else if (spec_.keep_alive_limit <= milliseconds(0)) {
+        d.overran = true;  // no keep-alive at all
+      } else if (now - d.turn.started >= spec_.keep_alive_limit) {
+        d.overran = true;
+        overran.push_back(d.message);
+      } else if (now - d.touched >= keep_alive_every_) {
+        due.push_back(d.message.reply());
+        d.touched = now;
+      }
+      ++it;
+    }
+  }
+  for (const auto& reply : due) (void)send(reply, consume::kInProgressBody);
+  status_.counters.kept_alive += due.size();
+  for (const auto& message : overran)
+    status_.event(spdlog::level::warn, "keep-alive-limit",
+                  "work {}: stream sequence {} has waited for its verdict (Disposition::later) "
+                  "over {} ms (keep_alive_limit); it gets no more in-progress acks, so the broker "
+                  "redelivers it after ack_wait",
+                  spec_.name, message.stream_seq(), spec_.keep_alive_limit.count());
+  if (!overran.empty()) deferred_settled_.notify_all();
+}
+
+void DeliveryPipeline::give_back_deferred(bool all) {
+  std::vector<std::string> back;
+  {
+    std::lock_guard lock(deferred_mu_);
+    for (auto it = deferred_.begin(); it != deferred_.end();) {
+      if (it->second.control->close(Errc::shutting_down) || all) {
+        back.push_back(it->second.message.reply());
+        it = deferred_.erase(it);
+      } else {
+        ++it;  // its verdict is under way (settle_deferred takes it)
+      }
+    }
+  }
+  for (const auto& reply : back) {
+    log_delivery(status_.log(), spec_.name, "given-back", reply,
+                 "work {}: gave back {}: no verdict was given before the subscription stopped",
+                 spec_.name, describe_delivery(reply));
+    status_.counters.naked++;
+    (void)send(reply, consume::nak_body(milliseconds(0)));
+  }
 }
 
 // --- What the gate decided ---------------------------------------------------------------------
@@ -343,10 +461,10 @@ void DeliveryPipeline::apply(DownstreamGate::Outcome outcome) {
     resubmit(std::move(*it), consume::Dispatcher::Placement::front);
   }
   for (auto& m : outcome.reject) {
-    const Message message = as_message(m);
-    settle(message,
-           Disposition::nak(nak_delay(spec_, message.delivered()))
-               .because("failed while other messages went through: " + gate_.last_error()));
+    const Message message = as_message(m, nullptr);
+    (void)settle(message,
+                 Disposition::nak(nak_delay(spec_, message.delivered()))
+                     .because("failed while other messages went through: " + gate_.last_error()));
     intake_.message_done();
   }
 }
@@ -354,11 +472,12 @@ void DeliveryPipeline::apply(DownstreamGate::Outcome outcome) {
 // --- Upkeep [the supervisor's thread] -----------------------------------------------------------
 
 void DeliveryPipeline::keep_alive(Clock::time_point now) {
+  keep_deferred_alive(now);
   if (spec_.keep_alive_limit <= milliseconds(0)) return;
   auto kept = dispatcher_.keep_alive(
       now, keep_alive_every_, spec_.keep_alive_limit,
       stale_after_ > milliseconds(0) ? Clock::duration(stale_after_) : Clock::duration::max());
-  for (const auto& reply : kept.due) send(reply, consume::kInProgressBody);
+  for (const auto& reply : kept.due) (void)send(reply, consume::kInProgressBody);
   status_.counters.kept_alive += kept.due.size();
   const auto limit_ms = spec_.keep_alive_limit.count();
   if (!kept.expired.empty())
@@ -388,7 +507,7 @@ void DeliveryPipeline::tend_held(Clock::time_point now) {
   for (const auto& reply : gate_.in_progress_due(now)) {
     log_delivery(status_.log(), spec_.name, "in-progress", reply, "work {}: in progress (held): {}",
                  spec_.name, describe_delivery(reply));
-    send(reply, consume::kInProgressBody);
+    (void)send(reply, consume::kInProgressBody);
   }
   if (auto probe = gate_.next_probe(now)) {
     // Kept alive by the gate until now; due again at the next keep_alive().
@@ -412,7 +531,7 @@ void DeliveryPipeline::resend_recent_acks(milliseconds timeout) {
   // every ack before it is applied, and pulls sent afterwards cannot overtake them.
   const std::string last = acks.back();
   acks.pop_back();
-  for (const auto& reply : acks) send(reply, consume::kAckBody);
+  for (const auto& reply : acks) (void)send(reply, consume::kAckBody);
   auto answered = transport_.request(last, consume::kAckBody, {}, timeout);
   if (status_.log().should_log(spdlog::level::debug)) {
     std::string sequences;
@@ -425,31 +544,38 @@ void DeliveryPipeline::resend_recent_acks(milliseconds timeout) {
 }
 
 bool DeliveryPipeline::stop(milliseconds deadline) {
+  const auto until = std::chrono::steady_clock::now() + deadline;
   // Buffered messages that never started go back at once rather than after ack_wait.
   const bool done =
       dispatcher_.stop(deadline, [this](nats::InboundMessage&& m) { give_back(std::move(m)); });
   // Held for a downstream outage: another replica (or this one, restarted) tries them.
   for (auto& m : gate_.take_all()) give_back(std::move(m));
+  {
+    std::unique_lock lock(deferred_mu_);
+    deferred_settled_.wait_until(lock, until, [this] { return deferred_.empty(); });
+  }
+  give_back_deferred(false);
   return done;
 }
 
 void DeliveryPipeline::join() { dispatcher_.join(); }
 
-void DeliveryPipeline::request_stop() { control_->request_stop(); }
+void DeliveryPipeline::request_stop() { link_->request_stop(); }
 
 // --- Helpers ---------------------------------------------------------------------------------
 
 void DeliveryPipeline::give_back(nats::InboundMessage&& message) {
   log_delivery(status_.log(), spec_.name, "given-back", message.reply, "work {}: gave back {}",
                spec_.name, describe_delivery(message.reply));
-  send(message.reply, consume::nak_body(milliseconds(0)));
+  (void)send(message.reply, consume::nak_body(milliseconds(0)));
   status_.counters.naked++;
 }
 
-Message DeliveryPipeline::as_message(nats::InboundMessage& in) const {
+Message DeliveryPipeline::as_message(nats::InboundMessage& in,
+                                     std::shared_ptr<DeliveryControl> control) const {
   auto delivery = consume::parse_ack_subject(in.reply);
   return Message(std::move(in.subject), std::move(in.data), std::move(in.headers),
-                 std::move(delivery), std::move(in.reply), control_);
+                 std::move(delivery), std::move(in.reply), std::move(control));
 }
 
 void DeliveryPipeline::remember_ack(const std::string& reply) {

@@ -8,11 +8,16 @@
 //                    downstream is down (DownstreamGate)
 //     screen         count it; set aside what was delivered again and again with no verdict
 //     run_handler    the user's handler or the daemon's sink returns a Disposition
-//     keep_for_retry a retry (the downstream failed) stays in hand, no delivery used: the gate
-//                    decides what comes next (apply)
+//     conclude       the verdict carried out: a retry (the downstream failed) stays in hand,
+//                    no delivery used, and the gate decides what comes next (keep_for_retry,
+//                    apply); anything else is settled
 //     settle         ack, nak with backoff, or term after storing the dead letter; the answer
 //                    goes out through the Transport and the message's place in the window is
 //                    freed (IntakeControl::message_done)
+//
+// A handler that returns Disposition::later() leaves its message waiting in `deferred_`, out of
+// the window; its Message::settle (any thread, settle_deferred) runs conclude as the handler's
+// return would have.
 //
 // The supervisor (ConsumerSubscription) owns the intake and calls the upkeep here from its own
 // thread: keep_alive, tend_held, resend_recent_acks, stop.
@@ -20,24 +25,24 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/clock.h"
 #include "consume/dispatcher.h"
+#include "fleet/delivery_control.h"
 #include "fleet/downstream_gate.h"
 #include "fleet/flow_tuner.h"
 #include "fleet/subscription_status.h"
 #include "fleet/transport.h"
 #include "natsfleet/fleet.h"
 #include "natsfleet/spec.h"
-
-namespace natsfleet {
-class DeliveryControl;
-}
 
 namespace natsfleet::fleet {
 
@@ -54,9 +59,11 @@ class IntakeControl {
   virtual void hold_back(bool hold) = 0;
   // Pull this many messages at a time from now on.
   virtual void set_window(int messages) = 0;
+  // A message that left the window (a deferred verdict) is in hand again (a retry).
+  virtual void message_back() = 0;
 };
 
-class DeliveryPipeline {
+class DeliveryPipeline final : private Settler {
  public:
   using Clock = std::chrono::steady_clock;
 
@@ -64,8 +71,9 @@ class DeliveryPipeline {
   DeliveryPipeline(const WorkSpec& spec, WorkHandler handler, SubscriptionStatus& status,
                    Transport& transport, IntakeControl& intake,
                    const base::Clock& clock = base::Clock::steady());
-  // Waits for handlers; a Message a handler kept answers shutting_down from then on.
-  ~DeliveryPipeline();
+  // Waits for handlers and gives back what waits for a verdict; a Message a handler kept answers
+  // shutting_down from then on.
+  ~DeliveryPipeline() override;
   DeliveryPipeline(const DeliveryPipeline&) = delete;
   DeliveryPipeline& operator=(const DeliveryPipeline&) = delete;
 
@@ -86,8 +94,9 @@ class DeliveryPipeline {
   // `timeout` for the broker to apply the last: after a leader change, so that a new leader
   // does not hand what was handled here to another replica.
   void resend_recent_acks(std::chrono::milliseconds timeout);
-  // Running handlers finish until `deadline`; what waited or was held goes back to the broker
-  // at once. False when a handler was still running at the deadline (join() waits for it).
+  // Running handlers finish and deferred verdicts are awaited until `deadline`; what waited, was
+  // held or still awaits its verdict then goes back to the broker at once. False when a handler
+  // was still running at the deadline (join() waits for it).
   bool stop(std::chrono::milliseconds deadline);
   // After stop(): whether every handler has returned by `until` (Dispatcher::await_idle).
   bool await_idle(Clock::time_point until) { return dispatcher_.await_idle(until); }
@@ -104,8 +113,12 @@ class DeliveryPipeline {
   // The window to pull with (FlowTuner).
   int window() const { return tuner_.window(); }
   bool downstream_down() const { return gate_.down(); }
-  // Messages waiting for a handler, being handled or held here.
-  bool busy() const { return dispatcher_.in_hand() > 0 || gate_.held() > 0; }
+  // Messages waiting for a handler, being handled, held here or awaiting a deferred verdict.
+  bool busy() const {
+    return dispatcher_.in_hand() > 0 || gate_.held() > 0 || awaiting_verdict() > 0;
+  }
+  // Messages whose handler returned Disposition::later() and whose verdict is not yet given.
+  size_t awaiting_verdict() const;
   // The highest stream sequence handled here (0: none).
   uint64_t last_handled_seq() const { return last_handled_seq_.load(); }
   // Deliveries skipped because they waited since before a gap.
@@ -116,23 +129,52 @@ class DeliveryPipeline {
 
  private:
   enum class Step { next, done };
+  // A message's turn on a handler thread, as the gate and the tuner need it.
+  struct Turn {
+    bool probe = false;
+    Clock::time_point started;
+    Clock::time_point tried;  // when the handler was called, for the gate
+  };
+  // A message whose handler returned later(), until its verdict.
+  struct Deferred {
+    DeliveryControl* control = nullptr;  // the message's own, which it keeps alive
+    Message message;
+    Turn turn;
+    Clock::time_point touched;  // deferred, or its last in-progress ack
+    bool overran = false;       // past keep_alive_limit: no more in-progress acks
+  };
 
   // The stages, in order (delivery_pipeline.cc keeps this order).
   void process(nats::InboundMessage&& in, bool probe, Clock::time_point started);
   Step admit(nats::InboundMessage& in, bool probe, Clock::time_point started);
   Step screen(const Message& message, bool probe);
+  // The handler's return: the verdict to carry out now, or none (it waits in deferred_, or
+  // stop() took it).
+  std::optional<Disposition> verdict_of(Message& message, DeliveryControl& control,
+                                        const Turn& turn, Disposition returned);
+  // `in_window`: the message still holds its place in the pull window (not deferred).
+  Result<void> conclude(const Message& message, const Turn& turn, Disposition outcome,
+                        bool in_window);
   void keep_for_retry(const Message& message, bool probe, const Disposition& outcome,
                       Clock::time_point now);
-  void settle(const Message& message, Disposition outcome);
+  Result<void> settle(const Message& message, Disposition outcome);
   // Term, once the dead letter (when the spec names a subject) is stored; a nak if it is not.
-  void terminate(const Message& message, const std::string& why);
-  void send(const std::string& reply, std::string_view body);
+  Result<void> terminate(const Message& message, const std::string& why);
+  Result<void> send(const std::string& reply, std::string_view body);
+
+  // Settler: Message::settle of a deferred message [any thread].
+  Result<void> settle_deferred(const DeliveryControl& delivery, Disposition verdict) override;
+  // In-progress acks for deferred messages; those past keep_alive_limit and then ack_wait are
+  // dropped (the broker has redelivered them).
+  void keep_deferred_alive(Clock::time_point now);
+  // Gives back every deferred message a verdict is not under way for (all of them when `all`).
+  void give_back_deferred(bool all);
 
   // Carries out what the downstream gate decided: pause or resume intake, hand held messages
   // back, reject the ones that failed alone.
   void apply(DownstreamGate::Outcome outcome);
   // `in` as handlers see it, its delivery read from the reply subject.
-  Message as_message(nats::InboundMessage& in) const;
+  Message as_message(nats::InboundMessage& in, std::shared_ptr<DeliveryControl> control) const;
   void remember_ack(const std::string& reply);
   void resubmit(nats::InboundMessage&& message, consume::Dispatcher::Placement placement);
 
@@ -142,7 +184,8 @@ class DeliveryPipeline {
   Transport& transport_;
   IntakeControl& intake_;
   const base::Clock& clock_;
-  const std::shared_ptr<DeliveryControl> control_;
+  // Detached first on destruction: a kept Message's calls fail from then on.
+  const std::shared_ptr<DeliveryLink> link_;
   const std::chrono::milliseconds stale_after_;
   // In-progress acks go out a third of ack_wait apart: the supervisor's tick (at most a
   // quarter) and a slow API call still fit before ack_wait runs out.
@@ -157,6 +200,9 @@ class DeliveryPipeline {
   std::mutex recent_acks_mu_;
   std::vector<std::string> recent_acks_;
   size_t recent_acks_next_ = 0;  // where the next ack goes once it is full
+  mutable std::mutex deferred_mu_;
+  std::condition_variable deferred_settled_;
+  std::unordered_map<const DeliveryControl*, Deferred> deferred_;
   // Last: its handler threads use everything above.
   consume::Dispatcher dispatcher_;
 };

@@ -159,6 +159,11 @@ void SubscriptionIntake::message_done() {
   if (engine_) engine_->message_done();
 }
 
+void SubscriptionIntake::message_back() {
+  std::lock_guard lock(mu_);
+  if (engine_) engine_->message_back();
+}
+
 void SubscriptionIntake::hold_back(bool hold) {
   std::lock_guard lock(mu_);
   if (engine_) engine_->hold_back(hold);

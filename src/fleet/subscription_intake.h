@@ -65,6 +65,7 @@ class SubscriptionIntake final : public IntakeControl {
   // IntakeControl, from handler threads.
   bool read(std::chrono::milliseconds wait) override;
   void message_done() override;
+  void message_back() override;
   void hold_back(bool hold) override;
   void set_window(int messages) override;
 

@@ -27,6 +27,8 @@ void SubscriptionMetrics::observe(std::chrono::nanoseconds latency, Disposition:
     case Disposition::Kind::retry:
       retried_.fetch_add(1, std::memory_order_relaxed);
       break;
+    case Disposition::Kind::later:  // the daemon's sinks answer at once
+      break;
   }
 }
 

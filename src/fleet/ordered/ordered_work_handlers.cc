@@ -100,6 +100,11 @@ Disposition OrderedWork::judge(const Message& message, int partition, int reject
                                int64_t retried_at) {
   using Kind = Disposition::Kind;
   Disposition outcome = call_work_handler(handler_, message, status_, {});
+  // The next message of its key waits for this verdict: it is the handler's return.
+  if (outcome.kind() == Kind::later)
+    outcome = Disposition::nak().because(
+        "the handler returned Disposition::later(), which ordered work does not take (a key's "
+        "next message waits for this one's verdict)");
   // A retry while other messages succeed since its last one: this message is the problem, not
   // the downstream (the contract of Disposition::retry), so it uses a delivery.
   if (outcome.kind() == Kind::retry && retried_at != 0 && last_success_.load() > retried_at)
@@ -169,6 +174,7 @@ void OrderedWork::settle_lane(PartitionReader& reader, Ready lane, const Disposi
           std::move(lane),
           std::max(outcome.delay(), doubling(spec_.retry_min, spec_.retry_max, retry_streak_)));
       return;
+    case Kind::later:  // not reached: judge() turns it into a rejection
     case Kind::nak:
       ++status_.counters.naked;
       if (!reader.lanes().has(lane.key)) return;

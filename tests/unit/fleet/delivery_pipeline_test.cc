@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/wait_for.h"
@@ -76,9 +77,11 @@ class IntakeSpy final : public IntakeControl {
  public:
   bool read(std::chrono::milliseconds) override { return false; }  // the test submits
   void message_done() override { done++; }
+  void message_back() override { back++; }
   void hold_back(bool hold) override { held = hold; }
   void set_window(int messages) override { window = messages; }
   std::atomic<int> done{0};
+  std::atomic<int> back{0};
   std::atomic<bool> held{false};
   std::atomic<int> window{0};
 };
@@ -374,6 +377,190 @@ TEST_F(Pipeline, MeasuredHandlersResizeTheIntakesWindow) {
   ASSERT_TRUE(wait_for([&] { return intake_.window.load() > 0; }, 5s));
   EXPECT_EQ(intake_.window.load(), 10);  // 1 s (half of ack_wait) of 100 ms handlers
   EXPECT_EQ(pipeline().window(), intake_.window.load());
+}
+
+// --- Verdicts given later (Disposition::later, Message::settle) ---------------------------------
+
+// A handler that keeps each message and defers its verdict.
+struct Deferring {
+  std::mutex mu;
+  std::vector<Message> kept;
+  WorkHandler handler() {
+    return [this](const Message& m) {
+      std::lock_guard lock(mu);
+      kept.push_back(m);
+      return Disposition::later();
+    };
+  }
+  Message at(size_t i) {
+    std::lock_guard lock(mu);
+    return kept.at(i);
+  }
+};
+
+TEST_F(Pipeline, ALaterVerdictGoesOutWhenGivenAndTheWindowPlaceIsFreedAtOnce) {
+  Deferring deferring;
+  start(deferring.handler());
+  pipeline().take(delivery(1), false);
+  ASSERT_TRUE(wait_for([&] { return intake_.done.load() == 1; }, 5s));
+  EXPECT_TRUE(transport_.sent().empty()) << "no verdict yet";
+  EXPECT_EQ(pipeline().awaiting_verdict(), 1u);
+  EXPECT_TRUE(pipeline().busy());
+  ASSERT_TRUE(deferring.at(0).ack());
+  EXPECT_EQ(transport_.bodies(reply(1)), std::vector<std::string>{"+ACK"});
+  EXPECT_EQ(status_.counters.acked.load(), 1u);
+  EXPECT_EQ(pipeline().awaiting_verdict(), 0u);
+  EXPECT_EQ(intake_.done.load(), 1) << "its place was freed once";
+  EXPECT_EQ(pipeline().last_handled_seq(), 1u);
+  auto again = deferring.at(0).ack();
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, Errc::already_settled);
+  EXPECT_EQ(transport_.bodies(reply(1)).size(), 1u);
+}
+
+TEST_F(Pipeline, AVerdictGivenWhileTheHandlerRunsWinsOverWhatItReturns) {
+  std::atomic<int> second{0};
+  start([&](const Message& m) {
+    EXPECT_TRUE(m.ack());
+    second = static_cast<int>(m.nak().error().code.value());
+    return Disposition::nak();
+  });
+  pipeline().take(delivery(2), false);
+  ASSERT_TRUE(answered(reply(2)));
+  ASSERT_TRUE(wait_for([&] { return intake_.done.load() == 1; }, 5s));
+  EXPECT_EQ(transport_.bodies(reply(2)), std::vector<std::string>{"+ACK"});
+  EXPECT_EQ(second.load(), static_cast<int>(Errc::already_settled));
+  EXPECT_EQ(pipeline().awaiting_verdict(), 0u);
+}
+
+TEST_F(Pipeline, AVerdictGivenBeforeTheHandlerReturnsLaterIsCarriedOutWhenItDoes) {
+  start([&](const Message& m) {
+    std::thread([m] { EXPECT_TRUE(m.term("bad input")); }).join();  // e.g. an event loop
+    return Disposition::later();
+  });
+  pipeline().take(delivery(3), false);
+  ASSERT_TRUE(answered(reply(3)));
+  ASSERT_TRUE(wait_for([&] { return intake_.done.load() == 1; }, 5s));
+  EXPECT_EQ(transport_.bodies(reply(3)), std::vector<std::string>{"+TERM"});
+  EXPECT_EQ(pipeline().awaiting_verdict(), 0u);
+}
+
+TEST_F(Pipeline, AReturnedVerdictIsTheOnlyOne) {
+  std::optional<Message> kept;
+  std::mutex mu;
+  start([&](const Message& m) {
+    std::lock_guard lock(mu);
+    kept = m;
+    return Disposition::ack();
+  });
+  pipeline().take(delivery(4), false);
+  ASSERT_TRUE(answered(reply(4)));
+  std::lock_guard lock(mu);
+  auto late = kept->nak();
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error().code, Errc::already_settled);
+  EXPECT_EQ(transport_.bodies(reply(4)), std::vector<std::string>{"+ACK"});
+}
+
+TEST_F(Pipeline, ADeferredRetryTakesAPlaceInTheWindowAgainAndUsesNoDelivery) {
+  Deferring deferring;
+  start(deferring.handler());
+  pipeline().take(delivery(5), false);
+  ASSERT_TRUE(wait_for([&] { return intake_.done.load() == 1; }, 5s));
+  ASSERT_TRUE(deferring.at(0).settle(Disposition::retry().because("HTTP 503")));
+  EXPECT_EQ(intake_.back.load(), 1);
+  EXPECT_EQ(status_.counters.retried.load(), 1u);
+  EXPECT_TRUE(transport_.sent().empty()) << "a retry is no ack, no nak";
+}
+
+TEST_F(Pipeline, ADeferredRejectionOnTheLastDeliveryIsDeadLettered) {
+  spec_.dead_letter = "jobs.dead";
+  transport_.answer_with(
+      [](const std::string&) { return Result<std::string>("{\"stream\":\"DEAD\",\"seq\":1}"); });
+  Deferring deferring;
+  start(deferring.handler());
+  pipeline().take(delivery(6, /*delivered=*/5), false);
+  ASSERT_TRUE(wait_for([&] { return intake_.done.load() == 1; }, 5s));
+  ASSERT_TRUE(deferring.at(0).nak());
+  EXPECT_EQ(transport_.bodies(reply(6, 5)), std::vector<std::string>{"+TERM"});
+  EXPECT_EQ(status_.counters.dead_lettered.load(), 1u);
+}
+
+TEST_F(Pipeline, ADeferredMessageIsKeptAliveUntilKeepAliveLimitThenLapses) {
+  spec_.keep_alive_limit = 25s;  // ack_wait 30 s: in-progress acks every 10 s
+  Deferring deferring;
+  start(deferring.handler());
+  pipeline().take(delivery(7), false);
+  ASSERT_TRUE(wait_for([&] { return pipeline().awaiting_verdict() == 1; }, 5s));
+  const auto now = clock_.now();
+  const std::vector<std::string> one{"+WPI"}, two{"+WPI", "+WPI"};
+  pipeline().keep_alive(now + 1s);
+  EXPECT_TRUE(transport_.bodies(reply(7)).empty()) << "not due yet: a third of ack_wait";
+  pipeline().keep_alive(now + 11s);
+  EXPECT_EQ(transport_.bodies(reply(7)), one);
+  pipeline().keep_alive(now + 22s);
+  EXPECT_EQ(transport_.bodies(reply(7)), two);
+  // Past keep_alive_limit: no more; ack_wait after the last one the broker has redelivered it.
+  pipeline().keep_alive(now + 33s);
+  pipeline().keep_alive(now + 51s);
+  EXPECT_EQ(transport_.bodies(reply(7)), two);
+  EXPECT_EQ(pipeline().awaiting_verdict(), 1u);
+  pipeline().keep_alive(now + 53s);
+  EXPECT_EQ(pipeline().awaiting_verdict(), 0u);
+  auto late = deferring.at(0).ack();
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error().code, Errc::timeout);
+  EXPECT_EQ(transport_.bodies(reply(7)), two);
+}
+
+TEST_F(Pipeline, StopGivesBackWhatAwaitsAVerdictAndALateOneIsRefused) {
+  Deferring deferring;
+  start(deferring.handler());
+  pipeline().take(delivery(8), false);
+  pipeline().take(delivery(9), false);
+  ASSERT_TRUE(wait_for([&] { return pipeline().awaiting_verdict() == 2; }, 5s));
+  EXPECT_TRUE(pipeline().stop(0ms));
+  EXPECT_EQ(transport_.bodies(reply(8)), std::vector<std::string>{"-NAK"});
+  EXPECT_EQ(transport_.bodies(reply(9)), std::vector<std::string>{"-NAK"});
+  auto late = deferring.at(0).ack();
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error().code, Errc::shutting_down);
+  EXPECT_EQ(transport_.bodies(reply(8)).size(), 1u);
+}
+
+TEST_F(Pipeline, StopWaitsForAVerdictGivenBeforeItsDeadline) {
+  Deferring deferring;
+  start(deferring.handler());
+  pipeline().take(delivery(10), false);
+  ASSERT_TRUE(wait_for([&] { return pipeline().awaiting_verdict() == 1; }, 5s));
+  Message kept = deferring.at(0);
+  std::thread settler([kept] {
+    wait_for([&] { return kept.stop_token().stop_requested(); }, 60s);
+    EXPECT_TRUE(kept.ack());
+  });
+  pipeline().request_stop();
+  EXPECT_TRUE(pipeline().stop(60s));
+  settler.join();
+  EXPECT_EQ(transport_.bodies(reply(10)), std::vector<std::string>{"+ACK"});
+}
+
+TEST_F(Pipeline, AMessageAwaitingItsVerdictIsGivenBackWhenThePipelineGoes) {
+  Deferring deferring;
+  start(deferring.handler());
+  pipeline().take(delivery(11), false);
+  ASSERT_TRUE(wait_for([&] { return pipeline().awaiting_verdict() == 1; }, 5s));
+  pipeline_.reset();
+  EXPECT_EQ(transport_.bodies(reply(11)), std::vector<std::string>{"-NAK"});
+  auto late = deferring.at(0).ack();
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error().code, Errc::shutting_down);
+}
+
+TEST(DeferredVerdict, AMessageBuiltElsewhereTakesNoVerdict) {
+  Message m("jobs.run", "x", {});
+  auto settled = m.ack();
+  ASSERT_FALSE(settled);
+  EXPECT_EQ(settled.error().code, Errc::invalid_argument);
 }
 
 }  // namespace
