@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "base/fnv_hash.h"
+#include "base/parse_number.h"
 
 namespace natsfleet::fleet {
 namespace {
@@ -78,6 +79,21 @@ std::string deliver_subject_for(const std::string& durable) {
 
 std::string peers_subject_for(const std::string& stream, const std::string& work) {
   return "_NATSFLEET.peers." + stream + "." + work;
+}
+
+namespace {
+constexpr std::string_view kServedWithin = "served-within ";
+}
+
+std::string served_question(std::chrono::milliseconds within) {
+  return std::string(kServedWithin) + std::to_string(within.count());
+}
+
+std::optional<std::chrono::milliseconds> served_window(std::string_view body) {
+  if (!body.starts_with(kServedWithin)) return std::nullopt;
+  auto ms = base::parse_number<int64_t>(body.substr(kServedWithin.size()));
+  if (!ms || *ms < 0) return std::nullopt;
+  return std::chrono::milliseconds(*ms);
 }
 
 nats::ConsumerConfig desired_consumer_config(const WorkSpec& spec, const std::string& durable) {

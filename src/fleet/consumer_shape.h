@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nats/consumer_config.h"
@@ -68,6 +70,12 @@ std::string deliver_subject_for(const std::string& durable);
 // Where the replicas bound to a work's consumer on `stream` answer "I know it" to a replica
 // about to create it (ConsumerLifecycle::AskPeers).
 std::string peers_subject_for(const std::string& stream, const std::string& work);
+// The other question asked there: "did the consumer serve you (a message or a heartbeat) within
+// `within`?", answered only by a replica it served (ConsumerWatch::Broker::peer_served).
+std::string served_question(std::chrono::milliseconds within);
+// The window a served_question() asks about; none for another body (an empty one asks "do you
+// know it?").
+std::optional<std::chrono::milliseconds> served_window(std::string_view body);
 
 // Where a consumer of this config starts, in words: "the stream's start", "stream sequence 42".
 std::string delivers_from(const nats::ConsumerConfig& config);

@@ -60,7 +60,8 @@ ConsumerSubscription::ConsumerSubscription(WorkSpec spec, WorkHandler handler,
       api_(*context.connection, context.options.request_timeout),
       lifecycle_(spec_, lifecycle_options(spec_, scope, replica_, context.options), api_,
                  context.log),
-      watch_broker_(*context.connection, api_, context.options.request_timeout),
+      watch_broker_(*context.connection, api_, context.options.request_timeout,
+                    scope == Scope::shared ? spec_.name : std::string()),
       watch_(spec_, ctx_.options, lifecycle_, status_, watch_broker_, *context.clock),
       // Often enough to see a missed heartbeat, and to keep held messages' in-progress acks
       // (every ack_wait / 3) well inside ack_wait.
@@ -267,12 +268,22 @@ void ConsumerSubscription::answer_peers() {
   {
     std::lock_guard lock(peers_mu_);
     if (peers_ || stopping()) return;
-    auto subscribed =
-        ctx_.connection->subscribe(peers_subject_for(lifecycle_.stream(), spec_.name), "peers",
-                                   [connection = ctx_.connection](nats::InboundMessage&& asked) {
-                                     if (!asked.reply.empty())
-                                       (void)connection->publish(asked.reply, "bound");
-                                   });
+    // "Do you know it?" is answered by every bound replica; "did it serve you within ...?"
+    // only by one it served.
+    auto answer = [connection = ctx_.connection, clock = ctx_.clock,
+                   served_at = served_at_](nats::InboundMessage&& asked) {
+      if (asked.reply.empty()) return;
+      const auto window = served_window(asked.data);
+      if (!window) {
+        (void)connection->publish(asked.reply, "bound");
+        return;
+      }
+      const Clock::time_point served{Clock::duration(served_at->load())};
+      if (served != Clock::time_point{} && clock->now() - served <= *window)
+        (void)connection->publish(asked.reply, "served");
+    };
+    auto subscribed = ctx_.connection->subscribe(peers_subject_for(lifecycle_.stream(), spec_.name),
+                                                 "peers", std::move(answer));
     if (!subscribed) {
       status_.warn("cannot answer peers: " + subscribed.error().describe());
       return;
@@ -336,6 +347,7 @@ void ConsumerSubscription::run_bound() {
     report_gap(intake.stale_dropped + pipeline_.stale_skipped());
   if (follow(after_intake(intake.running, intake.missed_heartbeats))) return;
   pipeline_.tend_held(ctx_.clock->now());
+  served_at_->store(intake_.last_served().time_since_epoch().count());
   if (watch_.poll_due())
     if (auto verdict = watch_.poll(here()); heed(verdict)) enter_recovering(verdict.why);
 }

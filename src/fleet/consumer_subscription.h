@@ -141,6 +141,11 @@ class ConsumerSubscription final : public Supervised {
 
   std::mutex peers_mu_;
   std::unique_ptr<nats::Subscription> peers_;  // answer_peers(); under peers_mu_
+  // When the consumer last served this replica (a message or a heartbeat; clock ticks, 0:
+  // never), as of the last tick: what answer_peers() tells a peer that asks. Shared with the
+  // answering callback, which may outlive this.
+  const std::shared_ptr<std::atomic<Clock::rep>> served_at_ =
+      std::make_shared<std::atomic<Clock::rep>>(0);
 
   SubscriptionIntake intake_;
   ConnectionTransport transport_;

@@ -6,6 +6,7 @@
 
 #include "base/utc_time.h"
 #include "consume/pull_status.h"
+#include "fleet/consumer_shape.h"
 
 namespace natsfleet::fleet {
 
@@ -121,7 +122,18 @@ bool ConsumerWatch::still_served(Clock::duration unserved, const std::string& ev
   // Lookups can go unanswered while the leader serves pulls: a pull that takes nothing asks the
   // leader itself, and any answer spares the consumer.
   auto probe = broker_.probe_leader(lifecycle_.stream(), lifecycle_.consumer());
-  if (!probe) return false;
+  if (!probe) {
+    // This replica's link to the leader may be what fails (its server cut off from the
+    // leader's): a peer the consumer served meanwhile shows it has one.
+    if (!broker_.peer_served(lifecycle_.stream(), duration_cast<milliseconds>(unserved)))
+      return false;
+    status_.event(spdlog::level::info, "consumer-kept",
+                  "{} {}: consumer {} has served nothing here for {} s ({}), but it served a "
+                  "peer meanwhile: kept",
+                  lifecycle_.kind(), spec_.name, lifecycle_.consumer(),
+                  duration_cast<seconds>(unserved).count(), evidence);
+    return true;
+  }
   const int answered = probe->status;
   if (probe->status == 0 && !probe->reply.empty()) verdict.given_back = std::move(*probe);
   // Info: lookups unanswered this long while pulls are served is the broker's own trouble,
@@ -162,6 +174,13 @@ Result<nats::InboundMessage> JetStreamWatchBroker::probe_leader(const std::strin
                                                                 const std::string& consumer) {
   return connection_.request("$JS.API.CONSUMER.MSG.NEXT." + stream + "." + consumer,
                              consume::kLeaderProbeBody, request_timeout_);
+}
+
+bool JetStreamWatchBroker::peer_served(const std::string& stream, milliseconds within) {
+  if (work_.empty()) return false;
+  auto answer = connection_.request(peers_subject_for(stream, work_), served_question(within),
+                                    std::min(request_timeout_, milliseconds(1000)));
+  return answer.has_value();
 }
 
 }  // namespace natsfleet::fleet

@@ -47,6 +47,9 @@ class ConsumerWatch {
     // kLeaderProbeBody): its answer, or an error when nobody answered.
     virtual Result<nats::InboundMessage> probe_leader(const std::string& stream,
                                                       const std::string& consumer) = 0;
+    // Whether another replica bound to the work's consumer on `stream` was served by it (a
+    // message or a heartbeat) within `within`: its leader serves, only not this replica.
+    virtual bool peer_served(const std::string& stream, std::chrono::milliseconds within) = 0;
   };
 
   // What this replica knows at the moment of a poll or a piece of evidence.
@@ -85,7 +88,7 @@ class ConsumerWatch {
 
  private:
   // A last look before deleting: a leader, a consumer made lately, a stream that does not
-  // answer yet, or a leader that answers a pull spares it.
+  // answer yet, a leader that answers a pull, or a peer it served meanwhile spares it.
   bool still_served(Clock::duration unserved, const std::string& evidence, Verdict& verdict);
   void delete_unserved(Clock::duration unserved, const std::string& evidence);
   void move_stuck_leader(const nats::ConsumerInfo& info);
@@ -103,12 +106,16 @@ class ConsumerWatch {
   bool deleted_ = false;
 };
 
-// The Broker of a running fleet: its connection and JetStream API.
+// The Broker of a running fleet: its connection and JetStream API. `work`: the shared work whose
+// peers are asked (peers_subject_for); empty for a consumer no peer shares.
 class JetStreamWatchBroker final : public ConsumerWatch::Broker {
  public:
   JetStreamWatchBroker(nats::Connection& connection, nats::JetStreamApi& api,
-                       std::chrono::milliseconds request_timeout)
-      : connection_(connection), api_(api), request_timeout_(request_timeout) {}
+                       std::chrono::milliseconds request_timeout, std::string work = {})
+      : connection_(connection),
+        api_(api),
+        request_timeout_(request_timeout),
+        work_(std::move(work)) {}
   bool connected() const override { return connection_.connected(); }
   Result<nats::ConsumerInfo> consumer_info(const std::string& stream,
                                            const std::string& consumer) override {
@@ -123,11 +130,13 @@ class JetStreamWatchBroker final : public ConsumerWatch::Broker {
   Result<void> delete_consumer(const std::string& stream, const std::string& consumer) override;
   Result<nats::InboundMessage> probe_leader(const std::string& stream,
                                             const std::string& consumer) override;
+  bool peer_served(const std::string& stream, std::chrono::milliseconds within) override;
 
  private:
   nats::Connection& connection_;
   nats::JetStreamApi& api_;
   const std::chrono::milliseconds request_timeout_;
+  const std::string work_;
 };
 
 }  // namespace natsfleet::fleet

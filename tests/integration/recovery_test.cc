@@ -261,6 +261,30 @@ TEST(FirstStart, AReplicaBoundToTheConsumerAnswersPeersUntilItStops) {
   EXPECT_EQ(after.error().code, Errc::no_responders) << after.error().describe();
 }
 
+// Before deleting a consumer that serves nothing here, a replica asks whether it served a peer
+// within that time (ConsumerWatch::still_served): only a replica it served answers.
+TEST(Unserved, AReplicaTheConsumerServedSaysSoWithinTheWindowAskedOnly) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  Replica r(server.url());
+  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  admin.publish_many("jobs.run", 3);
+  ASSERT_TRUE(r.seen.wait_distinct(3, 10s));
+  const std::string asked = "_NATSFLEET.peers.JOBS.jobs-worker";
+  // Its heartbeats (250 ms apart) keep it served.
+  ASSERT_TRUE(wait_for(
+      [&] { return admin.connection().request(asked, "served-within 30000", 1s).has_value(); },
+      10s));
+  auto answer = admin.connection().request(asked, "served-within 30000", 2s);
+  ASSERT_TRUE(answer) << answer.error().describe();
+  EXPECT_EQ(answer->data, "served");
+  // Served nothing within no time at all: silent, so the asker hears nobody.
+  auto silent = admin.connection().request(asked, "served-within 0", 500ms);
+  ASSERT_FALSE(silent);
+  EXPECT_EQ(silent.error().code, Errc::timeout) << silent.error().describe();
+}
+
 TEST(ConfirmMissing, AConsumerBackWithinTheWindowIsNotActedOn) {
   NatsServer server;
   BrokerClient admin(server.url());

@@ -271,5 +271,14 @@ TEST(ShapeRatchet, OnlyTheFleetCreatesConsumersAndOnlyFromConsumerShape) {
                                                "fleet/ordered/partition_reader.cc"}));
 }
 
+TEST(PeersQuestion, TheServedWindowReadsBackAndOtherBodiesAreNotIt) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(served_window(served_question(milliseconds(30'000))), milliseconds(30'000));
+  EXPECT_EQ(served_window(""), std::nullopt) << "the older question: do you know it?";
+  EXPECT_EQ(served_window("served-within"), std::nullopt);
+  EXPECT_EQ(served_window("served-within -5"), std::nullopt);
+  EXPECT_EQ(served_window("served-within 5x"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace natsfleet::fleet

@@ -32,6 +32,8 @@ class ScriptedBroker final : public nats::ConsumerApi, public ConsumerWatch::Bro
   bool link_up = true;
   bool step_down_works = true;
   std::optional<nats::InboundMessage> probe_answer;  // none: nobody answers a pull
+  bool served_a_peer = false;                        // another replica was served meanwhile
+  std::chrono::milliseconds peers_asked_within{0};
   std::vector<std::string> calls;
 
   bool connected() const override { return link_up; }
@@ -78,6 +80,11 @@ class ScriptedBroker final : public nats::ConsumerApi, public ConsumerWatch::Bro
     calls.push_back("probe");
     if (!probe_answer) return Error{Errc::no_responders, "no responders"};
     return *probe_answer;
+  }
+  bool peer_served(const std::string&, std::chrono::milliseconds within) override {
+    calls.push_back("peers");
+    peers_asked_within = within;
+    return served_a_peer;
   }
   int count(const std::string& call) const {
     return static_cast<int>(std::count(calls.begin(), calls.end(), call));
@@ -197,6 +204,21 @@ TEST_F(ConsumerWatchTest, AConsumerThatServedNobodyForReplaceAfterIsDeletedToBeM
   EXPECT_TRUE(watch_->take_deleted());
   EXPECT_FALSE(watch_->take_deleted()) << "once";
   EXPECT_NE(log().find("has served nothing for 30 s"), std::string::npos) << log();
+  EXPECT_EQ(broker_.count("peers"), 1) << "the peers were asked first";
+}
+
+TEST_F(ConsumerWatchTest, APeerTheConsumerServedMeanwhileSparesIt) {
+  // This replica's lookups and pulls go unanswered (its server is cut off from the leader's),
+  // while the consumer serves another replica.
+  broker_.lookups_answer = false;
+  broker_.served_a_peer = true;
+  EXPECT_FALSE(watch_->poll(here()).recover);
+  clock_.advance(30s);
+  EXPECT_FALSE(watch_->poll(here()).recover);
+  EXPECT_EQ(broker_.count("delete"), 0);
+  EXPECT_EQ(broker_.count("peers"), 1);
+  EXPECT_EQ(broker_.peers_asked_within, 30s) << "served within the time it served nobody here";
+  EXPECT_NE(log().find("it served a peer meanwhile: kept"), std::string::npos) << log();
 }
 
 TEST_F(ConsumerWatchTest, LookupsUnansweredForReplaceAfterLeadToTheSameDeletion) {
