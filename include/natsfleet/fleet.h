@@ -15,10 +15,12 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -31,6 +33,18 @@
 #include "natsfleet/spec.h"
 
 namespace natsfleet {
+
+enum class LogLevel { trace, debug, info, warn, error, critical };
+
+// One line the fleet logs, as FleetOptions::log_to receives it.
+struct LogLine {
+  LogLevel level = LogLevel::info;
+  std::string_view message{};  // in words, as the text log writes it
+  // Its typed fields, in the order they were set (docs/reference/logs.md): work, stream, event,
+  // stream_seq, error, ...; numbers in decimal. No secret is ever among them.
+  std::vector<std::pair<std::string_view, std::string>> fields{};
+};
+using LogHandler = std::function<void(const LogLine&)>;
 
 struct TlsFiles {
   std::string ca{};    // trusted CA bundle (PEM)
@@ -75,11 +89,58 @@ struct FleetOptions {
   std::chrono::milliseconds retire_grace = std::chrono::seconds(30);
   // A JetStream broadcast's per-replica consumer outlives its replica by this long on the broker.
   std::chrono::milliseconds broadcast_inactive = std::chrono::seconds(60);
+  // Where the fleet's log lines go, with their fields; unset, to spdlog's default logger under
+  // the fleet's name. Called on the thread that logs (a fleet or nats.c thread), one line at a
+  // time: it must return quickly and not call the Fleet. What it throws is dropped.
+  LogHandler log_to{};
+  LogLevel log_level = LogLevel::info;  // the lowest level log_to receives
 };
 
 struct FatalReport {
   std::string subscription{};  // empty when the connection itself is lost
   std::string reason{};
+};
+
+// How a Subscription reaches its Fleet: opaque, made by the fleet.
+class FleetLink;
+
+// One subscription of a Fleet, as add_work and add_broadcast return it: a handle to drain, stop
+// or look at that subscription alone, before or after start(). Copyable; any thread, handlers
+// included. It stands for that one subscription: once it was removed (through any handle, or
+// Fleet::remove) calls answer invalid_argument, even after a subscription of the same name was
+// added again. Once the fleet shuts down drain() and stop() answer shutting_down, and once it is
+// gone every call does. A handle made by default stands for none (invalid_argument).
+//
+//   auto jobs = fleet.add_work(spec, [](const natsfleet::Message&) {
+//     return natsfleet::Disposition::ack();
+//   });
+//   if (!jobs) die(jobs.error().describe());
+//   ...
+//   if (auto h = jobs->health(); h && h->state == natsfleet::SubscriptionState::stalled)
+//     (void)jobs->drain(std::chrono::seconds(10));  // this work alone; the others go on
+class NATSFLEET_API Subscription {
+ public:
+  Subscription() = default;
+
+  const std::string& name() const { return name_; }
+  // Stops this subscription alone, as Fleet::remove(name(), deadline) does: no more pulls, its
+  // handlers' Message::stop_token() requested, running handlers and deferred verdicts
+  // (Disposition::later) awaited until `deadline` and acked, the rest given back to the broker.
+  [[nodiscard]] Result<void> drain(std::chrono::milliseconds deadline) const;
+  // drain() without waiting: what waits, was held or awaits a verdict goes back to the broker at
+  // once, and a handler still running is not waited for.
+  [[nodiscard]] Result<void> stop() const;
+  // This subscription's part of Fleet::health(); before start() it is `binding`.
+  [[nodiscard]] Result<SubscriptionHealth> health() const;
+
+ private:
+  friend class Fleet;
+  Subscription(std::shared_ptr<FleetLink> link, std::string name, uint64_t id)
+      : link_(std::move(link)), name_(std::move(name)), id_(id) {}
+
+  std::shared_ptr<FleetLink> link_;
+  std::string name_;
+  uint64_t id_ = 0;  // which subscription of that name
 };
 
 using WorkHandler = std::function<Disposition(const Message&)>;
@@ -101,26 +162,27 @@ class NATSFLEET_API Fleet {
   Fleet(const Fleet&) = delete;
   Fleet& operator=(const Fleet&) = delete;
 
-  // Declare subscriptions before start(), or add them to a running fleet (they start at once).
+  // Declare subscriptions before start(), or add them to a running fleet (they start at once);
+  // each returns its Subscription handle.
   // Handlers run on the fleet's threads, up to the spec's concurrency at a time per
   // subscription; they may throw (a work message, or a JetStream broadcast message, is then
   // nak'd with backoff, and terminated after max_deliver). A work handler may return
   // Disposition::later() and settle its Message from any thread (message.h).
-  [[nodiscard]] Result<void> add_work(WorkSpec spec, WorkHandler handler);
-  [[nodiscard]] Result<void> add_broadcast(BroadcastSpec spec, BroadcastHandler handler);
+  [[nodiscard]] Result<Subscription> add_work(WorkSpec spec, WorkHandler handler);
+  [[nodiscard]] Result<Subscription> add_broadcast(BroadcastSpec spec, BroadcastHandler handler);
   // The same with a handler that cannot be copied (it owns a std::unique_ptr, a connection): it
   // is moved in once and called in place, from up to the spec's concurrency threads at once,
   // as a copyable one is. It lives until the fleet is destroyed.
   template <typename F, typename = std::enable_if_t<
                             !std::is_copy_constructible_v<std::decay_t<F>> &&
                             std::is_invocable_r_v<Disposition, std::decay_t<F>&, const Message&>>>
-  [[nodiscard]] Result<void> add_work(WorkSpec spec, F&& handler) {
+  [[nodiscard]] Result<Subscription> add_work(WorkSpec spec, F&& handler) {
     return add_work(std::move(spec), WorkHandler(kept_once(std::forward<F>(handler))));
   }
   template <typename F,
             typename = std::enable_if_t<!std::is_copy_constructible_v<std::decay_t<F>> &&
                                         std::is_invocable_v<std::decay_t<F>&, const Message&>>>
-  [[nodiscard]] Result<void> add_broadcast(BroadcastSpec spec, F&& handler) {
+  [[nodiscard]] Result<Subscription> add_broadcast(BroadcastSpec spec, F&& handler) {
     return add_broadcast(std::move(spec), BroadcastHandler(kept_once(std::forward<F>(handler))));
   }
 

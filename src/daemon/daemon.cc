@@ -238,10 +238,10 @@ namespace {
 // What the fleet answered to adding subscription `name` decides its sink's fate: kept for it
 // (until the daemon ends), or stopped again. Returns that answer.
 Result<void> keep_sink(Daemon::State& s, const std::string& name, std::unique_ptr<sinks::Sink> sink,
-                       Result<void> added) {
+                       const Result<Subscription>& added) {
   if (!added) {
     sink->stop();
-    return added;
+    return added.error();
   }
   std::lock_guard lock(s.sinks_mu);
   s.sink_of[name] = sink.get();
@@ -315,7 +315,7 @@ Result<void> start_work(Daemon::State& s, const config::WorkConfig& work) {
     auto result = deliver_and_publish(fleet, metrics, *sink, name, m);
     return std::move(result.disposition).because(std::move(result.error));
   });
-  if (auto kept = keep_sink(s, name, std::move(made).value(), std::move(added)); !kept) return kept;
+  if (auto kept = keep_sink(s, name, std::move(made).value(), added); !kept) return kept;
   base::log_event(*s.log, spdlog::level::info, {{"event", "work"}, {"work", name}},
                   "work {}: {} -> {}", name,
                   fleet::describe_subjects(fleet::filter_subjects(work.spec)), sink->describe());
@@ -354,7 +354,7 @@ Result<void> start_broadcast(Daemon::State& s, const config::BroadcastConfig& bc
           throw DownstreamUnavailable(result.error, result.disposition.delay());
         if (redeliverable) throw std::runtime_error(result.error);
       });
-  if (auto kept = keep_sink(s, name, std::move(made).value(), std::move(added)); !kept) return kept;
+  if (auto kept = keep_sink(s, name, std::move(made).value(), added); !kept) return kept;
   base::log_event(*s.log, spdlog::level::info, {{"event", "broadcast"}, {"broadcast", name}},
                   "broadcast {}: {} -> {}", name, bc.spec.subject, sink->describe());
   return {};

@@ -6,8 +6,9 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <map>
 #include <mutex>
-#include <set>
+#include <shared_mutex>
 #include <system_error>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "fleet/broadcast_subscription.h"
 #include "fleet/broker_watch.h"
 #include "fleet/consumer_subscription.h"
+#include "fleet/fleet_log.h"
 #include "fleet/jetstream_broadcast.h"
 #include "fleet/ordered/ordered_work.h"
 #include "fleet/subject_stream_cache.h"
@@ -30,12 +32,33 @@ using fleet::Clock;
 // The deadline of the shutdown ~Fleet makes when none was asked for.
 constexpr std::chrono::milliseconds kCloseDeadline = std::chrono::seconds(2);
 
+// What a Subscription handle calls through: the fleet until ~Fleet detaches it. Any thread.
+class FleetLink {
+ public:
+  explicit FleetLink(Fleet::Impl* impl) : impl_(impl) {}
+  // f(fleet), or shutting_down once the fleet is gone; calls run beside each other.
+  template <typename R, typename F>
+  R call(F&& f) {
+    std::shared_lock lock(mu_);
+    if (impl_ == nullptr) return R(Errc::shutting_down, "the fleet is gone");
+    return f(*impl_);
+  }
+  // Later calls answer shutting_down; waits for those under way.
+  void detach() {
+    std::unique_lock lock(mu_);
+    impl_ = nullptr;
+  }
+
+ private:
+  std::shared_mutex mu_;
+  Fleet::Impl* impl_;
+};
+
 class Fleet::Impl {
  public:
   explicit Impl(FleetOptions options) {
     context_.options = std::move(options);
-    // Logs go where the application sent spdlog's default logger, under the fleet's name.
-    context_.log = spdlog::default_logger()->clone(context_.options.name);
+    context_.log = fleet::make_fleet_logger(context_.options);
     context_.fatal = [this](const std::string& sub, const std::string& reason) {
       report_fatal(sub, reason);
     };
@@ -86,16 +109,17 @@ class Fleet::Impl {
     return running == 0;
   }
 
-  // Before start(), the work starts with the fleet; after, it starts at once.
-  Result<void> add_work(WorkSpec spec, WorkHandler handler) {
+  // Before start(), the work starts with the fleet; after, it starts at once. Its id.
+  Result<uint64_t> add_work(WorkSpec spec, WorkHandler handler) {
     std::lock_guard lock(mu_);
     if (auto checked = validate_work(spec); !checked)
-      return Result<void>(Errc::invalid_argument,
-                          "work " + spec.name + ": " + checked.error().message);
-    if (!handler) return Result<void>(Errc::invalid_argument, "work " + spec.name + ": no handler");
-    if (shutting_down_) return Result<void>(Errc::shutting_down, "add_work after shutdown");
-    if (!names_.insert(spec.name).second)
-      return Result<void>(Errc::invalid_argument, "duplicate subscription name " + spec.name);
+      return Result<uint64_t>(Errc::invalid_argument,
+                              "work " + spec.name + ": " + checked.error().message);
+    if (!handler)
+      return Result<uint64_t>(Errc::invalid_argument, "work " + spec.name + ": no handler");
+    if (shutting_down_) return Result<uint64_t>(Errc::shutting_down, "add_work after shutdown");
+    auto id = reserve(spec.name);
+    if (!id) return id;
     // From here on `subject` is the first filter subject, and `subjects` holds two or more.
     if (!spec.subjects.empty()) {
       spec.subject = spec.subjects.front();
@@ -103,34 +127,64 @@ class Fleet::Impl {
     }
     if (!started_) {
       work_.emplace_back(std::move(spec), std::move(handler));
-      return {};
+      return id;
     }
-    return start_now(spec.name, [&] { return make_work(spec, std::move(handler)); });
+    if (auto started = start_now(spec.name, [&] { return make_work(spec, std::move(handler)); });
+        !started)
+      return started.error();
+    return id;
   }
 
   // Before start(), the broadcast starts with the fleet; after, it starts at once (a relay adds
   // its subscription when the first session attaches).
-  Result<void> add_broadcast(BroadcastSpec spec, BroadcastHandler handler) {
+  Result<uint64_t> add_broadcast(BroadcastSpec spec, BroadcastHandler handler) {
     std::lock_guard lock(mu_);
     if (auto checked = validate_broadcast(spec); !checked)
-      return Result<void>(Errc::invalid_argument,
-                          "broadcast " + spec.name + ": " + checked.error().message);
+      return Result<uint64_t>(Errc::invalid_argument,
+                              "broadcast " + spec.name + ": " + checked.error().message);
     if (!handler)
-      return Result<void>(Errc::invalid_argument, "broadcast " + spec.name + ": no handler");
-    if (shutting_down_) return Result<void>(Errc::shutting_down, "add_broadcast after shutdown");
-    if (!names_.insert(spec.name).second)
-      return Result<void>(Errc::invalid_argument, "duplicate subscription name " + spec.name);
+      return Result<uint64_t>(Errc::invalid_argument, "broadcast " + spec.name + ": no handler");
+    if (shutting_down_)
+      return Result<uint64_t>(Errc::shutting_down, "add_broadcast after shutdown");
+    auto id = reserve(spec.name);
+    if (!id) return id;
     if (!started_) {
       broadcast_.emplace_back(std::move(spec), std::move(handler));
-      return {};
+      return id;
     }
-    return start_now(spec.name, [&] { return make_broadcast(spec, std::move(handler)); });
+    if (auto started =
+            start_now(spec.name, [&] { return make_broadcast(spec, std::move(handler)); });
+        !started)
+      return started.error();
+    return id;
   }
+
+  // This subscription's health, while `id` is the one of that name.
+  Result<SubscriptionHealth> health_of(const std::string& name, uint64_t id) {
+    {
+      std::lock_guard lock(mu_);
+      if (auto known = known_as(name, id); !known) return known.error();
+      if (!started_) {
+        SubscriptionHealth waiting;  // binding, as it will once the fleet starts
+        waiting.name = name;
+        return waiting;
+      }
+    }
+    auto all = health();
+    for (auto& sub : all.subscriptions)
+      if (sub.name == name) return std::move(sub);
+    return Result<SubscriptionHealth>(Errc::invalid_argument,
+                                      "subscription " + name + " was removed");
+  }
+
+  const std::shared_ptr<FleetLink>& link() const { return link_; }
 
   // Stops one subscription as shutdown() stops them all, the connection staying up: no more
   // pulls, running handlers finish (until `deadline`) and are acked, what never started is
   // given back. Its name is free again once this returns.
-  Result<void> remove(const std::string& name, std::chrono::milliseconds deadline) {
+  // `id`: only the subscription of that name a handle stands for.
+  Result<void> remove(const std::string& name, std::chrono::milliseconds deadline,
+                      std::optional<uint64_t> id = std::nullopt) {
     // One at a time, and never beside shutdown(): the connection stays up until this returns.
     std::lock_guard once(shutdown_mu_);
     const auto until = Clock::now() + deadline;
@@ -139,8 +193,11 @@ class Fleet::Impl {
       std::lock_guard lock(mu_);
       if (shutting_down_) return Result<void>(Errc::shutting_down, "remove after shutdown");
       last_deadline_ = std::max(last_deadline_, until);
-      if (!names_.count(name))
+      if (id) {
+        if (auto known = known_as(name, *id); !known) return known;
+      } else if (!names_.count(name)) {
         return Result<void>(Errc::invalid_argument, "no subscription named " + name);
+      }
       if (!started_) {
         std::erase_if(work_, [&](const auto& w) { return w.first.name == name; });
         std::erase_if(broadcast_, [&](const auto& b) { return b.first.name == name; });
@@ -403,6 +460,20 @@ class Fleet::Impl {
     return std::make_unique<fleet::ConsumerSubscription>(spec, std::move(handler), context_);
   }
 
+  // A new subscription's name (mu_ held): its id, or invalid_argument when it is taken.
+  Result<uint64_t> reserve(const std::string& name) {
+    if (!names_.emplace(name, next_id_ + 1).second)
+      return Result<uint64_t>(Errc::invalid_argument, "duplicate subscription name " + name);
+    return ++next_id_;
+  }
+  // Whether `name` is the subscription `id` stands for (mu_ held).
+  Result<void> known_as(const std::string& name, uint64_t id) const {
+    auto it = names_.find(name);
+    if (it == names_.end() || it->second != id)
+      return Result<void>(Errc::invalid_argument, "subscription " + name + " was removed");
+    return {};
+  }
+
   // Makes and starts a subscription on the running fleet (mu_ held): shutdown sees it started,
   // or not at all. A thread the system refuses frees the name again.
   template <typename Make>
@@ -506,7 +577,11 @@ class Fleet::Impl {
   std::mutex mu_;  // declarations, start, the pending fatal report
   std::vector<std::pair<WorkSpec, WorkHandler>> work_;
   std::vector<std::pair<BroadcastSpec, BroadcastHandler>> broadcast_;
-  std::set<std::string> names_;
+  // Every subscription's name, with the id its handles carry (reserve()).
+  std::map<std::string, uint64_t> names_;
+  uint64_t next_id_ = 0;
+  // Detached by ~Fleet before anything else.
+  const std::shared_ptr<FleetLink> link_ = std::make_shared<FleetLink>(this);
   // Removed while a handler of theirs overran the deadline: kept until ~Impl has waited.
   std::vector<std::unique_ptr<fleet::Supervised>> removed_;
   Clock::time_point last_deadline_{};  // of the last shutdown() or remove(): close() waits to it
@@ -535,6 +610,7 @@ class Fleet::Impl {
 
 Fleet::Fleet(FleetOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Fleet::~Fleet() {
+  impl_->link()->detach();  // a handle's calls answer shutting_down from here on
   if (impl_->close()) return;
   // A handler overran the deadline: what it uses is freed once it returns, on a thread of its
   // own. Without a thread to spare the lambda is destroyed here, which waits for it.
@@ -543,11 +619,17 @@ Fleet::~Fleet() {
   } catch (const std::system_error&) {
   }
 }
-Result<void> Fleet::add_work(WorkSpec spec, WorkHandler handler) {
-  return impl_->add_work(std::move(spec), std::move(handler));
+Result<Subscription> Fleet::add_work(WorkSpec spec, WorkHandler handler) {
+  std::string name = spec.name;
+  auto id = impl_->add_work(std::move(spec), std::move(handler));
+  if (!id) return id.error();
+  return Subscription(impl_->link(), std::move(name), *id);
 }
-Result<void> Fleet::add_broadcast(BroadcastSpec spec, BroadcastHandler handler) {
-  return impl_->add_broadcast(std::move(spec), std::move(handler));
+Result<Subscription> Fleet::add_broadcast(BroadcastSpec spec, BroadcastHandler handler) {
+  std::string name = spec.name;
+  auto id = impl_->add_broadcast(std::move(spec), std::move(handler));
+  if (!id) return id.error();
+  return Subscription(impl_->link(), std::move(name), *id);
 }
 Result<void> Fleet::remove(const std::string& name, std::chrono::milliseconds deadline) {
   return impl_->remove(name, deadline);
@@ -570,6 +652,25 @@ Result<std::optional<Message>> Fleet::last_stored(const std::string& stream,
   return impl_->last_stored(stream, subject, timeout);
 }
 FleetHealth Fleet::health() const { return impl_->health(); }
+
+namespace {
+Error no_subscription() {
+  return Error{make_error_code(Errc::invalid_argument),
+               "this Subscription was made by default and stands for none"};
+}
+}  // namespace
+
+Result<void> Subscription::drain(std::chrono::milliseconds deadline) const {
+  if (!link_) return no_subscription();
+  return link_->call<Result<void>>(
+      [&](Fleet::Impl& fleet) { return fleet.remove(name_, deadline, id_); });
+}
+Result<void> Subscription::stop() const { return drain(std::chrono::milliseconds(0)); }
+Result<SubscriptionHealth> Subscription::health() const {
+  if (!link_) return no_subscription();
+  return link_->call<Result<SubscriptionHealth>>(
+      [&](Fleet::Impl& fleet) { return fleet.health_of(name_, id_); });
+}
 void Fleet::shutdown(std::chrono::milliseconds deadline) { impl_->shutdown(deadline); }
 
 }  // namespace natsfleet

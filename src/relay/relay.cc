@@ -122,7 +122,7 @@ class Relay::Impl {
     auto added =
         fleet_.add_broadcast(spec, [inbound = inbound_, prefix = options_.subject_prefix.size()](
                                        const Message& m) { inbound->deliver(m, prefix); });
-    if (!added) return added;
+    if (!added) return added.error();
     subscribed_ = true;
     return {};
   }

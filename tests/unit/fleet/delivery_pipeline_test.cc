@@ -344,24 +344,33 @@ TEST_F(Pipeline, AHandlerRunningLongIsKeptAliveUntilKeepAliveLimit) {
   ASSERT_TRUE(answered(reply(1), 2));
 }
 
-TEST_F(Pipeline, AMessageKeptByItsHandlerAnswersShuttingDownOnceThePipelineIsGone) {
-  std::optional<Message> kept;
+// A handler that keeps a copy of each message and returns `returns`.
+struct Keeping {
+  explicit Keeping(Disposition r = Disposition::ack()) : returns(std::move(r)) {}
+  const Disposition returns;
   std::mutex mu;
-  start([&](const Message& m) {
+  std::vector<Message> kept;
+  WorkHandler handler() {
+    return [this](const Message& m) {
+      std::lock_guard lock(mu);
+      kept.push_back(m);
+      return returns;
+    };
+  }
+  Message at(size_t i) {
     std::lock_guard lock(mu);
-    kept = m;
-    return Disposition::ack();
-  });
+    return kept.at(i);
+  }
+};
+
+TEST_F(Pipeline, AMessageKeptByItsHandlerAnswersShuttingDownOnceThePipelineIsGone) {
+  Keeping keeping;
+  start(keeping.handler());
   pipeline().take(delivery(1), false);
   ASSERT_TRUE(answered(reply(1)));
-  {
-    std::lock_guard lock(mu);
-    ASSERT_TRUE(kept);
-    EXPECT_TRUE(kept->in_progress()) << "while the pipeline lives";
-  }
+  EXPECT_TRUE(keeping.at(0).in_progress()) << "while the pipeline lives";
   pipeline_.reset();
-  std::lock_guard lock(mu);
-  auto late = kept->in_progress();
+  auto late = keeping.at(0).in_progress();
   ASSERT_FALSE(late);
   EXPECT_EQ(late.error().code, Errc::shutting_down);
 }
@@ -381,25 +390,8 @@ TEST_F(Pipeline, MeasuredHandlersResizeTheIntakesWindow) {
 
 // --- Verdicts given later (Disposition::later, Message::settle) ---------------------------------
 
-// A handler that keeps each message and defers its verdict.
-struct Deferring {
-  std::mutex mu;
-  std::vector<Message> kept;
-  WorkHandler handler() {
-    return [this](const Message& m) {
-      std::lock_guard lock(mu);
-      kept.push_back(m);
-      return Disposition::later();
-    };
-  }
-  Message at(size_t i) {
-    std::lock_guard lock(mu);
-    return kept.at(i);
-  }
-};
-
 TEST_F(Pipeline, ALaterVerdictGoesOutWhenGivenAndTheWindowPlaceIsFreedAtOnce) {
-  Deferring deferring;
+  Keeping deferring(Disposition::later());
   start(deferring.handler());
   pipeline().take(delivery(1), false);
   ASSERT_TRUE(wait_for([&] { return intake_.done.load() == 1; }, 5s));
@@ -446,24 +438,18 @@ TEST_F(Pipeline, AVerdictGivenBeforeTheHandlerReturnsLaterIsCarriedOutWhenItDoes
 }
 
 TEST_F(Pipeline, AReturnedVerdictIsTheOnlyOne) {
-  std::optional<Message> kept;
-  std::mutex mu;
-  start([&](const Message& m) {
-    std::lock_guard lock(mu);
-    kept = m;
-    return Disposition::ack();
-  });
+  Keeping keeping;
+  start(keeping.handler());
   pipeline().take(delivery(4), false);
   ASSERT_TRUE(answered(reply(4)));
-  std::lock_guard lock(mu);
-  auto late = kept->nak();
+  auto late = keeping.at(0).nak();
   ASSERT_FALSE(late);
   EXPECT_EQ(late.error().code, Errc::already_settled);
   EXPECT_EQ(transport_.bodies(reply(4)), std::vector<std::string>{"+ACK"});
 }
 
 TEST_F(Pipeline, ADeferredRetryTakesAPlaceInTheWindowAgainAndUsesNoDelivery) {
-  Deferring deferring;
+  Keeping deferring(Disposition::later());
   start(deferring.handler());
   pipeline().take(delivery(5), false);
   ASSERT_TRUE(wait_for([&] { return intake_.done.load() == 1; }, 5s));
@@ -477,7 +463,7 @@ TEST_F(Pipeline, ADeferredRejectionOnTheLastDeliveryIsDeadLettered) {
   spec_.dead_letter = "jobs.dead";
   transport_.answer_with(
       [](const std::string&) { return Result<std::string>("{\"stream\":\"DEAD\",\"seq\":1}"); });
-  Deferring deferring;
+  Keeping deferring(Disposition::later());
   start(deferring.handler());
   pipeline().take(delivery(6, /*delivered=*/5), false);
   ASSERT_TRUE(wait_for([&] { return intake_.done.load() == 1; }, 5s));
@@ -488,7 +474,7 @@ TEST_F(Pipeline, ADeferredRejectionOnTheLastDeliveryIsDeadLettered) {
 
 TEST_F(Pipeline, ADeferredMessageIsKeptAliveUntilKeepAliveLimitThenLapses) {
   spec_.keep_alive_limit = 25s;  // ack_wait 30 s: in-progress acks every 10 s
-  Deferring deferring;
+  Keeping deferring(Disposition::later());
   start(deferring.handler());
   pipeline().take(delivery(7), false);
   ASSERT_TRUE(wait_for([&] { return pipeline().awaiting_verdict() == 1; }, 5s));
@@ -514,7 +500,7 @@ TEST_F(Pipeline, ADeferredMessageIsKeptAliveUntilKeepAliveLimitThenLapses) {
 }
 
 TEST_F(Pipeline, StopGivesBackWhatAwaitsAVerdictAndALateOneIsRefused) {
-  Deferring deferring;
+  Keeping deferring(Disposition::later());
   start(deferring.handler());
   pipeline().take(delivery(8), false);
   pipeline().take(delivery(9), false);
@@ -529,7 +515,7 @@ TEST_F(Pipeline, StopGivesBackWhatAwaitsAVerdictAndALateOneIsRefused) {
 }
 
 TEST_F(Pipeline, StopWaitsForAVerdictGivenBeforeItsDeadline) {
-  Deferring deferring;
+  Keeping deferring(Disposition::later());
   start(deferring.handler());
   pipeline().take(delivery(10), false);
   ASSERT_TRUE(wait_for([&] { return pipeline().awaiting_verdict() == 1; }, 5s));
@@ -545,7 +531,7 @@ TEST_F(Pipeline, StopWaitsForAVerdictGivenBeforeItsDeadline) {
 }
 
 TEST_F(Pipeline, AMessageAwaitingItsVerdictIsGivenBackWhenThePipelineGoes) {
-  Deferring deferring;
+  Keeping deferring(Disposition::later());
   start(deferring.handler());
   pipeline().take(delivery(11), false);
   ASSERT_TRUE(wait_for([&] { return pipeline().awaiting_verdict() == 1; }, 5s));

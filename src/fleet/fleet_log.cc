@@ -1,0 +1,99 @@
+#include "fleet/fleet_log.h"
+
+#include <spdlog/sinks/base_sink.h>
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <variant>
+
+#include "base/log_fields.h"
+
+namespace natsfleet::fleet {
+namespace {
+
+LogLevel from_spdlog(spdlog::level::level_enum level) {
+  switch (level) {
+    case spdlog::level::trace:
+      return LogLevel::trace;
+    case spdlog::level::debug:
+      return LogLevel::debug;
+    case spdlog::level::info:
+      return LogLevel::info;
+    case spdlog::level::warn:
+      return LogLevel::warn;
+    case spdlog::level::err:
+      return LogLevel::error;
+    default:
+      return LogLevel::critical;
+  }
+}
+
+spdlog::level::level_enum to_spdlog(LogLevel level) {
+  switch (level) {
+    case LogLevel::trace:
+      return spdlog::level::trace;
+    case LogLevel::debug:
+      return spdlog::level::debug;
+    case LogLevel::info:
+      return spdlog::level::info;
+    case LogLevel::warn:
+      return spdlog::level::warn;
+    case LogLevel::error:
+      return spdlog::level::err;
+    case LogLevel::critical:
+      return spdlog::level::critical;
+  }
+  return spdlog::level::info;
+}
+
+// Hands each line, with the fields of the scopes open on the logging thread, to log_to.
+class HookSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit HookSink(LogHandler hook) : hook_(std::move(hook)) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    LogLine line;
+    line.level = from_spdlog(msg.level);
+    line.message = std::string_view(msg.payload.data(), msg.payload.size());
+    for (const auto& field : base::current_log_fields()) {
+      std::string text = std::visit(
+          [](const auto& v) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>)
+              return v;
+            else
+              return std::to_string(v);
+          },
+          field.value);
+      // An inner scope's field replaces an outer one of the same key.
+      auto same = std::find_if(line.fields.begin(), line.fields.end(),
+                               [&](const auto& f) { return f.first == field.key; });
+      if (same != line.fields.end())
+        same->second = std::move(text);
+      else
+        line.fields.emplace_back(field.key, std::move(text));
+    }
+    try {
+      hook_(line);
+    } catch (...) {  // the application's: dropped, as documented
+    }
+  }
+  void flush_() override {}
+
+ private:
+  const LogHandler hook_;
+};
+
+}  // namespace
+
+std::shared_ptr<spdlog::logger> make_fleet_logger(const FleetOptions& options) {
+  if (!options.log_to) return spdlog::default_logger()->clone(options.name);
+  auto logger =
+      std::make_shared<spdlog::logger>(options.name, std::make_shared<HookSink>(options.log_to));
+  logger->set_level(to_spdlog(options.log_level));
+  return logger;
+}
+
+}  // namespace natsfleet::fleet
