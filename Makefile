@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc)
 WERROR     ?= $(or $(NATSFLEET_WERROR),OFF)
 
-.PHONY: all deps deps-demo configure build test demo package image bench chaos asan tsan fuzz \
+.PHONY: all deps deps-demo configure build test demo package image abi-record bench chaos asan tsan fuzz \
   format format-check clean
 
 all: build
@@ -43,6 +43,11 @@ package: build
 # Debian 12 base, made with Debian's tools only (docs/how-to/kubernetes.md: loading it).
 image: package
 	@bash scripts/make-image.sh $(BUILD) $(BUILD)/natsfleet-image.tar
+
+# Records the shared library's ABI for its soname in packaging/abi/ (docs/reference/abi.md); the
+# suite's Abi tests compare the built library with it.
+abi-record: build
+	@bash scripts/abi.sh record $(BUILD)/lib/libnatsfleet.so include/natsfleet packaging/abi
 
 bench: build
 	@$(BUILD)/bench/natsfleet-bench

@@ -22,7 +22,7 @@ if [ "$set_name" = all ]; then
     clang clang-format clang-tidy openssl curl procps python3 python3-prometheus-client python3-yaml gnuplot-nox
     chromium help2man lintian dpkg-dev systemd prometheus bash-completion zsh
     mmdebstrap umoci gpg libdpkg-perl libdistro-info-perl arch-test mount
-    golang-go golang-github-nats-io-go-nats-dev
+    golang-go golang-github-nats-io-go-nats-dev abigail-tools xz-utils binutils
   )
 fi
 
