@@ -60,8 +60,10 @@ struct WorkSpec {
   int max_ack_pending = 1000;
   StartAt start = StartAt::all;
   OnMissing on_missing = OnMissing::recreate;
-  // The idle heartbeat asked of the broker on each pull.
-  std::chrono::milliseconds heartbeat = std::chrono::seconds(5);
+  // The idle heartbeat asked of the broker on each pull; two missed ones start a lookup, so it
+  // is at most a quarter of ack_wait (validate_work refuses more). 0: a quarter of ack_wait, at
+  // most 5 s (heartbeat_of below).
+  std::chrono::milliseconds heartbeat{0};
   int concurrency = 1;  // handlers in flight on this replica
   int batch = 0;        // messages buffered per replica; 0: derived
   std::chrono::milliseconds pull_expires = std::chrono::seconds(30);
@@ -91,6 +93,15 @@ struct WorkSpec {
   // handover, more writes to the lease bucket.
   std::chrono::milliseconds lease = std::chrono::seconds(5);
 };
+
+// The heartbeat a work asks of the broker: its own, or when 0 a quarter of its ack_wait, at most
+// 5 s and at least 50 ms.
+inline std::chrono::milliseconds heartbeat_of(const WorkSpec& spec) {
+  if (spec.heartbeat.count() != 0) return spec.heartbeat;
+  const auto quarter = spec.ack_wait / 4;
+  const std::chrono::milliseconds most = std::chrono::seconds(5), least{50};
+  return quarter > most ? most : quarter < least ? least : quarter;
+}
 
 enum class BroadcastSource {
   // A core NATS subscription: what is published while this replica is away is not seen.

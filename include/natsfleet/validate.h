@@ -32,7 +32,7 @@ struct NATSFLEET_API Limits {
   // handover an operator would wait for.
   static constexpr std::chrono::milliseconds kMinLease{1000};
   static constexpr std::chrono::milliseconds kMaxLease{10 * 60 * 1000};
-  static constexpr std::chrono::milliseconds kMinAckWait{100};
+  static constexpr std::chrono::milliseconds kMinAckWait{200};  // four of the shortest heartbeat
   static constexpr std::chrono::milliseconds kMaxAckWait = std::chrono::hours(24);
   static constexpr std::chrono::milliseconds kMinHeartbeat{50};
   static constexpr std::chrono::milliseconds kMaxHeartbeat = std::chrono::minutes(1);

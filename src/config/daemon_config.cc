@@ -257,8 +257,14 @@ class ConfigParser {
       spec.start = *start == "all" ? StartAt::all : StartAt::new_messages;
     if (auto on_missing = work.choice("on_missing", {"recreate", "exit"}))
       spec.on_missing = *on_missing == "recreate" ? OnMissing::recreate : OnMissing::exit;
-    take("heartbeat", work.duration("heartbeat", Limits::kMinHeartbeat, Limits::kMaxHeartbeat),
-         &WorkSpec::heartbeat);
+    // Judged with the work's ack_wait: at most a quarter of it.
+    if (auto heartbeat = work.duration("heartbeat", Limits::kMinHeartbeat, Limits::kMaxHeartbeat)) {
+      spec.heartbeat = *heartbeat;
+      check_field("heartbeat", [&](WorkSpec& s) {
+        s.ack_wait = spec.ack_wait;
+        s.heartbeat = spec.heartbeat;
+      });
+    }
     take("concurrency", work.integer("concurrency", 1, Limits::kMaxConcurrency),
          &WorkSpec::concurrency);
     if (auto dead_letter = work.non_empty_string("dead_letter")) {

@@ -104,7 +104,6 @@ struct Replica {
         << "name = \"" << kWork << "\"\n"
         << "subject = \"" << kSubject << "\"\n"
         << "ack_wait = \"3s\"\n"
-        << "heartbeat = \"1s\"\n"
         << "concurrency = 4\n"
         << "sink = { type = \"file\", path = \"" << sink_file() << "\" }\n";
   }

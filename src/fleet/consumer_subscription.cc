@@ -42,7 +42,7 @@ ConsumerLifecycle::Options lifecycle_options(const WorkSpec& spec, ConsumerLifec
   options.missing_window = fleet.missing_window;
   // What the bound replicas take to see the consumer gone (a 409 at once, or two missed
   // heartbeats) and confirm it (missing_window), with a heartbeat to spare.
-  options.first_create_wait = fleet.missing_window + spec.heartbeat;
+  options.first_create_wait = fleet.missing_window + heartbeat_of(spec);
   return options;
 }
 
@@ -65,7 +65,7 @@ ConsumerSubscription::ConsumerSubscription(WorkSpec spec, WorkHandler handler,
       watch_(spec_, ctx_.options, lifecycle_, status_, watch_broker_, *context.clock),
       // Often enough to see a missed heartbeat, and to keep held messages' in-progress acks
       // (every ack_wait / 3) well inside ack_wait.
-      tick_(std::clamp(std::min(spec_.heartbeat, spec_.ack_wait) / 4, milliseconds(25),
+      tick_(std::clamp(std::min(heartbeat_of(spec_), spec_.ack_wait) / 4, milliseconds(25),
                        milliseconds(500))),
       intake_(context,
               [this] {

@@ -43,7 +43,7 @@ Result<void> SubscriptionIntake::install(const nats::ConsumerConfig& config,
         // A new intake (a rebind) starts with what the handlers were measured to finish.
         .batch = pipeline.window(),
         .expires = spec.pull_expires,
-        .heartbeat = spec.heartbeat,
+        .heartbeat = heartbeat_of(spec),
         .ack_wait = spec.ack_wait,
         .clock = ctx_.clock,
         // Idle handler threads read the inbox (read()), the supervisor what waits meanwhile.

@@ -139,8 +139,15 @@ Result<void> work_timing_valid(const WorkSpec& spec) {
   using std::chrono::milliseconds;
   if (auto bad = in_range("ack_wait", spec.ack_wait, L::kMinAckWait, L::kMaxAckWait); !bad)
     return bad;
-  if (auto bad = in_range("heartbeat", spec.heartbeat, L::kMinHeartbeat, L::kMaxHeartbeat); !bad)
-    return bad;
+  if (spec.heartbeat != milliseconds(0)) {
+    if (auto bad = in_range("heartbeat", spec.heartbeat, L::kMinHeartbeat, L::kMaxHeartbeat); !bad)
+      return bad;
+    if (spec.heartbeat * 4 > spec.ack_wait)
+      return invalid("heartbeat " + words(spec.heartbeat) + " is more than a quarter of ack_wait " +
+                     words(spec.ack_wait) +
+                     ": two missed heartbeats must be noticed well within ack_wait (leave it 0 "
+                     "for a quarter of ack_wait, at most 5s)");
+  }
   if (auto bad =
           in_range("keep_alive_limit", spec.keep_alive_limit, milliseconds(0), L::kMaxBackoff);
       !bad)

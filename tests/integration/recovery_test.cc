@@ -317,6 +317,7 @@ TEST(Restart, PullsResumeAfterABrokerRestartWithItsStore) {
   // Heartbeats and pull expiry far longer than the test: only the re-pull on reconnect can
   // bring the messages in time.
   auto spec = fast_work("jobs-worker", "jobs.run");
+  spec.ack_wait = 80s;  // a heartbeat is at most a quarter of it
   spec.heartbeat = 20s;
   spec.pull_expires = 120s;
   Replica r(server.url(), spec);

@@ -23,7 +23,7 @@ constexpr milliseconds kSweepEvery{30'000};
 
 // How long a reader with room reads nothing before it asks the stream's leader (ReaderWatch).
 milliseconds watch_period(const WorkSpec& spec) {
-  return std::max<milliseconds>(2 * spec.heartbeat, milliseconds(2000));
+  return std::max<milliseconds>(2 * heartbeat_of(spec), milliseconds(2000));
 }
 
 }  // namespace
@@ -294,7 +294,7 @@ Result<void> PartitionReader::start_engine() {
   o.consumer = current_consumer();
   o.batch = setup_.window;
   o.expires = setup_.spec->pull_expires;
-  o.heartbeat = setup_.spec->heartbeat;
+  o.heartbeat = heartbeat_of(*setup_.spec);
   o.ack_wait = milliseconds(0);  // the log rule finds what a gap lost
   auto engine = std::make_unique<consume::PullEngine>(
       std::make_unique<consume::ConnectionInboxLink>(*setup_.connection), o,
@@ -395,7 +395,7 @@ void PartitionReader::tick(std::vector<std::string>& ready) {
   // Silence or a status that says the consumer is gone: a leader election looks the same for a
   // while. Only a lookup that finds no consumer makes a new one; otherwise pull afresh.
   if (why.empty() && (lost || missed) && now >= next_lookup_) {
-    next_lookup_ = now + std::max<milliseconds>(setup_.spec->heartbeat, milliseconds(1000));
+    next_lookup_ = now + std::max<milliseconds>(heartbeat_of(*setup_.spec), milliseconds(1000));
     auto info = setup_.api->consumer_info(setup_.stream, current_consumer());
     if (!info && info.error().is_consumer_not_found())
       why = "its consumer is gone";

@@ -412,14 +412,23 @@ subject = "a.b"
 sink = { type = "stdout" }
 )",
      2, "shutdown_timeout", "like \"30s\""},
-    {"AckWaitBelow100ms", R"(name = "svc"
+    {"AckWaitBelow200ms", R"(name = "svc"
 [[work]]
 name = "w"
 subject = "a.b"
 ack_wait = "50ms"
 sink = { type = "stdout" }
 )",
-     5, "work[0].ack_wait", "must be between 100ms and 24h, got '50ms'"},
+     5, "work[0].ack_wait", "must be between 200ms and 24h, got '50ms'"},
+    {"HeartbeatAboveAQuarterOfAckWait", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+heartbeat = "2s"
+ack_wait = "1s"
+sink = { type = "stdout" }
+)",
+     5, "work[0].heartbeat", "heartbeat 2s is more than a quarter of ack_wait 1s"},
     {"HeartbeatBelow50ms", R"(name = "svc"
 [[work]]
 name = "w"

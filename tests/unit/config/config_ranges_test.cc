@@ -18,6 +18,9 @@ std::string config_with(const std::string& where, const std::string& key,
   if (where == "work")
     return "name = \"svc\"\n[[work]]\nname = \"w\"\nsubject = \"a.b\"\n" + line +
            "sink = { type = \"stdout\" }\n";
+  if (where == "work_long_ack")  // a heartbeat is at most a quarter of ack_wait
+    return "name = \"svc\"\n[[work]]\nname = \"w\"\nsubject = \"a.b\"\nack_wait = \"24h\"\n" +
+           line + "sink = { type = \"stdout\" }\n";
   if (where == "broadcast")
     return "name = \"svc\"\n[[broadcast]]\nname = \"b\"\nsubject = \"a.*.c\"\n" + line +
            "sink = { type = \"stdout\" }\n";
@@ -53,10 +56,10 @@ struct Range {
 std::ostream& operator<<(std::ostream& out, const Range& r) { return out << r.dotted; }
 
 const Range kRanges[] = {
-    {"work", "ack_wait", "\"100ms\"", "\"24h\"", "\"99ms\"", "\"24h1ms\"", "work[0].ack_wait",
-     "between 100ms and 24h"},
-    {"work", "heartbeat", "\"50ms\"", "\"1m\"", "\"49ms\"", "\"1m1ms\"", "work[0].heartbeat",
-     "between 50ms and 1m"},
+    {"work", "ack_wait", "\"200ms\"", "\"24h\"", "\"199ms\"", "\"24h1ms\"", "work[0].ack_wait",
+     "between 200ms and 24h"},
+    {"work_long_ack", "heartbeat", "\"50ms\"", "\"1m\"", "\"49ms\"", "\"1m1ms\"",
+     "work[0].heartbeat", "between 50ms and 1m"},
     {"work", "retry_min", "\"1ms\"", "\"30s\"", "\"0s\"", "\"24h1ms\"", "work[0].retry_min",
      "between 1ms and 24h"},
     {"work", "retry_max", "\"500ms\"", "\"24h\"", "", "\"24h1ms\"", "work[0].retry_max",
@@ -136,7 +139,7 @@ TEST(ConfigRange, ReportedValuesAreRefusedByKey) {
            Case{"concurrency = 200000", "work[0].concurrency",
                 "must be between 1 and 1024, got 200000"},
            Case{"ack_wait = \"9999999999h\"", "work[0].ack_wait",
-                "must be between 100ms and 24h, got '9999999999h'"},
+                "must be between 200ms and 24h, got '9999999999h'"},
            Case{"heartbeat = \"99999999999999999999999h\"", "work[0].heartbeat",
                 "must be between 50ms and 1m"},
            Case{"max_ack_pending = 9223372036854775807", "work[0].max_ack_pending",

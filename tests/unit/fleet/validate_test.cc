@@ -71,10 +71,14 @@ const SpecRange kSpecRanges[] = {
     {"max_deliver", [](WorkSpec& s, long long v) { s.max_deliver = int(v); }, nullptr, -1,
      1'000'000},
     {"batch", [](WorkSpec& s, long long v) { s.batch = int(v); }, nullptr, 0, 10'000},
-    {"ack_wait", [](WorkSpec& s, long long v) { s.ack_wait = milliseconds(v); }, nullptr, 100,
+    {"ack_wait", [](WorkSpec& s, long long v) { s.ack_wait = milliseconds(v); }, nullptr, 200,
      24 * kHour, false},
-    {"heartbeat", [](WorkSpec& s, long long v) { s.heartbeat = milliseconds(v); }, nullptr, 50,
-     60'000, false},
+    {"heartbeat",
+     [](WorkSpec& s, long long v) {
+       s.ack_wait = milliseconds(24 * kHour);  // a heartbeat is at most a quarter of it
+       s.heartbeat = milliseconds(v);
+     },
+     nullptr, 50, 60'000, false},
     {"pull_expires", [](WorkSpec& s, long long v) { s.pull_expires = milliseconds(v); }, nullptr,
      100, 600'000, false},
     {"lease",
@@ -144,6 +148,26 @@ INSTANTIATE_TEST_SUITE_P(Validate, SpecRangeTest, testing::ValuesIn(kSpecRanges)
                            return std::string(param.param.set_work ? "work_" : "broadcast_") +
                                   param.param.field;
                          });
+
+TEST(Validate, AHeartbeatIsAtMostAQuarterOfAckWaitAndZeroTakesAQuarter) {
+  WorkSpec spec{.name = "w", .subject = "a.b"};
+  spec.ack_wait = std::chrono::seconds(1);
+  EXPECT_TRUE(validate_work(spec).ok());  // heartbeat 0: a quarter of ack_wait
+  EXPECT_EQ(heartbeat_of(spec), milliseconds(250));
+  spec.heartbeat = milliseconds(250);
+  EXPECT_TRUE(validate_work(spec).ok());
+  spec.heartbeat = milliseconds(251);
+  EXPECT_EQ(validate_work(spec).error().message,
+            "heartbeat 251ms is more than a quarter of ack_wait 1s: two missed heartbeats must be "
+            "noticed well within ack_wait (leave it 0 for a quarter of ack_wait, at most 5s)");
+  EXPECT_EQ(heartbeat_of(spec), milliseconds(251));
+
+  WorkSpec derived{.name = "w", .subject = "a.b"};
+  EXPECT_EQ(heartbeat_of(derived), std::chrono::seconds(5));  // ack_wait 30s: at most 5s
+  derived.ack_wait = Limits::kMinAckWait;
+  EXPECT_TRUE(validate_work(derived).ok());
+  EXPECT_EQ(heartbeat_of(derived), Limits::kMinHeartbeat);
+}
 
 TEST(Validate, DeadLetterIsAPlainSubjectTheWorkDoesNotConsume) {
   WorkSpec spec{.name = "w", .subject = "mail.*"};
