@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,31 @@ enum class Ordering {
   per_key,
 };
 
+enum class StreamStorage { file, memory };
+
+enum class StreamRetention {
+  limits,    // kept until a limit (age, bytes, messages) drops them
+  interest,  // kept until every consumer has acked them
+  // Removed once acked; the broker admits one consumer per subject, so a work's migration to a
+  // successor consumer waits until the old one is gone.
+  work_queue,
+};
+
+// The stream a work needs, declared with it: created as written when no stream has that name;
+// an existing one is never changed: where it differs, the work logs each difference once (a
+// warning, event "stream-differs") and `natsfleet audit` reports it (finding stream-differs).
+struct StreamSpec {
+  std::string name{};
+  std::vector<std::string> subjects{};  // empty: the work's subject(s)
+  StreamStorage storage = StreamStorage::file;
+  StreamRetention retention = StreamRetention::limits;
+  int replicas = 1;                               // 1 to 5
+  std::chrono::milliseconds max_age{0};           // 0: no age limit
+  std::int64_t max_bytes = -1;                    // -1: no limit
+  std::int64_t max_msgs = -1;                     // -1: no limit
+  std::chrono::milliseconds duplicate_window{0};  // 0: the broker's (2 minutes)
+};
+
 struct WorkSpec {
   std::string name{};     // the shared durable's name: every replica declaring it shares the work
   std::string subject{};  // the filter subject; also how the stream is found
@@ -43,6 +69,9 @@ struct WorkSpec {
   // must not overlap; the first finds the stream. Not with ordering = per-key.
   std::vector<std::string> subjects{};
   std::string stream{};  // optional: found by subject across all streams when empty
+  // Optional: the stream this work reads, created when absent; `stream` is then left empty or
+  // names the same stream. Not with ordering = per-key.
+  std::optional<StreamSpec> declared_stream{};
   WorkShape shape = WorkShape::pull;
   // A message the broker has not heard about within ack_wait goes to another replica. natsfleet
   // keeps each message this replica holds alive with in-progress acks: one waiting for a

@@ -28,6 +28,7 @@ struct NATSFLEET_API Limits {
   static constexpr int kMaxQueued = 1'000'000;
   static constexpr int kMaxKeyToken = 256;     // a subject has fewer tokens than that
   static constexpr int kMaxPartitions = 1024;  // a lease key and, owned, a consumer each
+  static constexpr int kMaxReplicas = 5;       // a stream's, as the broker allows
   // Ordered work's lease: long enough for a lease round trip to the broker, short enough for a
   // handover an operator would wait for.
   static constexpr std::chrono::milliseconds kMinLease{1000};

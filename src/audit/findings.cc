@@ -11,6 +11,7 @@
 #include "fleet/consumer_shape.h"
 #include "fleet/ordered/lease_store.h"
 #include "fleet/ordered/partition_plan.h"
+#include "fleet/stream_declaration.h"
 
 namespace natsfleet::audit {
 namespace {
@@ -210,12 +211,29 @@ void judge_work(const config::WorkConfig& work, const std::string& where,
   const WorkSpec& spec = work.spec;
   if (spec.ordering == Ordering::per_key) return judge_ordered_work(work, where, snapshot, out);
   const nats::StreamInfo* stream = stream_holding(spec.subject, snapshot);
+  if (!stream && spec.declared_stream) {
+    out.push_back({"", spec.name, "work-no-stream",
+                   fmt::format("{}: no stream holds subject '{}'; the work declares stream '{}'",
+                               where, spec.subject, spec.declared_stream->name),
+                   "natsfleet run creates the declared stream when it starts"});
+    return;
+  }
   if (!stream) {
     out.push_back({"", spec.name, "work-no-stream",
                    fmt::format("{}: no stream holds subject '{}'", where, spec.subject),
                    "create a stream for the subject; natsfleet run waits until one exists"});
     return;
   }
+  if (spec.declared_stream && spec.declared_stream->name == stream->name)
+    if (auto differences = fleet::stream_differences(*spec.declared_stream, stream->config);
+        !differences.empty())
+      out.push_back(
+          {stream->name, spec.name, "stream-differs",
+           fmt::format("{}: stream '{}' differs from the work's declaration: {}", where,
+                       stream->name, fmt::join(differences, "; ")),
+           fmt::format("natsfleet never changes an existing stream: edit it (nats stream edit {}) "
+                       "or the declaration",
+                       stream->name)});
   // One consumer reads one stream: every filter subject must be in the first one's.
   for (size_t i = 1; i < spec.subjects.size(); ++i) {
     const std::string& subject = spec.subjects[i];

@@ -15,7 +15,8 @@
 //                     to any more: safe to delete. A predecessor still bound gets no finding at
 //                     all: a replica of an older release still consumes it.
 // Config rules, per [[work]]:
-//   work-no-stream, work-wrong-stream, work-missing, work-wrong-shape
+//   work-no-stream, work-wrong-stream, work-missing, work-wrong-shape, stream-differs (the work
+//   declares its stream, and the broker's differs from the declaration)
 // Dead-letter rules, per [[work]] with a dead_letter subject:
 //   dead-letter-stream-missing  no stream holds the subject: the work cannot keep what it gives up
 //   dead-letters                the subject holds messages (growing: more in the second sample)

@@ -42,6 +42,9 @@ constexpr std::string_view kWorkKeys[] = {
     "ack_wait",  "max_deliver", "max_ack_pending", "start",      "on_missing",
     "heartbeat", "concurrency", "dead_letter",     "retry_min",  "retry_max",
     "sink",      "ordering",    "key_token",       "partitions", "lease"};
+constexpr std::string_view kStreamKeys[] = {"name",      "subjects", "storage",
+                                            "retention", "replicas", "max_age",
+                                            "max_bytes", "max_msgs", "duplicate_window"};
 constexpr std::string_view kBroadcastKeys[] = {"name",       "subject",   "concurrency",
                                                "source",     "stream",    "heartbeat",
                                                "max_queued", "key_token", "sink"};
@@ -231,7 +234,7 @@ class ConfigParser {
     spec.name = work.required_string("name", "the shared consumer's name");
     work.check("name", check_name(spec.name));
     read_subjects(work, spec);
-    take("stream", work.string("stream"), &WorkSpec::stream);
+    read_stream(work, spec);
     if (auto shape = work.choice("shape", {"pull", "push-queue"})) {
       config.shape = *shape;
       spec.shape = *shape == "pull" ? WorkShape::pull : WorkShape::push_queue;
@@ -277,6 +280,10 @@ class ConfigParser {
       });
     }
     read_ordering(work, spec);
+    if (spec.declared_stream && spec.ordering == Ordering::per_key)
+      work.fail("stream",
+                "a declared stream is not available with ordering = \"per-key\": its stream "
+                "holds the partitioned subjects; create it beforehand and name it");
     // Each field passed alone, so what is left is a combination: max_ack_pending below
     // concurrency. Blame the key the user wrote.
     if (auto checked = validate_work(spec); !checked)
@@ -314,6 +321,60 @@ class ConfigParser {
                  s.subject.clear();
                  s.subjects = spec.subjects;
                }));
+  }
+
+  // stream: a stream's name, or a table declaring the stream the work needs (created when
+  // absent, never changed). Each key of the table is checked on its own, as the work's are.
+  void read_stream(TableReader& work, WorkSpec& spec) const {
+    const toml::node* node = work.find("stream");
+    if (!node) return;
+    if (!node->is_table()) {
+      spec.stream = work.string("stream").value_or("");
+      work.check("stream", check_work_field([&](WorkSpec& s) { s.stream = spec.stream; }));
+      return;
+    }
+    TableReader stream(file_, *node->as_table(), work.path("stream"));
+    stream.reject_unknown(kStreamKeys, "[work.stream]");
+    StreamSpec& declared = spec.declared_stream.emplace();
+    auto check = [&](std::string_view key, const std::function<void(StreamSpec&)>& set) {
+      stream.check(key, check_work_field([&](WorkSpec& s) {
+                     s.subject = spec.subject;
+                     s.subjects = spec.subjects;
+                     set(s.declared_stream.emplace(StreamSpec{.name = "probe"}));
+                   }));
+    };
+    declared.name = stream.required_string("name", "the stream's name");
+    stream.check("name", check_name(declared.name));
+    spec.stream = declared.name;
+    if (auto subjects = stream.strings("subjects")) {
+      declared.subjects = *subjects;
+      check("subjects", [&](StreamSpec& s) { s.subjects = declared.subjects; });
+    }
+    if (auto storage = stream.choice("storage", {"file", "memory"}))
+      declared.storage = *storage == "memory" ? StreamStorage::memory : StreamStorage::file;
+    if (auto retention = stream.choice("retention", {"limits", "interest", "work-queue"}))
+      declared.retention = *retention == "interest"     ? StreamRetention::interest
+                           : *retention == "work-queue" ? StreamRetention::work_queue
+                                                        : StreamRetention::limits;
+    if (auto replicas = stream.integer("replicas", 1, Limits::kMaxReplicas))
+      declared.replicas = *replicas;
+    if (auto max_age = stream.duration("max_age", milliseconds(0), Limits::kMaxStreamMaxAge))
+      declared.max_age = *max_age;
+    for (auto [key, field] : {std::pair{"max_bytes", &StreamSpec::max_bytes},
+                              std::pair{"max_msgs", &StreamSpec::max_msgs}}) {
+      if (auto limit = stream.integer64(key, -1, std::numeric_limits<std::int64_t>::max())) {
+        declared.*field = *limit;
+        check(key, [&](StreamSpec& s) { s.*field = declared.*field; });
+      }
+    }
+    if (auto window =
+            stream.duration("duplicate_window", milliseconds(0), Limits::kMaxStreamMaxAge)) {
+      declared.duplicate_window = *window;
+      check("duplicate_window", [&](StreamSpec& s) {
+        s.max_age = declared.max_age;
+        s.duplicate_window = declared.duplicate_window;
+      });
+    }
   }
 
   // ordering, key_token and partitions: read together, since each means something only with
@@ -444,6 +505,7 @@ ConfigKeys config_keys() {
                     .health = list(kHealthKeys),
                     .work = list(kWorkKeys),
                     .broadcast = list(kBroadcastKeys),
+                    .declared_stream = list(kStreamKeys),
                     .sinks = sink_keys()};
 }
 

@@ -54,6 +54,7 @@ struct DaemonConfig {
 // Every key the parser reads, by table (a sink's by its type), for the docs' check.
 struct ConfigKeys {
   std::vector<std::string> top, tls, health, work, broadcast;
+  std::vector<std::string> declared_stream;               // a work's `stream` written as a table
   std::map<std::string, std::vector<std::string>> sinks;  // type -> its keys, "type" included
 };
 ConfigKeys config_keys();

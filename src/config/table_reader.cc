@@ -1,6 +1,7 @@
 #include "config/table_reader.h"
 
 #include <algorithm>
+#include <climits>
 #include <utility>
 
 #include "base/duration.h"
@@ -140,6 +141,14 @@ std::optional<std::string> TableReader::choice(
 
 std::optional<int> TableReader::integer(std::string_view key, std::int64_t min,
                                         std::int64_t max) const {
+  auto value =
+      integer64(key, std::max<std::int64_t>(min, INT_MIN), std::min<std::int64_t>(max, INT_MAX));
+  if (!value) return std::nullopt;
+  return static_cast<int>(*value);
+}
+
+std::optional<std::int64_t> TableReader::integer64(std::string_view key, std::int64_t min,
+                                                   std::int64_t max) const {
   const toml::node* node = find(key);
   if (!node) return std::nullopt;
   if (!node->is_integer()) fail(key, "expected an integer, got " + type_name(*node));
@@ -147,7 +156,7 @@ std::optional<int> TableReader::integer(std::string_view key, std::int64_t min,
   if (value < min || value > max)
     fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " +
                   std::to_string(value));
-  return static_cast<int>(value);
+  return value;
 }
 
 std::optional<milliseconds> TableReader::duration(std::string_view key, milliseconds min,

@@ -72,6 +72,8 @@ class TableReader {
 
   // An integer in [min, max]; the message names the range. There is no integer without one.
   std::optional<int> integer(std::string_view key, std::int64_t min, std::int64_t max) const;
+  std::optional<std::int64_t> integer64(std::string_view key, std::int64_t min,
+                                        std::int64_t max) const;
 
   // Only strings: a bare 30 could mean seconds or std::chrono::milliseconds, and guessing wrong is
   // silent. A duration in [min, max]; the message names the range.

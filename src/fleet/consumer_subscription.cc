@@ -1,6 +1,7 @@
 #include "fleet/consumer_subscription.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "base/log_event.h"
 #include "consume/ack_metadata.h"
 #include "fleet/consumer_shape.h"
+#include "fleet/stream_declaration.h"
 #include "fleet/supervisor_rules.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
@@ -308,7 +310,10 @@ ConsumerLifecycle::Peers ConsumerSubscription::ask_peers(const std::string& stre
 Result<std::string> ConsumerSubscription::locate_stream() {
   if (replica_.stream_to_create) {
     auto existing = api_.stream_info(spec_.stream);
-    if (existing) return spec_.stream;
+    if (existing) {
+      report_stream_differences(existing->config);
+      return spec_.stream;
+    }
     if (!existing.error().is_stream_not_found()) return existing.error();
     // Two replicas may create it at the same moment: the loser's create is refused ("subjects
     // overlap") and the stream is there.
@@ -325,6 +330,18 @@ Result<std::string> ConsumerSubscription::locate_stream() {
   if (!spec_.stream.empty()) return spec_.stream;
   // The subject decides the stream, whatever the service or its own streams are called.
   return api_.find_stream(spec_.subject);
+}
+
+void ConsumerSubscription::report_stream_differences(const nats::StreamConfig& actual) {
+  if (!spec_.declared_stream) return;
+  const auto differences = stream_differences(*spec_.declared_stream, actual);
+  if (differences.empty()) return;
+  status_.event_once(
+      "stream-differs",
+      fmt::format("{} {}: stream {} differs from its declaration and is left as it "
+                  "is: {}",
+                  lifecycle_.kind(), spec_.name, spec_.stream, fmt::join(differences, "; ")),
+      spdlog::level::warn);
 }
 
 void ConsumerSubscription::install_intake(const nats::ConsumerConfig& config) {

@@ -80,6 +80,8 @@ class ConsumerSubscription final : public Supervised {
   Result<void> supported_by_server();
   Result<void> bind();
   Result<std::string> locate_stream();
+  // Each way an existing stream differs from the work's declared_stream, logged once as a warning.
+  void report_stream_differences(const nats::StreamConfig& actual);
   // Work only: answers peers asking whether a live replica knows the bound consumer, from the
   // first bind until shutdown.
   void answer_peers();

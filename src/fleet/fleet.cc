@@ -19,6 +19,7 @@
 #include "fleet/fleet_log.h"
 #include "fleet/jetstream_broadcast.h"
 #include "fleet/ordered/ordered_work.h"
+#include "fleet/stream_declaration.h"
 #include "fleet/subject_stream_cache.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
@@ -454,10 +455,17 @@ class Fleet::Impl {
   }
 
  private:
-  std::unique_ptr<fleet::Supervised> make_work(const WorkSpec& spec, WorkHandler handler) {
+  std::unique_ptr<fleet::Supervised> make_work(WorkSpec spec, WorkHandler handler) {
     if (spec.ordering == Ordering::per_key)
       return std::make_unique<fleet::OrderedWork>(spec, std::move(handler), context_);
-    return std::make_unique<fleet::ConsumerSubscription>(spec, std::move(handler), context_);
+    fleet::ReplicaOptions replica;
+    if (spec.declared_stream) {
+      spec.stream = spec.declared_stream->name;
+      replica.stream_to_create = fleet::declared_stream_config(spec);
+    }
+    return std::make_unique<fleet::ConsumerSubscription>(
+        std::move(spec), std::move(handler), context_, fleet::ConsumerSubscription::Scope::shared,
+        std::move(replica));
   }
 
   // A new subscription's name (mu_ held): its id, or invalid_argument when it is taken.

@@ -122,12 +122,13 @@ SubscriptionHealth SubscriptionStatus::snapshot() const {
   return h;
 }
 
-void SubscriptionStatus::event_once(std::string_view event, const std::string& text) {
+void SubscriptionStatus::event_once(std::string_view event, const std::string& text,
+                                    spdlog::level::level_enum level) {
   {
     std::lock_guard lock(mu_);
     if (!said_.insert(text).second) return;
   }
-  this->event(spdlog::level::info, event, "{}", text);
+  this->event(level, event, "{}", text);
 }
 
 }  // namespace fleet

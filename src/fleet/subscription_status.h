@@ -61,8 +61,9 @@ class SubscriptionStatus {
              spdlog::format_string_t<Args...> format, Args&&... args) const {
     event_with(level, event, {}, format, std::forward<Args>(args)...);
   }
-  // Logs `text` at info as `event` the first time it is said here, never again after.
-  void event_once(std::string_view event, const std::string& text);
+  // Logs `text` at `level` as `event` the first time it is said here, never again after.
+  void event_once(std::string_view event, const std::string& text,
+                  spdlog::level::level_enum level = spdlog::level::info);
   const std::string& name() const { return name_; }
 
  private:

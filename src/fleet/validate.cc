@@ -1,5 +1,6 @@
 #include "natsfleet/validate.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <string_view>
@@ -201,6 +202,66 @@ Result<void> dead_letter_valid(const WorkSpec& spec) {
   return {};
 }
 
+// True when every subject `filter` matches (wildcards allowed in both) is one `pattern` matches.
+bool covers(std::string_view pattern, std::string_view filter) {
+  for (;;) {
+    const size_t pdot = pattern.find('.');
+    const size_t fdot = filter.find('.');
+    const std::string_view ptoken = pattern.substr(0, pdot);
+    const std::string_view ftoken = filter.substr(0, fdot);
+    if (ptoken == ">") return true;
+    if (ftoken == ">") return false;
+    if (ptoken != "*" && (ftoken == "*" || ptoken != ftoken)) return false;
+    if (pdot == std::string_view::npos || fdot == std::string_view::npos)
+      return pdot == std::string_view::npos && fdot == std::string_view::npos;
+    pattern.remove_prefix(pdot + 1);
+    filter.remove_prefix(fdot + 1);
+  }
+}
+
+// The stream a work declares: named as `stream` (if set), holding the work's subjects, with
+// limits the broker accepts.
+Result<void> declared_stream_valid(const WorkSpec& spec) {
+  if (!spec.declared_stream) return {};
+  const StreamSpec& declared = *spec.declared_stream;
+  auto bad_field = [](std::string_view field, const Result<void>& bad) {
+    return invalid("declared_stream." + std::string(field) + ": " + bad.error().message);
+  };
+  if (auto bad = name_valid(declared.name); !bad) return bad_field("name", bad);
+  if (!spec.stream.empty() && spec.stream != declared.name)
+    return invalid("stream '" + spec.stream + "' is not the declared stream '" + declared.name +
+                   "': leave stream empty or name the same one");
+  if (spec.ordering == Ordering::per_key)
+    return invalid(
+        "declared_stream is not available with ordering = per-key: its stream holds the "
+        "partitioned subjects (docs/tutorial/library.md, ordered work); create it beforehand");
+  for (const auto& subject : declared.subjects)
+    if (auto bad = subject_valid(subject); !bad) return bad_field("subjects", bad);
+  if (!declared.subjects.empty())
+    for (const auto& filter : spec.subjects.empty() ? std::vector{spec.subject} : spec.subjects)
+      if (std::none_of(declared.subjects.begin(), declared.subjects.end(),
+                       [&](const std::string& held) { return covers(held, filter); }))
+        return invalid("declared_stream.subjects do not hold the work's subject '" + filter + "'");
+  using L = Limits;
+  if (auto bad = in_range("declared_stream.replicas", declared.replicas, 1, L::kMaxReplicas); !bad)
+    return bad;
+  if (auto bad = in_range("declared_stream.max_age", declared.max_age, std::chrono::milliseconds(0),
+                          L::kMaxStreamMaxAge);
+      !bad)
+    return bad;
+  if (declared.max_bytes == 0 || declared.max_bytes < -1)
+    return invalid("declared_stream.max_bytes must be -1 (no limit) or positive");
+  if (declared.max_msgs == 0 || declared.max_msgs < -1)
+    return invalid("declared_stream.max_msgs must be -1 (no limit) or positive");
+  if (auto bad = in_range("declared_stream.duplicate_window", declared.duplicate_window,
+                          std::chrono::milliseconds(0), L::kMaxStreamMaxAge);
+      !bad)
+    return bad;
+  if (declared.max_age.count() != 0 && declared.duplicate_window > declared.max_age)
+    return invalid("declared_stream.duplicate_window is longer than its max_age");
+  return {};
+}
+
 Result<void> work_valid(const WorkSpec& spec) {
   if (auto bad = name_valid(spec.name); !bad) return bad;
   if (auto bad = filter_valid(spec); !bad) return bad;
@@ -209,6 +270,7 @@ Result<void> work_valid(const WorkSpec& spec) {
   if (auto bad = work_flow_valid(spec); !bad) return bad;
   if (auto bad = work_timing_valid(spec); !bad) return bad;
   if (auto bad = work_ordering_valid(spec); !bad) return bad;
+  if (auto bad = declared_stream_valid(spec); !bad) return bad;
   return dead_letter_valid(spec);
 }
 

@@ -236,6 +236,8 @@ nlohmann::json to_json(const StreamConfig& c) {
   if (c.duplicate_window.count() != 0) j["duplicate_window"] = c.duplicate_window.count();
   if (c.num_replicas != 0) j["num_replicas"] = c.num_replicas;
   if (c.max_msgs_per_subject != 0) j["max_msgs_per_subject"] = c.max_msgs_per_subject;
+  if (c.max_bytes != 0) j["max_bytes"] = c.max_bytes;
+  if (c.max_msgs != 0) j["max_msgs"] = c.max_msgs;
   return j;
 }
 
@@ -249,6 +251,18 @@ StreamInfo parse_stream_info(const nlohmann::json& j) {
   info.retention = retention == "interest"    ? RetentionPolicy::interest
                    : retention == "workqueue" ? RetentionPolicy::work_queue
                                               : RetentionPolicy::limits;
+  info.config = {
+      .name = info.name,
+      .subjects = info.subjects,
+      .storage = get_or<std::string>(config, "storage", "file") == "memory" ? StorageType::memory
+                                                                            : StorageType::file,
+      .retention = info.retention,
+      .max_age = std::chrono::nanoseconds(get_or<int64_t>(config, "max_age", 0)),
+      .duplicate_window = std::chrono::nanoseconds(get_or<int64_t>(config, "duplicate_window", 0)),
+      .num_replicas = info.num_replicas,
+      .max_msgs_per_subject = get_or<int64_t>(config, "max_msgs_per_subject", 0),
+      .max_bytes = get_or<int64_t>(config, "max_bytes", 0),
+      .max_msgs = get_or<int64_t>(config, "max_msgs", 0)};
   const auto& state = j.value("state", nlohmann::json::object());
   info.messages = get_or<uint64_t>(state, "messages", 0);
   info.first_seq = get_or<uint64_t>(state, "first_seq", 0);

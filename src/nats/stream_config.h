@@ -22,6 +22,8 @@ struct StreamConfig {
   std::chrono::nanoseconds duplicate_window{0};  // 0: the broker's two minutes
   int num_replicas = 0;                          // 0: one
   int64_t max_msgs_per_subject = 0;              // 0: no limit
+  int64_t max_bytes = 0;                         // 0 or -1: no limit
+  int64_t max_msgs = 0;                          // 0 or -1: no limit
 
   bool operator==(const StreamConfig&) const = default;
 };
@@ -36,6 +38,7 @@ struct StreamInfo {
   std::string created;  // when the stream was made, as the broker wrote it: a remade stream differs
   int num_replicas = 1;
   RetentionPolicy retention = RetentionPolicy::limits;
+  StreamConfig config;  // as the broker reports it (its defaults filled in)
 };
 
 }  // namespace natsfleet::nats

@@ -302,6 +302,38 @@ TEST(WorkFindings, NoStreamHoldsTheSubject) {
   EXPECT_NE(findings[0].evidence.find("'jobs.run'"), std::string::npos);
 }
 
+// A work that declares its stream: its absence is run's to fix; a difference is the operator's.
+TEST(WorkFindings, ADeclaredStreamThatDiffersIsReportedAndAMissingOneIsRunsToCreate) {
+  auto cfg = daemon_config(work_entry(
+      "jobs-worker", "jobs.run",
+      "stream = { name = \"JOBS\", max_age = \"1h\", replicas = 1, max_msgs = 1000 }\n"));
+  auto missing = work_findings(cfg, snapshot({}, {}));
+  ASSERT_EQ(rules(missing), Rules{"work-no-stream"});
+  EXPECT_EQ(missing[0].action, "natsfleet run creates the declared stream when it starts");
+
+  auto as_declared = nats::parse_stream_info({{"config",
+                                               {{"name", "JOBS"},
+                                                {"subjects", {"jobs.run"}},
+                                                {"storage", "file"},
+                                                {"retention", "limits"},
+                                                {"num_replicas", 1},
+                                                {"max_age", 3'600'000'000'000LL},
+                                                {"max_msgs", 1000},
+                                                {"max_bytes", -1},
+                                                {"duplicate_window", 120'000'000'000LL}}}});
+  EXPECT_TRUE(work_findings(cfg, snapshot({created_for(cfg, "JOBS")}, {as_declared})).empty());
+
+  auto findings =
+      work_findings(cfg, snapshot({created_for(cfg, "JOBS")}, {stream("JOBS", {"jobs.>"})}));
+  ASSERT_EQ(rules(findings), Rules{"stream-differs"});
+  EXPECT_EQ(findings[0].stream, "JOBS");
+  EXPECT_NE(findings[0].evidence.find("max_age: 1h declared, none on the broker; max_msgs: 1000 "
+                                      "declared, none on the broker"),
+            std::string::npos)
+      << findings[0].evidence;
+  EXPECT_NE(findings[0].action.find("nats stream edit JOBS"), std::string::npos);
+}
+
 TEST(WorkFindings, TheSubjectDecidesTheStream) {
   auto cfg = daemon_config(work_entry("jobs-worker", "jobs.run", "stream = \"MAIL\"\n"));
   auto s = snapshot({created_for(cfg, "JOBS")},

@@ -420,6 +420,77 @@ ack_wait = "50ms"
 sink = { type = "stdout" }
 )",
      5, "work[0].ack_wait", "must be between 200ms and 24h, got '50ms'"},
+    // A declared stream: each key of the table named as work[0].stream.<key>.
+    {"DeclaredStreamUnknownKey", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "stdout" }
+[work.stream]
+name = "A"
+max_ages = "1h"
+)",
+     8, "work[0].stream.max_ages", "unknown key"},
+    {"DeclaredStreamWithoutName", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "stdout" }
+[work.stream]
+max_age = "1h"
+)",
+     6, "work[0].stream.name", "missing (the stream's name)"},
+    {"DeclaredStreamRetention", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "stdout" }
+[work.stream]
+name = "A"
+retention = "workqueue"
+)",
+     8, "work[0].stream.retention", "work-queue"},
+    {"DeclaredStreamSubjectsMissTheWorks", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "stdout" }
+[work.stream]
+name = "A"
+subjects = ["a.c", "b.>"]
+)",
+     8, "work[0].stream.subjects", "do not hold the work's subject 'a.b'"},
+    {"DeclaredStreamMaxBytesZero", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "stdout" }
+[work.stream]
+name = "A"
+max_bytes = 0
+)",
+     8, "work[0].stream.max_bytes", "-1 (no limit) or positive"},
+    {"DeclaredStreamDuplicateWindowBeyondMaxAge", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "stdout" }
+[work.stream]
+name = "A"
+max_age = "1m"
+duplicate_window = "2m"
+)",
+     9, "work[0].stream.duplicate_window", "longer than its max_age"},
+    {"DeclaredStreamWithPerKeyOrder", R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.*"
+ordering = "per-key"
+key_token = 2
+stream = { name = "A" }
+sink = { type = "stdout" }
+)",
+     7, "work[0].stream", "not available with ordering = \"per-key\""},
     {"HeartbeatAboveAQuarterOfAckWait", R"(name = "svc"
 [[work]]
 name = "w"

@@ -173,6 +173,52 @@ sink = { type = "websocket", token_secret_file = "token.secret" }
   std::filesystem::remove_all(dir);
 }
 
+TEST(DaemonConfig, AWorksStreamIsANameOrADeclaration) {
+  auto named = parse_config(R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+stream = "A"
+sink = { type = "stdout" }
+)",
+                            "svc.toml")
+                   .value();
+  EXPECT_EQ(named.work.at(0).spec.stream, "A");
+  EXPECT_FALSE(named.work.at(0).spec.declared_stream);
+
+  auto declared = parse_config(R"(name = "svc"
+[[work]]
+name = "w"
+subject = "a.b"
+sink = { type = "stdout" }
+[work.stream]
+name = "A"
+subjects = ["a.>"]
+storage = "memory"
+retention = "work-queue"
+replicas = 3
+max_age = "168h"
+max_bytes = 1073741824
+max_msgs = 1000000
+duplicate_window = "5m"
+)",
+                               "svc.toml")
+                      .value();
+  const WorkSpec& spec = declared.work.at(0).spec;
+  EXPECT_EQ(spec.stream, "A");
+  ASSERT_TRUE(spec.declared_stream);
+  const StreamSpec& stream = *spec.declared_stream;
+  EXPECT_EQ(stream.name, "A");
+  EXPECT_EQ(stream.subjects, std::vector<std::string>{"a.>"});
+  EXPECT_EQ(stream.storage, StreamStorage::memory);
+  EXPECT_EQ(stream.retention, StreamRetention::work_queue);
+  EXPECT_EQ(stream.replicas, 3);
+  EXPECT_EQ(stream.max_age, std::chrono::hours(168));
+  EXPECT_EQ(stream.max_bytes, 1073741824);
+  EXPECT_EQ(stream.max_msgs, 1000000);
+  EXPECT_EQ(stream.duplicate_window, std::chrono::minutes(5));
+}
+
 TEST(DaemonConfig, JetStreamBroadcastReadsItsSourceStreamAndHeartbeat) {
   auto config = parse_config(R"(name = "relay"
 [[broadcast]]

@@ -93,6 +93,7 @@ TEST(Docs, TheConfigReferenceListsEveryKeyTheParserReadsAndNoOther) {
   for (const auto& k : keys.health) parsed.insert("health." + k);
   for (const auto& k : keys.work) parsed.insert("work[]." + k);
   for (const auto& k : keys.broadcast) parsed.insert("broadcast[]." + k);
+  for (const auto& k : keys.declared_stream) parsed.insert("work[].stream." + k);
   EXPECT_EQ(documented, parsed);
 
   std::set<std::string> tls_documented;
