@@ -15,6 +15,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -143,6 +144,49 @@ class NATSFLEET_API Subscription {
   uint64_t id_ = 0;  // which subscription of that name
 };
 
+// What stands behind a PullWork: opaque, made by the fleet.
+class PullQueue;
+
+// A work whose messages the application takes with fetch() instead of a handler, for batch
+// consumers (take up to 500, write them in one go, ack each): the same shared consumer,
+// recovery and bounds as add_work. Each fetched Message is settled once, from any thread, with
+// ack(), nak(), term() or settle() (message.h), and kept alive meanwhile up to keep_alive_limit.
+// Up to `batch` messages (256 when 0) wait here unfetched; then this replica pulls no more until
+// some are fetched. When the work stops (subscription().drain() or stop(), Fleet::shutdown,
+// ~Fleet) what waits unfetched goes back to the broker at once; drain waits for the verdicts of
+// fetched ones until its deadline, then gives them back too. Copyable; any thread.
+//
+//   auto orders = fleet.add_pull_work(spec);
+//   if (!orders) die(orders.error().describe());
+//   while (running) {
+//     auto batch = orders->fetch(500, std::chrono::seconds(1));
+//     if (!batch) break;  // shutting_down: the work stopped
+//     if (write_rows(*batch))
+//       for (const auto& m : *batch) (void)m.ack();
+//     else
+//       for (const auto& m : *batch) (void)m.settle(natsfleet::Disposition::retry());
+//   }
+class NATSFLEET_API PullWork {
+ public:
+  PullWork() = default;
+
+  // drain(), stop() and health() of this work, as add_work's handle has them.
+  const Subscription& subscription() const { return subscription_; }
+  // Up to n messages (at most `batch`): returns once n wait or max_wait has passed, with what
+  // waits then (perhaps none). Errors: invalid_argument (n is 0, a PullWork made by default, the
+  // work was removed); shutting_down (the work stopped or the fleet shuts down or is gone).
+  [[nodiscard]] Result<std::vector<Message>> fetch(std::size_t n,
+                                                   std::chrono::milliseconds max_wait) const;
+
+ private:
+  friend class Fleet;
+  PullWork(Subscription subscription, std::shared_ptr<PullQueue> queue)
+      : subscription_(std::move(subscription)), queue_(std::move(queue)) {}
+
+  Subscription subscription_;
+  std::shared_ptr<PullQueue> queue_;
+};
+
 using WorkHandler = std::function<Disposition(const Message&)>;
 using BroadcastHandler = std::function<void(const Message&)>;
 using FatalHandler = std::function<void(const FatalReport&)>;
@@ -185,6 +229,11 @@ class NATSFLEET_API Fleet {
   [[nodiscard]] Result<Subscription> add_broadcast(BroadcastSpec spec, F&& handler) {
     return add_broadcast(std::move(spec), BroadcastHandler(kept_once(std::forward<F>(handler))));
   }
+
+  // A work whose messages the application fetches (PullWork above); before or after start().
+  // Errors as add_work's, and invalid_argument for ordering = per_key (a key's messages are
+  // handed to a handler one at a time).
+  [[nodiscard]] Result<PullWork> add_pull_work(WorkSpec spec);
 
   // Stops one subscription as shutdown() stops them all while the connection stays up: no more
   // pulls, its handlers' Message::stop_token() is requested, running handlers finish until

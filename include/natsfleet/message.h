@@ -36,6 +36,7 @@ using Headers = std::map<std::string, std::vector<std::string>>;
 // stop: opaque, made by the fleet. A Message built elsewhere (a test of a handler, say) has none.
 class DeliveryControl;
 class Disposition;
+class PullQueue;  // a pull work's waiting messages (fleet.h), which marks who holds one
 
 // JetStream delivery facts, parsed from the `$JS.ACK...` reply subject.
 struct Delivery {
@@ -118,6 +119,7 @@ class NATSFLEET_API Message {
   Result<void> term(std::string reason = {}) const;
 
  private:
+  friend class PullQueue;
   std::string subject_;
   std::string data_;
   Headers headers_;

@@ -9,6 +9,7 @@
 // state.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -98,6 +99,12 @@ class DeliveryControl {
   // from now fails with `why`. False when a verdict was given first (its settle is under way).
   bool close(Errc why);
 
+  // Whether the application holds the message (true from the start): a pull work's message
+  // waiting to be fetched is not held, so a stopping subscription gives it back without waiting
+  // for its verdict.
+  bool with_application() const { return with_application_.load(std::memory_order_acquire); }
+  void set_with_application(bool held) { with_application_.store(held, std::memory_order_release); }
+
  private:
   enum class State { handling, settled_early, deferred, done };
 
@@ -107,6 +114,7 @@ class DeliveryControl {
   State state_ = State::handling;
   Errc closed_ = Errc::already_settled;  // what a settle() after done answers
   std::optional<Disposition> early_;     // given while the handler ran
+  std::atomic<bool> with_application_{true};
 };
 
 }  // namespace natsfleet

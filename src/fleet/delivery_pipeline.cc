@@ -551,8 +551,13 @@ bool DeliveryPipeline::stop(milliseconds deadline) {
   // Held for a downstream outage: another replica (or this one, restarted) tries them.
   for (auto& m : gate_.take_all()) give_back(std::move(m));
   {
+    // Verdicts the application owes; a message it does not hold (a pull work's, unfetched) goes
+    // back without one.
     std::unique_lock lock(deferred_mu_);
-    deferred_settled_.wait_until(lock, until, [this] { return deferred_.empty(); });
+    deferred_settled_.wait_until(lock, until, [this] {
+      return std::none_of(deferred_.begin(), deferred_.end(),
+                          [](const auto& d) { return d.second.control->with_application(); });
+    });
   }
   give_back_deferred(false);
   return done;

@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 using namespace std::chrono_literals;
 
@@ -49,3 +50,5 @@ void push_to_sessions(const natsfleet::Message& m);
 void request_exit(int code);
 std::string key_of(const natsfleet::Message& m);
 void copy_chunk(std::string_view data, int chunk);
+extern bool running;
+bool write_rows(const std::vector<natsfleet::Message>& batch);
