@@ -1,4 +1,5 @@
 // Health as natsfleet reports it: live unless fatal, ready only when every subscription is bound.
+// Plain values: Fleet::health() returns a snapshot the caller owns (any thread; copy it freely).
 #pragma once
 
 #include <chrono>

@@ -59,6 +59,9 @@ struct FencingToken {
   uint64_t epoch = 0;
 };
 
+// A value: copies share the delivery (its verdict is given once, through any copy). Its accessors
+// may be called from any thread on any copy; in_progress(), stop_token() and the verdicts are
+// safe from any thread at the same time, even after the handler returned or its Fleet is gone.
 class NATSFLEET_API Message {
  public:
   Message() = default;

@@ -17,6 +17,8 @@ namespace natsfleet {
 
 inline constexpr std::string_view kRedacted = "***";
 
+// The functions below read only their arguments: any thread, at any time.
+
 // A URL with its secrets replaced by "***": a userinfo's password (or the whole userinfo when it
 // has no ':', a token), and each query and fragment value. Scheme, host, port and path stay, so
 // the URL still says where. Text without "://" is returned unchanged.

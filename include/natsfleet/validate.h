@@ -44,6 +44,8 @@ struct NATSFLEET_API Limits {
   static constexpr std::chrono::milliseconds kMaxStreamMaxAge = std::chrono::hours(24 * 3650);
 };
 
+// The functions below read only their arguments: any thread, at any time, no broker needed.
+
 // A NATS subject: dot-separated non-empty tokens, no whitespace; `*` a whole token and `>` the
 // last token, when wildcards are allowed.
 [[nodiscard]] NATSFLEET_API Result<void> check_subject(std::string_view subject,
