@@ -17,10 +17,10 @@
 #include "fleet/broker_watch.h"
 #include "fleet/consumer_subscription.h"
 #include "fleet/fleet_log.h"
+#include "fleet/fleet_publisher.h"
 #include "fleet/jetstream_broadcast.h"
 #include "fleet/ordered/ordered_work.h"
 #include "fleet/stream_declaration.h"
-#include "fleet/subject_stream_cache.h"
 #include "nats/connection.h"
 #include "nats/jetstream_api.h"
 #include "natsfleet/redact.h"
@@ -245,47 +245,14 @@ class Fleet::Impl {
     std::lock_guard lock(mu_);
     if (started_) return Result<void>(Errc::invalid_argument, "start() called twice");
     const FleetOptions& o = context_.options;
-    nats::ConnectOptions connect{
-        .servers = o.servers,
-        .name = o.name,
-        .credentials_file = o.credentials_file,
-        .auth = o.auth,
-        .tls_ca = o.tls.ca,
-        .tls_cert = o.tls.cert,
-        .tls_key = o.tls.key,
-        .reconnect_wait_min = o.reconnect_wait_min,
-        .reconnect_wait_max = o.reconnect_wait_max,
-        .max_reconnect = o.max_reconnect,
-        .connect_timeout = o.connect_timeout,
-        .ping_interval = o.ping_interval,
-    };
-    nats::ConnectionEvents events{
-        .connected = [this] { on_connection(true); },
-        .disconnected = [this] { on_connection(false); },
-        .closed = [this](const std::string& why) { on_closed(why); },
-        .async_error =
-            [this](const std::string& e) {
-              base::log_event(*context_.log, spdlog::level::warn,
-                              {{"event", "nats-error"}, {"error", e}}, "nats: {}", e);
-            },
-    };
     // Fatal reports are allowed from here on: a closed handler fires only once the connection
     // exists, and everything before this line only validates.
     started_ = true;
-    try {
-      watch_ = std::make_unique<fleet::BrokerWatch>(
-          fleet::BrokerWatch::Options{.servers = o.servers, .probe_timeout = o.connect_timeout},
-          [this] {
-            std::lock_guard subs_lock(subs_mu_);
-            return connection_ ? connection_->last_error() : std::string();
-          },
-          *context_.log);
-    } catch (const std::system_error& e) {
+    if (auto watching = start_watch(); !watching) {
       started_ = false;
-      return Result<void>(Errc::no_resources,
-                          std::string("cannot start the broker watch: ") + e.what());
+      return watching;
     }
-    auto conn = nats::Connection::open(connect, std::move(events));
+    auto conn = nats::Connection::open(connect_options(o), connection_events());
     if (!conn) {
       // Back to where start() found the fleet, so it may be called again: nothing reported, no
       // reporter thread (a second one would be assigned over a joinable std::thread).
@@ -301,34 +268,7 @@ class Fleet::Impl {
       connection_ = std::move(conn.value());
       context_.connection = connection_.get();
     }
-    // A thread the system refuses (too many threads or too little memory for their stacks) is a
-    // start-up error in words, never an exception that aborts the process.
-    std::string starting;
-    try {
-      starting = "the fatal reporter";
-      // It waits for mu_, held until start() returns: a report from the connection's first
-      // moments reaches the handler only after start() has succeeded.
-      reporter_ = std::thread([this] { run_reporter(); });
-      std::lock_guard subs_lock(subs_mu_);
-      for (auto& [spec, handler] : work_) {
-        starting = "work " + spec.name;
-        subs_.push_back(make_work(spec, handler));
-      }
-      for (auto& [spec, handler] : broadcast_) {
-        starting = "broadcast " + spec.name;
-        subs_.push_back(make_broadcast(spec, handler));
-      }
-      for (auto& sub : subs_) {
-        starting = sub->health().name;
-        sub->start();
-      }
-    } catch (const std::system_error& e) {
-      abandon_start();
-      return Result<void>(
-          Errc::no_resources,
-          "cannot start " + starting + ": " + e.what() +
-              " (lower concurrency, or raise the process's thread or memory limit)");
-    }
+    if (auto running = start_subscriptions(); !running) return running;
     base::log_event(*context_.log, spdlog::level::info, {{"event", "started"}},
                     "started: {} work, {} broadcast subscription(s); connecting to {}",
                     work_.size(), broadcast_.size(), redact_urls(o.servers));
@@ -337,61 +277,16 @@ class Fleet::Impl {
 
   Result<void> publish(const std::string& subject, const std::string& data,
                        const std::string& msg_id, const Headers& extra) {
-    if (!connection_) return Result<void>(Errc::not_connected, "fleet not started");
-    if (msg_id.empty() && extra.empty()) return connection_->publish(subject, data);
-    Headers headers = extra;
-    if (!msg_id.empty()) headers["Nats-Msg-Id"] = {msg_id};
-    return connection_->publish(subject, data, headers);
+    return publisher_.publish(connection_.get(), subject, data, msg_id, extra);
   }
-
   Result<uint64_t> publish_to_stream(const std::string& subject, const std::string& data,
                                      const std::string& msg_id, std::chrono::milliseconds timeout,
                                      const Headers& extra) {
-    if (!connection_) return Result<uint64_t>(Errc::not_connected, "fleet not started");
-    const auto deadline = Clock::now() + timeout;
-    // Whether a stream holds the subject is the broker's answer, never read from "no responders"
-    // to the publish: a stream electing a leader, or JetStream starting, has no responder either,
-    // and a plain publish then would reach nobody.
-    auto holds = stream_holders_.holds(subject, [&](const std::string& s) -> Result<bool> {
-      auto streams = nats::JetStreamApi(*connection_, timeout).streams_holding(s);
-      if (!streams) return streams.error();
-      return !streams->empty();
-    });
-    if (!holds)
-      return Error{holds.error().code, "no answer to whether a stream holds " + subject + ": " +
-                                           holds.error().describe()};
-    if (!*holds) return Result<uint64_t>(Errc::no_stream_for_subject, "no stream holds " + subject);
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0)
-      return Result<uint64_t>(Errc::timeout, subject + ": timed out asking which stream holds it");
-    Headers headers = extra;
-    if (!msg_id.empty()) headers["Nats-Msg-Id"] = {msg_id};
-    auto reply = connection_->request(subject, data, headers, left);
-    if (!reply) {
-      // The stream may be gone for good: ask the broker again (rate-limited) on a later publish.
-      if (reply.error().code == Errc::no_responders) stream_holders_.doubt(subject);
-      return reply.error();  // names the subject
-    }
-    auto ack = nats::parse_publish_ack(reply->data, subject);
-    if (!ack && ack.error().code.category() == jetstream_category())
-      return Error{ack.error().code, subject + ": " + ack.error().describe()};
-    if (!ack) return ack.error();
-    return ack->seq;
+    return publisher_.publish_to_stream(connection_.get(), subject, data, msg_id, timeout, extra);
   }
-
   Result<std::optional<Message>> last_stored(const std::string& stream, const std::string& subject,
                                              std::chrono::milliseconds timeout) {
-    if (!connection_)
-      return Result<std::optional<Message>>(Errc::not_connected, "fleet not started");
-    auto stored = nats::JetStreamApi(*connection_, timeout).last_message(stream, subject);
-    if (!stored) {
-      if (stored.error().is_jetstream(nats::kJsNoMessageFound)) return std::optional<Message>();
-      return Error{stored.error().code, stream + " " + subject + ": " + stored.error().describe()};
-    }
-    Delivery delivery{.stream = stream, .stream_seq = stored->seq};
-    return std::optional<Message>(Message(std::move(stored->subject), std::move(stored->data),
-                                          std::move(stored->headers), delivery));
+    return publisher_.last_stored(connection_.get(), stream, subject, timeout);
   }
 
   FleetHealth health() const {
@@ -455,6 +350,87 @@ class Fleet::Impl {
   }
 
  private:
+  static nats::ConnectOptions connect_options(const FleetOptions& o) {
+    return {
+        .servers = o.servers,
+        .name = o.name,
+        .credentials_file = o.credentials_file,
+        .auth = o.auth,
+        .tls_ca = o.tls.ca,
+        .tls_cert = o.tls.cert,
+        .tls_key = o.tls.key,
+        .reconnect_wait_min = o.reconnect_wait_min,
+        .reconnect_wait_max = o.reconnect_wait_max,
+        .max_reconnect = o.max_reconnect,
+        .connect_timeout = o.connect_timeout,
+        .ping_interval = o.ping_interval,
+    };
+  }
+
+  nats::ConnectionEvents connection_events() {
+    return {
+        .connected = [this] { on_connection(true); },
+        .disconnected = [this] { on_connection(false); },
+        .closed = [this](const std::string& why) { on_closed(why); },
+        .async_error =
+            [this](const std::string& e) {
+              base::log_event(*context_.log, spdlog::level::warn,
+                              {{"event", "nats-error"}, {"error", e}}, "nats: {}", e);
+            },
+    };
+  }
+
+  // The broker watch names an outage's cause; made before the connection, whose events it takes.
+  Result<void> start_watch() {
+    try {
+      watch_ = std::make_unique<fleet::BrokerWatch>(
+          fleet::BrokerWatch::Options{.servers = context_.options.servers,
+                                      .probe_timeout = context_.options.connect_timeout},
+          [this] {
+            std::lock_guard subs_lock(subs_mu_);
+            return connection_ ? connection_->last_error() : std::string();
+          },
+          *context_.log);
+    } catch (const std::system_error& e) {
+      return Result<void>(Errc::no_resources,
+                          std::string("cannot start the broker watch: ") + e.what());
+    }
+    return {};
+  }
+
+  // The fatal reporter, then every declared subscription (mu_ held). A thread the system refuses
+  // (too many threads or too little memory for their stacks) is a start-up error in words, never
+  // an exception that aborts the process.
+  Result<void> start_subscriptions() {
+    std::string starting;
+    try {
+      starting = "the fatal reporter";
+      // It waits for mu_, held until start() returns: a report from the connection's first
+      // moments reaches the handler only after start() has succeeded.
+      reporter_ = std::thread([this] { run_reporter(); });
+      std::lock_guard subs_lock(subs_mu_);
+      for (auto& [spec, handler] : work_) {
+        starting = "work " + spec.name;
+        subs_.push_back(make_work(spec, handler));
+      }
+      for (auto& [spec, handler] : broadcast_) {
+        starting = "broadcast " + spec.name;
+        subs_.push_back(make_broadcast(spec, handler));
+      }
+      for (auto& sub : subs_) {
+        starting = sub->health().name;
+        sub->start();
+      }
+    } catch (const std::system_error& e) {
+      abandon_start();
+      return Result<void>(
+          Errc::no_resources,
+          "cannot start " + starting + ": " + e.what() +
+              " (lower concurrency, or raise the process's thread or memory limit)");
+    }
+    return {};
+  }
+
   std::unique_ptr<fleet::Supervised> make_work(WorkSpec spec, WorkHandler handler) {
     if (spec.ordering == Ordering::per_key)
       return std::make_unique<fleet::OrderedWork>(spec, std::move(handler), context_);
@@ -613,7 +589,7 @@ class Fleet::Impl {
   // Made in start() before the connection, kept until the end (its events may come any time).
   std::unique_ptr<fleet::BrokerWatch> watch_;
 
-  fleet::SubjectStreamCache stream_holders_;  // publish_to_stream: which subjects a stream holds
+  fleet::FleetPublisher publisher_;
 };
 
 Fleet::Fleet(FleetOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}

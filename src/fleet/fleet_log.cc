@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 #include "base/log_fields.h"
@@ -13,38 +14,22 @@
 namespace natsfleet::fleet {
 namespace {
 
+// Each LogLevel with spdlog's level of the same name.
+constexpr std::pair<LogLevel, spdlog::level::level_enum> kLevels[] = {
+    {LogLevel::trace, spdlog::level::trace}, {LogLevel::debug, spdlog::level::debug},
+    {LogLevel::info, spdlog::level::info},   {LogLevel::warn, spdlog::level::warn},
+    {LogLevel::error, spdlog::level::err},   {LogLevel::critical, spdlog::level::critical},
+};
+
 LogLevel from_spdlog(spdlog::level::level_enum level) {
-  switch (level) {
-    case spdlog::level::trace:
-      return LogLevel::trace;
-    case spdlog::level::debug:
-      return LogLevel::debug;
-    case spdlog::level::info:
-      return LogLevel::info;
-    case spdlog::level::warn:
-      return LogLevel::warn;
-    case spdlog::level::err:
-      return LogLevel::error;
-    default:
-      return LogLevel::critical;
-  }
+  for (const auto& [ours, theirs] : kLevels)
+    if (theirs == level) return ours;
+  return LogLevel::critical;  // spdlog's `off` is never a line's level
 }
 
 spdlog::level::level_enum to_spdlog(LogLevel level) {
-  switch (level) {
-    case LogLevel::trace:
-      return spdlog::level::trace;
-    case LogLevel::debug:
-      return spdlog::level::debug;
-    case LogLevel::info:
-      return spdlog::level::info;
-    case LogLevel::warn:
-      return spdlog::level::warn;
-    case LogLevel::error:
-      return spdlog::level::err;
-    case LogLevel::critical:
-      return spdlog::level::critical;
-  }
+  for (const auto& [ours, theirs] : kLevels)
+    if (ours == level) return theirs;
   return spdlog::level::info;
 }
 
