@@ -498,6 +498,7 @@ TEST(Handlers, InProgressKeepsALongHandlerFromBeingRedelivered) {
   Fleet b(fast_options({server.url()}, "slow-b"));
   auto spec = fast_work("jobs-worker", "jobs.run");
   spec.ack_wait = 500ms;
+  spec.heartbeat = 0ms;  // a quarter of ack_wait
   for (auto* fleet : {&a, &b})
     ASSERT_TRUE(fleet->add_work(spec, [&](const Message& m) {
       for (int i = 0; i < 8; ++i) {  // 1.6 s of work, more than three times ack_wait
