@@ -31,7 +31,7 @@ TEST(Limits, OutOfRangeNumbersExitTwoNamingFileLineAndKey) {
   };
   for (const Case& c :
        {Case{"concurrency = 200000", "work[0].concurrency", "between 1 and 1024"},
-        Case{"ack_wait = \"9999999999h\"", "work[0].ack_wait", "between 100ms and 24h"}}) {
+        Case{"ack_wait = \"9999999999h\"", "work[0].ack_wait", "between 200ms and 24h"}}) {
     const std::string path = dir.path() + "/svc.toml";
     std::ofstream(path) << work_config(c.line);
     const std::string where = path + ":5: " + c.key + ": must be " + c.range;
