@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "audit/subject_match.h"
+#include "base/subject_match.h"
 
 namespace natsfleet::audit {
 namespace {
@@ -63,7 +63,7 @@ Result<BrokerSnapshot> read_snapshot(nats::Connection& connection,
   }
   for (const auto& subject : count_subjects) {
     for (const auto& stream : snapshot.streams) {
-      if (!subject_within_any(subject, stream.subjects)) continue;
+      if (!base::subject_within_any(subject, stream.subjects)) continue;
       auto count = api().subject_messages(stream.name, subject);
       if (!count && count.error().is_stream_not_found()) break;
       if (!count) return count.error();

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <optional>
 
-#include "audit/subject_match.h"
 #include "base/duration.h"
+#include "base/subject_match.h"
 #include "fleet/consumer_shape.h"
 #include "fleet/ordered/lease_store.h"
 #include "fleet/ordered/partition_plan.h"
@@ -151,7 +151,7 @@ std::optional<Finding> redelivery_storm(const Sampled& c, const StormThresholds&
 // with overlapping subjects, so at most one does.
 const nats::StreamInfo* stream_holding(const std::string& subject, const BrokerSnapshot& snapshot) {
   for (const auto& stream : snapshot.streams)
-    if (subject_within_any(subject, stream.subjects)) return &stream;
+    if (base::subject_within_any(subject, stream.subjects)) return &stream;
   return nullptr;
 }
 
@@ -237,7 +237,7 @@ void judge_work(const config::WorkConfig& work, const std::string& where,
   // One consumer reads one stream: every filter subject must be in the first one's.
   for (size_t i = 1; i < spec.subjects.size(); ++i) {
     const std::string& subject = spec.subjects[i];
-    if (subject_within_any(subject, stream->subjects)) continue;
+    if (base::subject_within_any(subject, stream->subjects)) continue;
     const nats::StreamInfo* other = stream_holding(subject, snapshot);
     out.push_back(
         {stream->name, spec.name, other ? "work-wrong-stream" : "work-no-stream",

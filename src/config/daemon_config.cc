@@ -280,10 +280,15 @@ class ConfigParser {
       });
     }
     read_ordering(work, spec);
-    if (spec.declared_stream && spec.ordering == Ordering::per_key)
-      work.fail("stream",
-                "a declared stream is not available with ordering = \"per-key\": its stream "
-                "holds the partitioned subjects; create it beforehand and name it");
+    if (spec.declared_stream)  // judged with the work's order too
+      work.check("stream", check_work_field([&](WorkSpec& s) {
+                   s.subject = spec.subject;
+                   s.subjects = spec.subjects;
+                   s.ordering = spec.ordering;
+                   s.key_token = spec.key_token;
+                   s.partitions = spec.partitions;
+                   s.declared_stream = spec.declared_stream;
+                 }));
     // Each field passed alone, so what is left is a combination: max_ack_pending below
     // concurrency. Blame the key the user wrote.
     if (auto checked = validate_work(spec); !checked)

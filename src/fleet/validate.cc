@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/subject_match.h"
 #include "fleet/ordered/partition_plan.h"
 
 namespace natsfleet {
@@ -202,23 +203,6 @@ Result<void> dead_letter_valid(const WorkSpec& spec) {
   return {};
 }
 
-// True when every subject `filter` matches (wildcards allowed in both) is one `pattern` matches.
-bool covers(std::string_view pattern, std::string_view filter) {
-  for (;;) {
-    const size_t pdot = pattern.find('.');
-    const size_t fdot = filter.find('.');
-    const std::string_view ptoken = pattern.substr(0, pdot);
-    const std::string_view ftoken = filter.substr(0, fdot);
-    if (ptoken == ">") return true;
-    if (ftoken == ">") return false;
-    if (ptoken != "*" && (ftoken == "*" || ptoken != ftoken)) return false;
-    if (pdot == std::string_view::npos || fdot == std::string_view::npos)
-      return pdot == std::string_view::npos && fdot == std::string_view::npos;
-    pattern.remove_prefix(pdot + 1);
-    filter.remove_prefix(fdot + 1);
-  }
-}
-
 // The stream a work declares: named as `stream` (if set), holding the work's subjects, with
 // limits the broker accepts.
 Result<void> declared_stream_valid(const WorkSpec& spec) {
@@ -240,7 +224,7 @@ Result<void> declared_stream_valid(const WorkSpec& spec) {
   if (!declared.subjects.empty())
     for (const auto& filter : spec.subjects.empty() ? std::vector{spec.subject} : spec.subjects)
       if (std::none_of(declared.subjects.begin(), declared.subjects.end(),
-                       [&](const std::string& held) { return covers(held, filter); }))
+                       [&](const std::string& held) { return base::subject_within(filter, held); }))
         return invalid("declared_stream.subjects do not hold the work's subject '" + filter + "'");
   using L = Limits;
   if (auto bad = in_range("declared_stream.replicas", declared.replicas, 1, L::kMaxReplicas); !bad)

@@ -490,7 +490,7 @@ key_token = 2
 stream = { name = "A" }
 sink = { type = "stdout" }
 )",
-     7, "work[0].stream", "not available with ordering = \"per-key\""},
+     7, "work[0].stream", "not available with ordering = per-key"},
     {"HeartbeatAboveAQuarterOfAckWait", R"(name = "svc"
 [[work]]
 name = "w"

@@ -1,25 +1,12 @@
-#include "audit/subject_match.h"
+#include "base/subject_match.h"
 
-namespace natsfleet::audit {
-namespace {
+#include "base/subject_tokens.h"
 
-std::vector<std::string_view> tokens(std::string_view subject) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  for (size_t dot = subject.find('.'); dot != std::string_view::npos;
-       dot = subject.find('.', start)) {
-    out.push_back(subject.substr(start, dot - start));
-    start = dot + 1;
-  }
-  out.push_back(subject.substr(start));
-  return out;
-}
-
-}  // namespace
+namespace natsfleet::base {
 
 bool subject_within(std::string_view subject, std::string_view pattern) {
-  const auto s = tokens(subject);
-  const auto p = tokens(pattern);
+  const auto s = subject_tokens(subject);
+  const auto p = subject_tokens(pattern);
   for (size_t i = 0; i < p.size(); ++i) {
     if (i >= s.size() || s[i].empty() || p[i].empty()) return false;
     if (p[i] == ">") return true;   // covers this token and all after it, wildcards included
@@ -36,4 +23,4 @@ bool subject_within_any(std::string_view subject, const std::vector<std::string>
   return false;
 }
 
-}  // namespace natsfleet::audit
+}  // namespace natsfleet::base

@@ -1,9 +1,9 @@
 // A work subject belongs to a stream when every subject it can match is one of the stream's.
-#include "audit/subject_match.h"
+#include "base/subject_match.h"
 
 #include <gtest/gtest.h>
 
-namespace natsfleet::audit {
+namespace natsfleet::base {
 namespace {
 
 struct Case {
@@ -39,4 +39,4 @@ TEST(SubjectWithinAny, TriesEveryPattern) {
 }
 
 }  // namespace
-}  // namespace natsfleet::audit
+}  // namespace natsfleet::base
