@@ -477,7 +477,9 @@ Result<PublishAck> JetStreamApi::publish(const std::string& subject, const std::
   auto reply = connection_.request(subject, data, headers, timeout_);
   if (!reply) {
     if (reply.error().code == Errc::no_responders)
-      return Result<PublishAck>(Errc::no_stream_for_subject, "no stream holds " + subject);
+      return Result<PublishAck>(Errc::no_responders,
+                                "no stream answered for " + subject +
+                                    " (none holds it, or the one that does has no leader now)");
     return reply.error();
   }
   return parse_publish_ack(reply->data, subject);

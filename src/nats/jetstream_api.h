@@ -84,8 +84,9 @@ class JetStreamApi final : public ConsumerApi {
   Result<uint64_t> subject_messages(const std::string& stream, const std::string& subject);
   // The subjects matching `filter` (it may hold wildcards) that the stream holds messages on.
   Result<std::vector<std::string>> subjects(const std::string& stream, const std::string& filter);
-  // A stored publish: returns once the stream holding `subject` has the message. No stream holds
-  // the subject: Errc::no_stream_for_subject.
+  // A stored publish: returns once the stream holding `subject` has the message. No stream
+  // answered (none holds the subject, or the one that does has no leader at the moment):
+  // Errc::no_responders.
   Result<PublishAck> publish(const std::string& subject, const std::string& data,
                              const Headers& headers);
 

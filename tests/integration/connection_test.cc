@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "nats/jetstream_api.h"
 #include "support/nats_server.h"
 #include "support/wait_for.h"
 
@@ -255,6 +256,22 @@ TEST(ConnectionPolled, ARequestNobodyAnswersReadsAsStatus503) {
   ASSERT_TRUE(sub->read(out, 10s));
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].status, 503);
+}
+
+// A stored publish nobody answers is not "no stream holds it": the stream may have no leader at
+// the moment (a lease bucket during an election), so the error says both.
+TEST(ConnectionPolled, AStoredPublishNobodyAnswersSaysNoStreamAnswered) {
+  NatsServer server;
+  auto conn = connect(server);
+  nats::JetStreamApi api(*conn, 2s);
+  auto stored = api.publish("nobody.stores", "?", {});
+  ASSERT_FALSE(stored);
+  EXPECT_EQ(stored.error().code, Errc::no_responders) << stored.error().describe();
+  EXPECT_NE(stored.error().describe().find(
+                "no stream answered for nobody.stores (none holds it, or the one that does has no "
+                "leader now)"),
+            std::string::npos)
+      << stored.error().describe();
 }
 
 }  // namespace
