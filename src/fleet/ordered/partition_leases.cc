@@ -116,6 +116,18 @@ std::vector<std::string> PartitionLeases::settled(const std::vector<std::string>
   return out;
 }
 
+std::vector<std::string> PartitionLeases::seasoned(const std::vector<std::string>& live) const {
+  std::vector<std::string> out;
+  for (const auto& m : live) {
+    auto it = live_since_.find(m);
+    const bool long_live =
+        m == options_.me ? watched_ >= options_.settle
+                         : it != live_since_.end() && watched_ - it->second >= options_.settle;
+    if (long_live) out.push_back(m);
+  }
+  return out.empty() ? live : out;
+}
+
 PartitionLeases::Changes PartitionLeases::round(const std::function<Progress(int)>& progress) {
   Changes changes;
   if (cut_short_) return changes;
@@ -149,7 +161,11 @@ void PartitionLeases::judge(int partition, const std::vector<std::string>& live,
       changes.to_release.push_back(partition);
     return;
   }
-  if (!assigned_here) return;
+  // A lapsed lease goes to a member that has been live for `settle`: a member that has just
+  // joined and may go again (a crash loop, a pod killed twice) would hold it up for a lease each
+  // time. A free one goes to its assignee among every live member at once.
+  const bool lapsed_here = assignee(seasoned(live), partition) == options_.me;
+  if (!assigned_here && !lapsed_here) return;
   auto current = store_.get(lease_key(partition));
   if (!current) {
     changes.error = current.error();
@@ -159,6 +175,7 @@ void PartitionLeases::judge(int partition, const std::vector<std::string>& live,
     // Nothing removes a lease key: one seen before and absent now was lost by the store. Its
     // last checkpoint seen here is done all the same, so the take keeps it.
     auto seen = last_seen_.find(partition);
+    if (!assigned_here) return;
     if (seen == last_seen_.end()) return take(partition, std::nullopt, std::nullopt, changes);
     changes.vanished.push_back(partition);
     return take(partition, std::nullopt, seen->second, changes);
@@ -172,7 +189,11 @@ void PartitionLeases::judge(int partition, const std::vector<std::string>& live,
   // lease is treated as held: it lapses like any other.
   const bool lapsed = watched_ - seen_[lease_key(partition)].since >= options_.lease ||
                       (lease && member_silent(lease->owner));
-  if ((lease && lease->released) || lapsed) take(partition, *current, lease, changes);
+  if (lease && lease->released) {
+    if (assigned_here) take(partition, *current, lease, changes);
+  } else if (lapsed && lapsed_here) {
+    take(partition, *current, lease, changes);
+  }
 }
 
 void PartitionLeases::take(int partition, const std::optional<StoredValue>& current,

@@ -10,10 +10,12 @@
 //     revision was seen to change (or first seen) less than a lease of watched time ago;
 //   - assignment: each partition goes to the live member with the highest rendezvous hash of
 //     (member, partition), so a member that comes or goes moves only its share;
-//   - take: a partition assigned here is taken when its lease is absent, released, or held by a
-//     revision this replica has seen unchanged for a whole lease time, or held by a member whose
-//     key it has seen unchanged that long (the owner stopped renewing and, its last write sent
-//     before it was seen, stopped acting a margin before that);
+//   - take: a partition assigned here is taken when its lease is absent or released; a lapsed
+//     one (held by a revision this replica has seen unchanged for a whole lease time, or by a
+//     member whose key it has seen unchanged that long: the owner stopped renewing and, its last
+//     write sent before it was seen, stopped acting a margin before that) when it is assigned
+//     here among the members live for `settle` (all live ones when none has been), so a member
+//     that joins and goes again holds up no lapsed partition;
 //   - renew: the owner rewrites its lease every round with its progress (every message of the
 //     partition at or below the checkpoint is done; the consumer it reads through); a renewal
 //     refused for its revision means another replica took the lease: the partition is lost at once;
@@ -143,6 +145,9 @@ class PartitionLeases {
   bool member_silent(const std::string& member) const;
   // Of `live`, this replica and the members live for `settle` at least.
   std::vector<std::string> settled(const std::vector<std::string>& live) const;
+  // Of `live`, the members (this replica judged alike) live for `settle` at least; all of `live`
+  // when none has been.
+  std::vector<std::string> seasoned(const std::vector<std::string>& live) const;
 
   LeaseStore& store_;
   const Options options_;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <memory>
 
 namespace natsfleet::fleet {
 namespace {
@@ -75,15 +76,20 @@ constexpr auto kSettle = 3000ms;
 
 class Leases : public ::testing::Test {
  protected:
-  PartitionLeases replica(const std::string& id) {
-    return PartitionLeases(store,
-                           {.me = id,
-                            .partitions = kPartitions,
-                            .lease = kLease,
-                            .margin = kMargin,
-                            .forget_member_after = 60s,
-                            .settle = kSettle},
-                           [this] { return now; });
+  PartitionLeases replica(const std::string& id, std::chrono::milliseconds settle = kSettle) {
+    return PartitionLeases(store, options(id, settle), [this] { return now; });
+  }
+  std::unique_ptr<PartitionLeases> replica_on_heap(const std::string& id,
+                                                   std::chrono::milliseconds settle) {
+    return std::make_unique<PartitionLeases>(store, options(id, settle), [this] { return now; });
+  }
+  static PartitionLeases::Options options(const std::string& id, std::chrono::milliseconds settle) {
+    return {.me = id,
+            .partitions = kPartitions,
+            .lease = kLease,
+            .margin = kMargin,
+            .forget_member_after = 60s,
+            .settle = settle};
   }
   static Progress none(int) { return {}; }
 
@@ -227,6 +233,39 @@ TEST_F(Leases, TheLeasesOfAMemberSeenSilentForALeaseAreTakenAtOnce) {
   now += 500ms;  // a's key unchanged for a whole lease: a's leases are taken with no more wait
   (void)b.round(none);
   EXPECT_EQ(b.owned_partitions().size(), size_t{kPartitions});
+}
+
+// A replica that restarts again and again (a crash loop, a pod killed twice) is a new member each
+// time: a lapsed partition is not left waiting for one of them, who would take it only after a
+// lease of its own, but goes to a member live for the settle time (two leases, as ordered work
+// runs it).
+TEST_F(Leases, MembersThatJoinAndGoAgainHoldUpNoLapsedPartition) {
+  constexpr auto kTwoLeases = 2 * kLease;
+  auto b = replica("b", kTwoLeases);
+  auto a = replica("a", kTwoLeases);
+  (void)b.round(none);
+  ASSERT_EQ(b.owned_partitions().size(), size_t{kPartitions});
+  for (int i = 0; i < 24; ++i) {  // a live for more than the settle time; b keeps every lease
+    now += 500ms;
+    (void)b.round(none);
+    EXPECT_TRUE(a.round(none).taken.empty());
+  }
+  // b dies. Newcomers come one after another, each for 2 s, as a restarted process would.
+  const Clock::time_point died = now;
+  int newcomer = 0;
+  std::unique_ptr<PartitionLeases> current;
+  Clock::time_point current_since = now;
+  while (a.owned_partitions().size() < size_t{kPartitions} && now - died < 4 * kLease) {
+    if (!current || now - current_since >= 2s) {
+      current = replica_on_heap("c" + std::to_string(++newcomer), kTwoLeases);
+      current_since = now;
+    }
+    now += 500ms;
+    EXPECT_TRUE(current->round(none).taken.empty()) << "a newcomer takes no lapsed lease";
+    (void)a.round(none);
+  }
+  EXPECT_EQ(a.owned_partitions().size(), size_t{kPartitions});
+  EXPECT_LE(now - died, kLease + 1s) << newcomer << " newcomers came meanwhile";
 }
 
 TEST_F(Leases, AnOwnerWhoseMembershipCannotBeWrittenStopsActing) {
