@@ -152,9 +152,10 @@ class PullQueue;
 // recovery and bounds as add_work. Each fetched Message is settled once, from any thread, with
 // ack(), nak(), term() or settle() (message.h), and kept alive meanwhile up to keep_alive_limit.
 // Up to `batch` messages (256 when 0) wait here unfetched; then this replica pulls no more until
-// some are fetched. When the work stops (subscription().drain() or stop(), Fleet::shutdown,
-// ~Fleet) what waits unfetched goes back to the broker at once; drain waits for the verdicts of
-// fetched ones until its deadline, then gives them back too. Copyable; any thread.
+// some are fetched. One that waits unfetched past keep_alive_limit goes back to the broker for
+// another replica (a fetch skips it). When the work stops (subscription().drain() or stop(),
+// Fleet::shutdown, ~Fleet) what waits unfetched goes back to the broker at once; drain waits for
+// the verdicts of fetched ones until its deadline, then gives them back too. Copyable; any thread.
 //
 //   auto orders = fleet.add_pull_work(spec);
 //   if (!orders) die(orders.error().describe());

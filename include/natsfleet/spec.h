@@ -78,12 +78,12 @@ struct WorkSpec {
   // handler, and one whose handler runs long, once it has been held a third of ack_wait (and
   // again every third). Fast handlers never wait that long, so they cost nothing.
   std::chrono::milliseconds ack_wait = std::chrono::seconds(30);
-  // How long that keep-alive lasts. A message still waiting for a handler after this long is
-  // given back (nak'd, so another replica takes it at once); a handler running longer is
-  // presumed hung: its message gets no more in-progress acks and the broker redelivers it after
-  // ack_wait (a delivery of its own; natsfleet sets it aside after twice max_deliver). 0: no
-  // keep-alive at all (waiting messages and long handlers expire after ack_wait; a handler may
-  // still call Message::in_progress() itself).
+  // How long that keep-alive lasts. A message still waiting for a handler (or for a pull work's
+  // fetch) after this long is given back (nak'd, so another replica takes it at once); a handler
+  // running longer is presumed hung: its message gets no more in-progress acks and the broker
+  // redelivers it after ack_wait (a delivery of its own; natsfleet sets it aside after twice
+  // max_deliver). 0: no keep-alive at all (waiting messages and long handlers expire after
+  // ack_wait; a handler may still call Message::in_progress() itself).
   std::chrono::milliseconds keep_alive_limit = std::chrono::minutes(5);
   int max_deliver = 5;  // then the message is terminated
   int max_ack_pending = 1000;

@@ -103,6 +103,23 @@ DeliveryControl::Next DeliveryControl::handler_returned(Disposition returned) {
   return {Next::Step::carry_out, std::move(returned)};
 }
 
+bool DeliveryControl::take_for_application() {
+  std::lock_guard lock(mu_);
+  if (state_ == State::done) return false;
+  with_application_.store(true, std::memory_order_release);
+  return true;
+}
+
+bool DeliveryControl::close_unheld(Errc why) {
+  std::lock_guard lock(mu_);
+  if (with_application_.load(std::memory_order_acquire) || state_ == State::settled_early ||
+      state_ == State::done)
+    return false;
+  state_ = State::done;
+  closed_ = why;
+  return true;
+}
+
 bool DeliveryControl::close(Errc why) {
   std::lock_guard lock(mu_);
   if (state_ == State::settled_early || state_ == State::done) return false;

@@ -104,6 +104,12 @@ class DeliveryControl {
   // for its verdict.
   bool with_application() const { return with_application_.load(std::memory_order_acquire); }
   void set_with_application(bool held) { with_application_.store(held, std::memory_order_release); }
+  // A pull work's fetch hands the message to the application: false when it was given back
+  // meanwhile (close_unheld), and the fetch skips it.
+  bool take_for_application();
+  // Gives back a message the application does not hold (waiting to be fetched): a settle() from
+  // now fails with `why`. False when the application holds it, or a verdict came first.
+  bool close_unheld(Errc why);
 
  private:
   enum class State { handling, settled_early, deferred, done };

@@ -371,7 +371,7 @@ size_t DeliveryPipeline::awaiting_verdict() const {
 }
 
 void DeliveryPipeline::keep_deferred_alive(Clock::time_point now) {
-  std::vector<std::string> due;
+  std::vector<std::string> due, unfetched;
   std::vector<Message> overran;
   {
     std::lock_guard lock(deferred_mu_);
@@ -386,6 +386,12 @@ void DeliveryPipeline::keep_deferred_alive(Clock::time_point now) {
       } else if (spec_.keep_alive_limit <= milliseconds(0)) {
         d.overran = true;  // no keep-alive at all
       } else if (now - d.turn.started >= spec_.keep_alive_limit) {
+        // Still waiting for a pull work's fetch: given back, as a message waiting for a handler.
+        if (d.control->close_unheld(Errc::timeout)) {
+          unfetched.push_back(d.message.reply());
+          it = deferred_.erase(it);
+          continue;
+        }
         d.overran = true;
         overran.push_back(d.message);
       } else if (now - d.touched >= keep_alive_every_) {
@@ -403,7 +409,16 @@ void DeliveryPipeline::keep_deferred_alive(Clock::time_point now) {
                   "over {} ms (keep_alive_limit); it gets no more in-progress acks, so the broker "
                   "redelivers it after ack_wait",
                   spec_.name, message.stream_seq(), spec_.keep_alive_limit.count());
-  if (!overran.empty()) deferred_settled_.notify_all();
+  if (!unfetched.empty())
+    status_.event(spdlog::level::warn, "keep-alive-limit",
+                  "work {}: {} message(s) waited over {} ms (keep_alive_limit) for a fetch; gave "
+                  "them back for another replica",
+                  spec_.name, unfetched.size(), spec_.keep_alive_limit.count());
+  for (const auto& reply : unfetched) {
+    status_.counters.naked++;
+    (void)send(reply, consume::nak_body(milliseconds(0)));
+  }
+  if (!overran.empty() || !unfetched.empty()) deferred_settled_.notify_all();
 }
 
 void DeliveryPipeline::give_back_deferred(bool all) {

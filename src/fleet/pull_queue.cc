@@ -6,8 +6,12 @@
 
 namespace natsfleet {
 
-void PullQueue::set_held(const Message& message, bool held) {
-  if (message.control_) message.control_->set_with_application(held);
+void PullQueue::set_unheld(const Message& message) {
+  if (message.control_) message.control_->set_with_application(false);
+}
+
+bool PullQueue::take(const Message& message) {
+  return !message.control_ || message.control_->take_for_application();
 }
 
 void PullQueue::watch(std::stop_token stopping) {
@@ -17,7 +21,7 @@ void PullQueue::watch(std::stop_token stopping) {
 }
 
 bool PullQueue::put(const Message& message) {
-  set_held(message, false);
+  set_unheld(message);
   watch(message.stop_token());
   std::unique_lock lock(mu_);
   changed_.wait(lock, [&] { return closed_ || waiting_.size() < capacity_; });
@@ -36,11 +40,10 @@ Result<std::vector<Message>> PullQueue::fetch(size_t n, std::chrono::millisecond
                                         "fetch: the pull work has stopped; what was not fetched "
                                         "went back to the broker");
   std::vector<Message> out;
-  const size_t taken = std::min(n, waiting_.size());
-  out.reserve(taken);
-  for (size_t i = 0; i < taken; ++i) {
-    set_held(waiting_.front(), true);
-    out.push_back(std::move(waiting_.front()));
+  out.reserve(std::min(n, waiting_.size()));
+  while (out.size() < n && !waiting_.empty()) {
+    // One that waited past keep_alive_limit went back to the broker: skipped.
+    if (take(waiting_.front())) out.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
   }
   changed_.notify_all();

@@ -1,7 +1,8 @@
 // What stands behind natsfleet::PullWork: the messages a pull work's handler took, waiting for the
 // application's fetch(). The handler puts each message here and returns Disposition::later(), so
 // its verdict is the application's (Message::ack from any thread). A message is marked as not
-// held by the application until fetched: a stopping subscription gives those back at once.
+// held by the application until fetched: a stopping subscription gives those back at once, and
+// so does the keep-alive once one has waited past keep_alive_limit (a fetch then skips it).
 #pragma once
 
 #include <chrono>
@@ -37,8 +38,10 @@ class PullQueue {
  private:
   // Closes the queue once `stopping` (the delivering subscription's) is requested.
   void watch(std::stop_token stopping);
-  // Marks whether the application holds `message` (DeliveryControl::with_application).
-  static void set_held(const Message& message, bool held);
+  // Marks `message` as not held by the application (DeliveryControl::with_application).
+  static void set_unheld(const Message& message);
+  // Hands `message` to the application; false when it was given back meanwhile.
+  static bool take(const Message& message);
 
   const size_t capacity_;
   mutable std::mutex mu_;

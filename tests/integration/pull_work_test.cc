@@ -156,5 +156,38 @@ TEST(PullWork, DrainGivesBackWhatWaitsUnfetchedAtOnceAndWaitsForTheFetchedOnesVe
   EXPECT_EQ(gone.error().code, Errc::shutting_down);
 }
 
+// keep_alive_limit bounds a message's wait for a fetch as it bounds one's wait for a handler:
+// past it the message goes back for another replica, not left to ack_wait, and no later fetch
+// returns it.
+TEST(PullWork, AMessageUnfetchedPastKeepAliveLimitGoesBackForAnotherReplica) {
+  NatsServer server;
+  BrokerClient admin(server.url());
+  admin.create_stream("JOBS", {"jobs.>"});
+  auto spec = fast_work("jobs", "jobs.run");
+  spec.ack_wait = 60s;  // one left to ack_wait would not come back within the test
+  spec.keep_alive_limit = 1s;
+  spec.batch = 10;
+  Fleet a(fast_options({server.url()}, "a"));
+  auto jobs = a.add_pull_work(spec);
+  ASSERT_TRUE(jobs);
+  ASSERT_TRUE(a.start());
+  ASSERT_TRUE(wait_for([&] { return a.health().ready; }, 10s));
+  admin.publish_many("jobs.run", 3, "job-");
+  ASSERT_TRUE(wait_for([&] { return admin.consumer("JOBS", "jobs").num_ack_pending == 3; }, 20s));
+
+  std::atomic<int> handled{0};
+  Fleet b(fast_options({server.url()}, "b"));
+  ASSERT_TRUE(b.add_work(spec, [&](const Message&) {
+    ++handled;
+    return Disposition::ack();
+  }));
+  ASSERT_TRUE(b.start());
+  ASSERT_TRUE(wait_for([&] { return handled.load() == 3; }, 20s)) << handled.load();
+  auto late = jobs->fetch(3, 1ms);
+  ASSERT_TRUE(late) << late.error().describe();
+  EXPECT_TRUE(late->empty()) << late->size() << " given back, then fetched";
+  EXPECT_GE(a.health().subscriptions.at(0).counters.naked, 3u);
+}
+
 }  // namespace
 }  // namespace natsfleet::testing
