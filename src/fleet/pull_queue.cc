@@ -17,7 +17,10 @@ bool PullQueue::take(const Message& message) {
 void PullQueue::watch(std::stop_token stopping) {
   if (!stopping.stop_possible()) return;
   // Runs close() at once when the stop was requested already.
-  std::call_once(watched_, [&] { on_stop_.emplace(std::move(stopping), [this] { close(); }); });
+  std::call_once(watched_, [&] {
+    on_stop_.emplace(std::move(stopping), [this] { close(); });
+    watching_.store(true, std::memory_order_release);
+  });
 }
 
 bool PullQueue::put(const Message& message) {

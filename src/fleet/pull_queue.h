@@ -5,6 +5,7 @@
 // so does the keep-alive once one has waited past keep_alive_limit (a fetch then skips it).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -33,6 +34,8 @@ class PullQueue {
   // No more puts or fetches; what waits stays for the subscription to give back. Idempotent.
   void close();
   bool closed() const;
+  // The delivering subscription's stop closes this queue: true once a message was put.
+  bool watching() const { return watching_.load(std::memory_order_acquire); }
   size_t capacity() const { return capacity_; }
 
  private:
@@ -49,6 +52,7 @@ class PullQueue {
   std::deque<Message> waiting_;
   bool closed_ = false;
   std::once_flag watched_;
+  std::atomic<bool> watching_{false};
   std::optional<std::stop_callback<std::function<void()>>> on_stop_;
 };
 

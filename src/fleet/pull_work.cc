@@ -34,7 +34,8 @@ Result<std::vector<Message>> PullWork::fetch(std::size_t n,
   using Fetched = Result<std::vector<Message>>;
   if (!queue_) return Fetched(Errc::invalid_argument, "fetch: this PullWork stands for no work");
   if (n == 0) return Fetched(Errc::invalid_argument, "fetch: asked for no message");
-  if (!queue_->closed())
+  // Until a message came, the queue cannot see its work stop or its Fleet go: ask the work.
+  if (!queue_->closed() && !queue_->watching())
     if (auto health = subscription_.health(); !health) return health.error();
   return queue_->fetch(n, max_wait);
 }
