@@ -174,7 +174,7 @@ natsfleet::WorkSpec work_spec(const std::string& name, const char* stream, const
   spec.name = name;
   spec.subject = subject;
   spec.stream = stream;
-  spec.max_ack_pending = 1000;  // as the raw loops' consumers
+  spec.flow.max_ack_pending = 1000;  // as the raw loops' consumers
   return spec;
 }
 
@@ -334,9 +334,9 @@ natsfleet::WorkSpec ordered_spec(const std::string& name) {
   spec.name = name;
   spec.stream = kOrderedStream;
   spec.subject = kOrderedSource;
-  spec.ordering = natsfleet::Ordering::per_key;
-  spec.key_token = kOrderedKeyToken;
-  spec.partitions = kOrderedPartitions;
+  spec.per_key.emplace();
+  spec.per_key->key_token = kOrderedKeyToken;
+  spec.per_key->partitions = kOrderedPartitions;
   return spec;
 }
 
@@ -369,8 +369,8 @@ Rate keyed_consume(const std::string& url, const std::string& run, int keys, int
     spec.stream = kOrderedStream;
     spec.subject = "bench.ord." + run + ".*.*";  // the stored subjects: <run>.<key>.<partition>
   }
-  spec.heartbeat = 500ms;
-  spec.concurrency = 16;
+  spec.flow.heartbeat = 500ms;
+  spec.flow.concurrency = 16;
   std::atomic<int> got{0};
   Span span;
   auto added = fleet.add_work(spec, [&](const natsfleet::Message&) {
@@ -454,8 +454,8 @@ void per_key_section(const std::string& server, int messages) {
 // The ordered work of the handover measurement, the same in the holding child and here.
 natsfleet::WorkSpec handover_spec() {
   natsfleet::WorkSpec spec = ordered_spec("handover");
-  spec.concurrency = kOrderedPartitions;
-  spec.lease = kHandoverLease;
+  spec.flow.concurrency = kOrderedPartitions;
+  spec.per_key->lease = kHandoverLease;
   return spec;
 }
 

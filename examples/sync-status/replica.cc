@@ -70,10 +70,10 @@ int run_replica(const ReplicaOptions& options, const std::atomic<bool>& stop) {
   natsfleet::WorkSpec work;
   work.name = "sync-listener";
   work.subject = "daemon.sync.complete";
-  work.concurrency = 4;
+  work.flow.concurrency = 4;
   // The handler takes milliseconds: an event a killed replica held returns to the survivor after
   // 5 s rather than the default 30 s ('kill a' in the launcher shows it).
-  work.ack_wait = std::chrono::seconds(5);
+  work.flow.ack_wait = std::chrono::seconds(5);
   auto added = fleet.add_work(work, [&](const natsfleet::Message& m) {
     Status status = status_for(m.data(), options.name, utc_now(), m.stream_seq());
     if (!status.error.empty()) {

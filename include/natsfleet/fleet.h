@@ -232,7 +232,7 @@ class NATSFLEET_API Fleet {
   }
 
   // A work whose messages the application fetches (PullWork above); before or after start().
-  // Errors as add_work's, and invalid_argument for ordering = per_key (a key's messages are
+  // Errors as add_work's, and invalid_argument for per_key order (a key's messages are
   // handed to a handler one at a time).
   [[nodiscard]] Result<PullWork> add_pull_work(WorkSpec spec);
 

@@ -27,7 +27,7 @@ struct SubscriptionCounters {
   uint64_t dead_lettered = 0;
   uint64_t dropped = 0;  // core broadcasts only: dropped from a full queue
   // In-progress acks natsfleet sent for messages that waited on this replica, or were handled,
-  // for a third of ack_wait (see WorkSpec::ack_wait).
+  // for a third of ack_wait (see WorkFlow::ack_wait).
   uint64_t kept_alive = 0;
 
   // Adds another subscription's counts (a work made of several, such as ordered work's
@@ -67,7 +67,7 @@ struct SubscriptionHealth {
   bool downstream_down = false;
   std::string downstream_error{};  // the last retryable failure, while down
   uint64_t held = 0;               // messages held for a retry
-  // Per-key ordered work (WorkSpec::ordering): its partitions, each owned by one replica at a
+  // Per-key ordered work (WorkSpec::per_key): its partitions, each owned by one replica at a
   // time under a lease (docs/tutorial/library.md, "Ordered work").
   int partitions = 0;
   std::vector<int> partitions_owned{};  // by this replica now: its lease held, its reader reading

@@ -49,7 +49,7 @@ struct Delivery {
   int64_t timestamp_ns = 0;
 };
 
-// Ordered work's fencing token (WorkSpec::ordering = per_key): the partition the message was
+// Ordered work's fencing token (WorkSpec::per_key): the partition the message was
 // read from, and the epoch of the lease its owner held when it handed the message out. A
 // downstream that applies a key's writes only in rising stream sequence (and may refuse an epoch
 // below the newest it saw for the partition) ignores a late write from an owner that was paused

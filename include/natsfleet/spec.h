@@ -28,14 +28,6 @@ enum class OnMissing {
   exit,      // report fatal, so the orchestrator restarts the process
 };
 
-enum class Ordering {
-  none,  // messages are handled in parallel, in any order, on any replica
-  // Messages of one key (a subject token) are handled one after another, in stream order, on
-  // one replica at a time; different keys run in parallel. See docs/tutorial/library.md, "Ordered
-  // work".
-  per_key,
-};
-
 enum class StreamStorage { file, memory };
 
 enum class StreamRetention {
@@ -61,18 +53,12 @@ struct StreamSpec {
   std::chrono::milliseconds duplicate_window{0};  // 0: the broker's (2 minutes)
 };
 
-struct WorkSpec {
-  std::string name{};     // the shared durable's name: every replica declaring it shares the work
-  std::string subject{};  // the filter subject; also how the stream is found
-  // Several filter subjects on the one consumer, in place of `subject` (which is then left
-  // empty, or set to the first): nats-server 2.10 and later; on 2.9 the work reports fatal. They
-  // must not overlap; the first finds the stream. Not with ordering = per-key.
-  std::vector<std::string> subjects{};
-  std::string stream{};  // optional: found by subject across all streams when empty
-  // Optional: the stream this work reads, created when absent; `stream` is then left empty or
-  // names the same stream. Not with ordering = per-key.
-  std::optional<StreamSpec> declared_stream{};
-  WorkShape shape = WorkShape::pull;
+// How fast a work goes: what is in flight and buffered on a replica, and how long the broker
+// waits for a verdict before it hands a message to another replica.
+struct WorkFlow {
+  int concurrency = 1;  // handlers in flight on this replica
+  int batch = 0;        // messages buffered per replica; 0: derived
+  int max_ack_pending = 1000;
   // A message the broker has not heard about within ack_wait goes to another replica. natsfleet
   // keeps each message this replica holds alive with in-progress acks: one waiting for a
   // handler, and one whose handler runs long, once it has been held a third of ack_wait (and
@@ -85,18 +71,19 @@ struct WorkSpec {
   // max_deliver). 0: no keep-alive at all (waiting messages and long handlers expire after
   // ack_wait; a handler may still call Message::in_progress() itself).
   std::chrono::milliseconds keep_alive_limit = std::chrono::minutes(5);
-  int max_deliver = 5;  // then the message is terminated
-  int max_ack_pending = 1000;
-  StartAt start = StartAt::all;
-  OnMissing on_missing = OnMissing::recreate;
   // The idle heartbeat asked of the broker on each pull; two missed ones start a lookup, so it
   // is at most a quarter of ack_wait (validate_work refuses more). 0: a quarter of ack_wait, at
   // most 5 s (heartbeat_of below).
   std::chrono::milliseconds heartbeat{0};
-  int concurrency = 1;  // handlers in flight on this replica
-  int batch = 0;        // messages buffered per replica; 0: derived
   std::chrono::milliseconds pull_expires = std::chrono::seconds(30);
-  std::chrono::milliseconds nak_backoff_min = std::chrono::seconds(1);  // after a handler exception
+};
+
+// What a work does when handling fails: a message the handler rejects, a downstream that is
+// down, a consumer that is gone.
+struct WorkFailure {
+  int max_deliver = 5;  // then the message is terminated
+  // After a handler exception: redelivery waits growing from nak_backoff_min to nak_backoff_max.
+  std::chrono::milliseconds nak_backoff_min = std::chrono::seconds(1);
   std::chrono::milliseconds nak_backoff_max = std::chrono::seconds(60);
   // While the downstream is down (Disposition::retry), held messages are tried again after
   // waits growing from retry_min to retry_max, with jitter.
@@ -107,27 +94,53 @@ struct WorkSpec {
   // the stream holding this subject stored it is the original terminated. Empty: a terminated
   // message is only logged. The stream must exist: a missing one fails the bind, by name.
   std::string dead_letter{};
-  std::string description{};
-  // per_key: `subject` is what publishers use; key_token (1-based) names the `*` token that
-  // holds the key. The broker maps each subject to a partition (a subject mapping with
-  // partition(): docs/tutorial/library.md shows it); each partition is owned by one replica at a
-  // time, under a lease, and read in stream order; up to `concurrency` keys are handled at once
-  // on this replica, each key's messages one after another.
-  Ordering ordering = Ordering::none;
+  OnMissing missing_consumer = OnMissing::recreate;  // the work's consumer was deleted
+};
+
+// Per-key order: messages of one key (a subject token) are handled one after another, in stream
+// order, on one replica at a time; different keys run in parallel. `subject` is what publishers
+// use; key_token (1-based) names the `*` token that holds the key. The broker maps each subject
+// to a partition (a subject mapping with partition(): docs/tutorial/library.md, "Ordered work",
+// shows it); each partition is owned by one replica at a time, under a lease, and read in stream
+// order; up to flow.concurrency keys are handled at once on this replica.
+struct PerKeyOrder {
   int key_token = 0;
   int partitions = 16;
-  // per_key: how long a partition's lease lasts unrenewed. An owner renews it several times a
-  // lease (every tenth, at most every 0.5 s) and starts nothing once less than a fifth is left;
-  // a replica that dies is replaced about a lease later (within a lease + 1 s). Shorter: faster
+  // How long a partition's lease lasts unrenewed. An owner renews it several times a lease
+  // (every tenth, at most every 0.5 s) and starts nothing once less than a fifth is left; a
+  // replica that dies is replaced about a lease later (within a lease + 1 s). Shorter: faster
   // handover, more writes to the lease bucket.
   std::chrono::milliseconds lease = std::chrono::seconds(5);
+};
+
+// Shared work: what it reads (the fields at the top), how fast (flow), what to do on failure
+// (failure), and optionally per-key order.
+struct WorkSpec {
+  std::string name{};     // the shared durable's name: every replica declaring it shares the work
+  std::string subject{};  // the filter subject; also how the stream is found
+  // Several filter subjects on the one consumer, in place of `subject` (which is then left
+  // empty, or set to the first): nats-server 2.10 and later; on 2.9 the work reports fatal. They
+  // must not overlap; the first finds the stream. Not with per_key.
+  std::vector<std::string> subjects{};
+  std::string stream{};  // optional: found by subject across all streams when empty
+  // Optional: the stream this work reads, created when absent; `stream` is then left empty or
+  // names the same stream. Not with per_key.
+  std::optional<StreamSpec> declared_stream{};
+  WorkShape shape = WorkShape::pull;
+  StartAt start = StartAt::all;
+  std::string description{};
+  WorkFlow flow{};
+  WorkFailure failure{};
+  // Set: per-key order (PerKeyOrder above). Empty: messages are handled in parallel, in any
+  // order, on any replica.
+  std::optional<PerKeyOrder> per_key{};
 };
 
 // The heartbeat a work asks of the broker: its own, or when 0 a quarter of its ack_wait, at most
 // 5 s and at least 50 ms.
 inline std::chrono::milliseconds heartbeat_of(const WorkSpec& spec) {
-  if (spec.heartbeat.count() != 0) return spec.heartbeat;
-  const auto quarter = spec.ack_wait / 4;
+  if (spec.flow.heartbeat.count() != 0) return spec.flow.heartbeat;
+  const auto quarter = spec.flow.ack_wait / 4;
   const std::chrono::milliseconds most = std::chrono::seconds(5), least{50};
   return quarter > most ? most : quarter < least ? least : quarter;
 }

@@ -48,7 +48,7 @@ std::vector<std::string> dead_letter_subjects(const AuditOptions& options) {
   std::vector<std::string> counted;
   if (options.config)
     for (const auto& work : options.config->work)
-      if (!work.spec.dead_letter.empty()) counted.push_back(work.spec.dead_letter);
+      if (!work.spec.failure.dead_letter.empty()) counted.push_back(work.spec.failure.dead_letter);
   return counted;
 }
 
@@ -59,8 +59,8 @@ std::vector<Finding> mapping_findings(nats::Connection& connection,
                                       steady_clock::time_point deadline) {
   std::vector<Finding> found;
   for (const auto& w : config.work) {
-    if (w.spec.ordering != Ordering::per_key) continue;
-    auto plan = fleet::PartitionPlan::make(w.spec.subject, w.spec.key_token, w.spec.partitions);
+    if (!w.spec.per_key) continue;
+    auto plan = fleet::PartitionPlan::of(w.spec);
     if (!plan) continue;
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
     auto probed = fleet::probe_partition_mapping(

@@ -163,7 +163,7 @@ void judge_work(const config::WorkConfig& work, const std::string& where,
 void judge_ordered_work(const config::WorkConfig& work, const std::string& where,
                         const BrokerSnapshot& snapshot, std::vector<Finding>& out) {
   const WorkSpec& spec = work.spec;
-  auto plan = fleet::PartitionPlan::make(spec.subject, spec.key_token, spec.partitions);
+  auto plan = fleet::PartitionPlan::of(spec);
   if (!plan) return;  // the config was checked when it was read
   const nats::StreamInfo* stream = stream_holding(plan->stored_subjects(), snapshot);
   if (!stream) {
@@ -209,7 +209,7 @@ void judge_ordered_work(const config::WorkConfig& work, const std::string& where
 void judge_work(const config::WorkConfig& work, const std::string& where,
                 const BrokerSnapshot& snapshot, std::vector<Finding>& out) {
   const WorkSpec& spec = work.spec;
-  if (spec.ordering == Ordering::per_key) return judge_ordered_work(work, where, snapshot, out);
+  if (spec.per_key) return judge_ordered_work(work, where, snapshot, out);
   const nats::StreamInfo* stream = stream_holding(spec.subject, snapshot);
   if (!stream && spec.declared_stream) {
     out.push_back({"", spec.name, "work-no-stream",
@@ -306,31 +306,32 @@ std::vector<Finding> dead_letter_findings(const config::DaemonConfig& config,
   std::vector<Finding> out;
   for (const config::WorkConfig& work : config.work) {
     const WorkSpec& spec = work.spec;
-    if (spec.dead_letter.empty()) continue;
+    if (spec.failure.dead_letter.empty()) continue;
     const std::string where = fmt::format("{}:{}", config.file, work.line);
-    const nats::StreamInfo* stream = stream_holding(spec.dead_letter, second);
+    const nats::StreamInfo* stream = stream_holding(spec.failure.dead_letter, second);
     if (!stream) {
       out.push_back(
           {"", spec.name, "dead-letter-stream-missing",
-           fmt::format("{}: no stream holds dead_letter subject '{}'", where, spec.dead_letter),
+           fmt::format("{}: no stream holds dead_letter subject '{}'", where,
+                       spec.failure.dead_letter),
            fmt::format("create a stream holding '{}' (nats stream add): natsfleet run does not "
                        "bind the work without one",
-                       spec.dead_letter)});
+                       spec.failure.dead_letter)});
       continue;
     }
-    const auto now = second.subject_messages.find(spec.dead_letter);
+    const auto now = second.subject_messages.find(spec.failure.dead_letter);
     if (now == second.subject_messages.end() || now->second == 0) continue;
-    const auto before = first.subject_messages.find(spec.dead_letter);
+    const auto before = first.subject_messages.find(spec.failure.dead_letter);
     const bool growing = before != first.subject_messages.end() && now->second > before->second;
     out.push_back(
         {stream->name, spec.name, "dead-letters",
          fmt::format(
-             "{}: '{}' holds {} dead letter{} of work '{}'{}", where, spec.dead_letter, now->second,
-             now->second == 1 ? "" : "s", spec.name,
+             "{}: '{}' holds {} dead letter{} of work '{}'{}", where, spec.failure.dead_letter,
+             now->second, now->second == 1 ? "" : "s", spec.name,
              growing ? fmt::format(", growing ({} at the first sample)", before->second) : ""),
          fmt::format("natsfleet dead-letters list --config {} --subject {} shows why; fix the "
                      "cause, then replay them (or purge)",
-                     config.file, spec.dead_letter)});
+                     config.file, spec.failure.dead_letter)});
   }
   return out;
 }

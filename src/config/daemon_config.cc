@@ -68,7 +68,7 @@ std::string definition_of(const toml::table& table) {
 // concurrency is refused for it.
 Result<void> check_work_field(const std::function<void(WorkSpec&)>& set) {
   WorkSpec probe{.name = "probe", .subject = "probe"};
-  probe.max_ack_pending = Limits::kMaxAckPending;
+  probe.flow.max_ack_pending = Limits::kMaxAckPending;
   set(probe);
   return validate_work(probe);
 }
@@ -224,11 +224,11 @@ class ConfigParser {
     auto check_field = [&](std::string_view key, const std::function<void(WorkSpec&)>& set) {
       work.check(key, check_work_field(set));
     };
-    // A value read (when present) goes into its field of the spec, checked on its own.
-    auto take = [&](std::string_view key, const auto& value, auto WorkSpec::*field) {
+    // A value read (when present) goes into its field of a group of the spec, checked on its own.
+    auto take = [&](std::string_view key, const auto& value, auto WorkSpec::*group, auto field) {
       if (!value) return;
-      spec.*field = *value;
-      check_field(key, [&](WorkSpec& s) { s.*field = spec.*field; });
+      (spec.*group).*field = *value;
+      check_field(key, [&](WorkSpec& s) { (s.*group).*field = (spec.*group).*field; });
     };
 
     spec.name = work.required_string("name", "the shared consumer's name");
@@ -240,43 +240,41 @@ class ConfigParser {
       spec.shape = *shape == "pull" ? WorkShape::pull : WorkShape::push_queue;
     }
     take("ack_wait", work.duration("ack_wait", Limits::kMinAckWait, Limits::kMaxAckWait),
-         &WorkSpec::ack_wait);
+         &WorkSpec::flow, &WorkFlow::ack_wait);
     // Both first, then one check: retry_max below a retry_min given later is still named.
     const auto retry_min = work.duration("retry_min", kRetryMin, Limits::kMaxBackoff);
     const auto retry_max = work.duration("retry_max", kRetryMin, Limits::kMaxBackoff);
-    take("retry_min", retry_min, &WorkSpec::retry_min);
+    take("retry_min", retry_min, &WorkSpec::failure, &WorkFailure::retry_min);
     if (retry_max) {
-      spec.retry_max = *retry_max;
+      spec.failure.retry_max = *retry_max;
       check_field("retry_max", [&](WorkSpec& s) {
-        s.retry_min = spec.retry_min;
-        s.retry_max = spec.retry_max;
+        s.failure.retry_min = spec.failure.retry_min;
+        s.failure.retry_max = spec.failure.retry_max;
       });
     }
-    take("max_deliver", work.integer("max_deliver", -1, Limits::kMaxDeliver),
-         &WorkSpec::max_deliver);
+    take("max_deliver", work.integer("max_deliver", -1, Limits::kMaxDeliver), &WorkSpec::failure,
+         &WorkFailure::max_deliver);
     take("max_ack_pending", work.integer("max_ack_pending", 1, Limits::kMaxAckPending),
-         &WorkSpec::max_ack_pending);
+         &WorkSpec::flow, &WorkFlow::max_ack_pending);
     if (auto start = work.choice("start", {"all", "new"}))
       spec.start = *start == "all" ? StartAt::all : StartAt::new_messages;
     if (auto on_missing = work.choice("on_missing", {"recreate", "exit"}))
-      spec.on_missing = *on_missing == "recreate" ? OnMissing::recreate : OnMissing::exit;
+      spec.failure.missing_consumer =
+          *on_missing == "recreate" ? OnMissing::recreate : OnMissing::exit;
     // Judged with the work's ack_wait: at most a quarter of it.
     if (auto heartbeat = work.duration("heartbeat", Limits::kMinHeartbeat, Limits::kMaxHeartbeat)) {
-      spec.heartbeat = *heartbeat;
-      check_field("heartbeat", [&](WorkSpec& s) {
-        s.ack_wait = spec.ack_wait;
-        s.heartbeat = spec.heartbeat;
-      });
+      spec.flow.heartbeat = *heartbeat;
+      check_field("heartbeat", [&](WorkSpec& s) { s.flow = spec.flow; });
     }
-    take("concurrency", work.integer("concurrency", 1, Limits::kMaxConcurrency),
-         &WorkSpec::concurrency);
+    take("concurrency", work.integer("concurrency", 1, Limits::kMaxConcurrency), &WorkSpec::flow,
+         &WorkFlow::concurrency);
     if (auto dead_letter = work.non_empty_string("dead_letter")) {
-      spec.dead_letter = *dead_letter;
+      spec.failure.dead_letter = *dead_letter;
       // Judged with the work's subject: it must not be one the work itself consumes.
       check_field("dead_letter", [&](WorkSpec& s) {
         s.subject = spec.subject;
         s.subjects = spec.subjects;
-        s.dead_letter = spec.dead_letter;
+        s.failure.dead_letter = spec.failure.dead_letter;
       });
     }
     read_ordering(work, spec);
@@ -284,9 +282,7 @@ class ConfigParser {
       work.check("stream", check_work_field([&](WorkSpec& s) {
                    s.subject = spec.subject;
                    s.subjects = spec.subjects;
-                   s.ordering = spec.ordering;
-                   s.key_token = spec.key_token;
-                   s.partitions = spec.partitions;
+                   s.per_key = spec.per_key;
                    s.declared_stream = spec.declared_stream;
                  }));
     // Each field passed alone, so what is left is a combination: max_ack_pending below
@@ -386,31 +382,31 @@ class ConfigParser {
   // the others (and with the subject, the heartbeat and ack_wait).
   void read_ordering(TableReader& work, WorkSpec& spec) const {
     if (auto ordering = work.choice("ordering", {"none", "per-key"}))
-      spec.ordering = *ordering == "per-key" ? Ordering::per_key : Ordering::none;
+      spec.per_key =
+          *ordering == "per-key" ? std::optional<PerKeyOrder>(PerKeyOrder{}) : std::nullopt;
     const auto key_token = work.integer("key_token", 1, Limits::kMaxKeyToken);
     const auto partitions = work.integer("partitions", 1, Limits::kMaxPartitions);
     const auto lease = work.duration("lease", Limits::kMinLease, Limits::kMaxLease);
-    if (spec.ordering == Ordering::per_key && spec.subjects.size() > 1)
+    if (spec.per_key && spec.subjects.size() > 1)
       work.fail("ordering", "per-key takes one subject, not several: the key is a token of it");
-    if (spec.ordering != Ordering::per_key) {
+    if (!spec.per_key) {
       for (const char* key : {"key_token", "partitions", "lease"})
         if (work.find(key)) work.fail(key, "applies to ordering = \"per-key\" only");
       return;
     }
-    if (partitions) spec.partitions = static_cast<int>(*partitions);
-    if (lease) spec.lease = *lease;
+    PerKeyOrder& order = *spec.per_key;
+    if (partitions) order.partitions = static_cast<int>(*partitions);
+    if (lease) order.lease = *lease;
     if (!key_token) {
       if (!work.find("key_token"))
         work.fail("ordering", "per-key needs key_token: the 1-based token of subject \"" +
                                   spec.subject + "\" that holds the key");
       return;
     }
-    spec.key_token = static_cast<int>(*key_token);
+    order.key_token = static_cast<int>(*key_token);
     auto with_order = [&](WorkSpec& s) {
       s.subject = spec.subject;
-      s.ordering = Ordering::per_key;
-      s.key_token = spec.key_token;
-      s.partitions = spec.partitions;
+      s.per_key = order;
     };
     if (auto checked = check_work_field(with_order); !checked) {
       const std::string& bad = checked.error().message;

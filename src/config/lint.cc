@@ -94,28 +94,30 @@ void sort_by_line(std::vector<LintFinding>& findings) {
 // handlers, an ack_wait shorter than its sink's timeout, a work acknowledged on stdout.
 void lint_work(const std::string& file, const WorkConfig& work, std::vector<LintFinding>& out) {
   const WorkSpec& spec = work.spec;
-  if (spec.max_deliver == -1)
+  if (spec.failure.max_deliver == -1)
     out.push_back({file, work.line, "unlimited-redelivery",
                    "work '" + spec.name +
                        "' has max_deliver = -1: a message its sink always fails is redelivered "
                        "for ever; set a limit so it is terminated"});
-  if (spec.max_deliver > 0 && spec.dead_letter.empty())
+  if (spec.failure.max_deliver > 0 && spec.failure.dead_letter.empty())
     out.push_back({file, work.line, "no-dead-letter",
                    "work '" + spec.name + "' terminates a message after " +
-                       std::to_string(spec.max_deliver) +
+                       std::to_string(spec.failure.max_deliver) +
                        " deliveries and keeps it nowhere (only a log line): set dead_letter = "
                        "\"SUBJECT\" to keep it for natsfleet dead-letters replay"});
-  if (spec.max_ack_pending < spec.concurrency)
+  if (spec.flow.max_ack_pending < spec.flow.concurrency)
     out.push_back({file, work.line, "ack-pending-below-concurrency",
                    "work '" + spec.name + "' has max_ack_pending " +
-                       std::to_string(spec.max_ack_pending) + " below concurrency " +
-                       std::to_string(spec.concurrency) + ": some handlers can never get work"});
+                       std::to_string(spec.flow.max_ack_pending) + " below concurrency " +
+                       std::to_string(spec.flow.concurrency) +
+                       ": some handlers can never get work"});
   const auto sink_timeout = sinks::delivery_timeout(work.sink);
-  if (sink_timeout && spec.ack_wait < *sink_timeout)
+  if (sink_timeout && spec.flow.ack_wait < *sink_timeout)
     out.push_back({file, work.line, "ack-wait-below-sink-timeout",
-                   "work '" + spec.name + "' has ack_wait " + base::format_duration(spec.ack_wait) +
-                       " below its " + std::string(sinks::sink_type(work.sink)) +
-                       " sink's timeout " + base::format_duration(*sink_timeout) +
+                   "work '" + spec.name + "' has ack_wait " +
+                       base::format_duration(spec.flow.ack_wait) + " below its " +
+                       std::string(sinks::sink_type(work.sink)) + " sink's timeout " +
+                       base::format_duration(*sink_timeout) +
                        ": a delivery that outlasts ack_wait lives on in-progress acks, and a "
                        "replica stalled mid-delivery loses it to another while the sink is still "
                        "on it"});

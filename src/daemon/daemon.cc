@@ -94,9 +94,8 @@ std::vector<std::pair<std::string, std::string>> partition_mappings(
     const config::DaemonConfig& cfg) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& work : cfg.work)
-    if (work.spec.ordering == Ordering::per_key)
-      if (auto plan = fleet::PartitionPlan::make(work.spec.subject, work.spec.key_token,
-                                                 work.spec.partitions))
+    if (work.spec.per_key)
+      if (auto plan = fleet::PartitionPlan::of(work.spec))
         out.emplace_back(plan->source(), plan->destination());
   return out;
 }
@@ -276,10 +275,8 @@ bool ensure_streams(const std::string& url, const config::DaemonConfig& cfg, spd
     auto subjects = fleet::filter_subjects(work.spec);
     // Per-key ordered work is stored under its partitioned subjects
     // (fleet/ordered/partition_plan.h).
-    if (work.spec.ordering == Ordering::per_key)
-      if (auto plan = fleet::PartitionPlan::make(work.spec.subject, work.spec.key_token,
-                                                 work.spec.partitions))
-        subjects = {plan->stored_subjects()};
+    if (work.spec.per_key)
+      if (auto plan = fleet::PartitionPlan::of(work.spec)) subjects = {plan->stored_subjects()};
     auto held = api.find_stream(subjects.front());
     std::string name = held ? *held : work.spec.stream;
     if (name.empty()) {
@@ -289,8 +286,8 @@ bool ensure_streams(const std::string& url, const config::DaemonConfig& cfg, spd
     if (!held && !create(name, subjects)) return false;
     // The work's dead letters get a stream of their own: a terminated message is only let go once
     // a stream has stored its copy.
-    if (!work.spec.dead_letter.empty() && !api.find_stream(work.spec.dead_letter) &&
-        !create(name + "_DEAD_LETTERS", {work.spec.dead_letter}))
+    if (!work.spec.failure.dead_letter.empty() && !api.find_stream(work.spec.failure.dead_letter) &&
+        !create(name + "_DEAD_LETTERS", {work.spec.failure.dead_letter}))
       return false;
   }
   conn.value()->shutdown(1s);
@@ -307,7 +304,7 @@ Result<void> start_work(Daemon::State& s, const config::WorkConfig& work) {
   // These sinks end a delivery themselves after their timeout (a wedged worker is killed):
   // keep a message alive that long, plus time for the stored publishes it asks for.
   if (auto timeout = sinks::delivery_timeout(work.sink))
-    spec.keep_alive_limit = *timeout + kPublishMargin;
+    spec.flow.keep_alive_limit = *timeout + kPublishMargin;
   health::SubscriptionMetrics& metrics = s.metrics.register_subscription(name);
   Fleet& fleet = *s.fleet;
   auto added = fleet.add_work(spec, [&s, &metrics, &fleet, sink, name](const Message& m) {

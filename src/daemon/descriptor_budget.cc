@@ -93,7 +93,7 @@ DescriptorBudget plan_descriptors(std::uint64_t limit, const config::DaemonConfi
   DescriptorBudget budget;
   budget.limit = limit;
   std::uint64_t sinks = 0;
-  for (const auto& work : config.work) sinks += sink_needs(work.sink, work.spec.concurrency);
+  for (const auto& work : config.work) sinks += sink_needs(work.sink, work.spec.flow.concurrency);
   for (const auto& bc : config.broadcast) sinks += sink_needs(bc.sink, bc.spec.concurrency);
   const std::uint64_t health = health_max_connections + 1;
   const std::uint64_t embedded = embedded_broker ? kEmbeddedBroker : 0;

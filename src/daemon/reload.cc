@@ -50,9 +50,8 @@ Result<void> start_named(Daemon::State& s, const config::DaemonConfig& c, const 
 // On the embedded broker, per-key work needs a subject mapping the broker was given when it
 // started: an error (invalid_argument) when `work` is per-key and the broker lacks its mapping.
 Result<void> mapping_present(const Daemon::State& s, const config::WorkConfig& work) {
-  if (!s.broker || work.spec.ordering != Ordering::per_key) return {};
-  auto plan =
-      fleet::PartitionPlan::make(work.spec.subject, work.spec.key_token, work.spec.partitions);
+  if (!s.broker || !work.spec.per_key) return {};
+  auto plan = fleet::PartitionPlan::of(work.spec);
   if (!plan) return {};
   const std::pair<std::string, std::string> mapping{plan->source(), plan->destination()};
   for (const auto& m : s.broker_mappings)

@@ -183,7 +183,7 @@ std::vector<std::string> dead_letter_subjects(const std::vector<std::string>& fl
   if (!flags.empty()) {
     for (const auto& subject : flags) add(subject);
   } else if (config) {
-    for (const auto& work : config->work) add(work.spec.dead_letter);
+    for (const auto& work : config->work) add(work.spec.failure.dead_letter);
   }
   return out;
 }

@@ -100,9 +100,9 @@ nats::ConsumerConfig desired_consumer_config(const WorkSpec& spec, const std::st
   nats::ConsumerConfig c;
   c.durable_name = durable.empty() ? spec.name : durable;
   c.ack_policy = nats::AckPolicy::explicit_ack;
-  c.ack_wait = spec.ack_wait;
+  c.ack_wait = spec.flow.ack_wait;
   c.max_deliver = kBrokerMaxDeliver;
-  c.max_ack_pending = spec.max_ack_pending;
+  c.max_ack_pending = spec.flow.max_ack_pending;
   set_filter(c, spec);
   c.metadata[kWorkMetadataKey] = spec.name;
   c.deliver_policy =
@@ -133,9 +133,9 @@ nats::ConsumerConfig replica_consumer_config(const WorkSpec& spec, const std::st
   nats::ConsumerConfig c;
   c.name = name;
   c.ack_policy = nats::AckPolicy::explicit_ack;
-  c.ack_wait = spec.ack_wait;
+  c.ack_wait = spec.flow.ack_wait;
   c.max_deliver = kBrokerMaxDeliver;
-  c.max_ack_pending = spec.max_ack_pending;
+  c.max_ack_pending = spec.flow.max_ack_pending;
   set_filter(c, spec);
   c.metadata[kBroadcastMetadataKey] = spec.name;
   c.deliver_policy = start_seq > 0      ? nats::DeliverPolicy::by_start_sequence
@@ -197,19 +197,19 @@ ShapeCheck check_shape(const WorkSpec& spec, const nats::ConsumerConfig& existin
     if (!out.changes.empty()) out.changes += ", ";
     out.changes += std::string(key) + " " + from + " -> " + to;
   };
-  if (existing.ack_wait != spec.ack_wait) {
-    drift("ack_wait", describe_ns(existing.ack_wait.count()), describe_ns(ns(spec.ack_wait)));
-    out.updated.ack_wait = spec.ack_wait;
+  if (existing.ack_wait != spec.flow.ack_wait) {
+    drift("ack_wait", describe_ns(existing.ack_wait.count()), describe_ns(ns(spec.flow.ack_wait)));
+    out.updated.ack_wait = spec.flow.ack_wait;
   }
   if (existing.max_deliver != kBrokerMaxDeliver) {
     drift("max_deliver", std::to_string(existing.max_deliver),
           "-1 (natsfleet enforces max_deliver itself)");
     out.updated.max_deliver = kBrokerMaxDeliver;
   }
-  if (existing.max_ack_pending != spec.max_ack_pending) {
+  if (existing.max_ack_pending != spec.flow.max_ack_pending) {
     drift("max_ack_pending", std::to_string(existing.max_ack_pending),
-          std::to_string(spec.max_ack_pending));
-    out.updated.max_ack_pending = spec.max_ack_pending;
+          std::to_string(spec.flow.max_ack_pending));
+    out.updated.max_ack_pending = spec.flow.max_ack_pending;
   }
   if (!spec.description.empty() && existing.description != spec.description) {
     drift("description", existing.description.empty() ? "none" : existing.description,

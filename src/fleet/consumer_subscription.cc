@@ -67,7 +67,7 @@ ConsumerSubscription::ConsumerSubscription(WorkSpec spec, WorkHandler handler,
       watch_(spec_, ctx_.options, lifecycle_, status_, watch_broker_, *context.clock),
       // Often enough to see a missed heartbeat, and to keep held messages' in-progress acks
       // (every ack_wait / 3) well inside ack_wait.
-      tick_(std::clamp(std::min(heartbeat_of(spec_), spec_.ack_wait) / 4, milliseconds(25),
+      tick_(std::clamp(std::min(heartbeat_of(spec_), spec_.flow.ack_wait) / 4, milliseconds(25),
                        milliseconds(500))),
       intake_(context,
               [this] {
@@ -234,13 +234,13 @@ Result<void> ConsumerSubscription::supported_by_server() {
 Result<void> ConsumerSubscription::bind() {
   auto stream = locate_stream();
   if (!stream) return stream.error();
-  if (!spec_.dead_letter.empty()) {
+  if (!spec_.failure.dead_letter.empty()) {
     // Checked before consuming: a terminated message must have somewhere to go.
-    auto holder = api_.find_stream(spec_.dead_letter);
+    auto holder = api_.find_stream(spec_.failure.dead_letter);
     if (!holder) {
       if (holder.error().code == Errc::no_stream_for_subject)
         return Result<void>(Errc::no_stream_for_subject,
-                            "dead_letter subject " + spec_.dead_letter +
+                            "dead_letter subject " + spec_.failure.dead_letter +
                                 " is held by no stream: create one that holds it (natsfleet "
                                 "creates it only on its embedded broker)");
       return holder.error();
@@ -458,8 +458,8 @@ void ConsumerSubscription::run_recovering() {
                                wait_for(d);
                                return !stopping();
                              });
-    const RecoveryAction action =
-        after_lookup(found.lookup, spec_.on_missing, lifecycle_.stream(), lifecycle_.consumer());
+    const RecoveryAction action = after_lookup(found.lookup, spec_.failure.missing_consumer,
+                                               lifecycle_.stream(), lifecycle_.consumer());
     switch (action.kind) {
       case RecoveryAction::pull_again:
         // Acks first: a new consumer leader that lags the old one delivers from where its state
@@ -517,7 +517,7 @@ void ConsumerSubscription::go_fatal(const std::string& reason) {
 }
 
 void ConsumerSubscription::resend_recent_acks() {
-  pipeline_.resend_recent_acks(std::min(spec_.ack_wait / 4, ctx_.options.request_timeout));
+  pipeline_.resend_recent_acks(std::min(spec_.flow.ack_wait / 4, ctx_.options.request_timeout));
 }
 
 }  // namespace natsfleet::fleet

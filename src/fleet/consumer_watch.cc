@@ -24,7 +24,7 @@ ConsumerWatch::ConsumerWatch(const WorkSpec& spec, const FleetOptions& options,
       broker_(broker),
       clock_(clock),
       stall_(options.stall_after),
-      stuck_(StuckConsumerWatch::after_for(spec.ack_wait)),
+      stuck_(StuckConsumerWatch::after_for(spec.flow.ack_wait)),
       unserved_(options.replace_unserved_after) {}
 
 void ConsumerWatch::bound() {
@@ -87,7 +87,7 @@ void ConsumerWatch::move_stuck_leader(const nats::ConsumerInfo& info) {
 ConsumerWatch::Verdict ConsumerWatch::unserved(const Here& here, const std::string& evidence) {
   Verdict verdict;
   // A fleet told to exit when its consumer goes missing leaves consumers to their operator.
-  if (spec_.on_missing == OnMissing::exit) return verdict;
+  if (spec_.failure.missing_consumer == OnMissing::exit) return verdict;
   const auto now = clock_.now();
   const UnservedWatch::Link link{.connected = broker_.connected(),
                                  .last_served = here.last_served,

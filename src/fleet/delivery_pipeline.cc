@@ -26,7 +26,7 @@ constexpr milliseconds kDeadLetterTimeout{5000};
 
 // A rejected message's nak delay: nak_backoff_min doubling with each delivery, up to the max.
 milliseconds nak_delay(const WorkSpec& spec, uint64_t delivered) {
-  return base::exponential_delay(spec.nak_backoff_min, spec.nak_backoff_max,
+  return base::exponential_delay(spec.failure.nak_backoff_min, spec.failure.nak_backoff_max,
                                  delivered > 0 ? delivered - 1 : 0);
 }
 
@@ -71,9 +71,9 @@ void log_delivery(spdlog::logger& log, const std::string& work, std::string_view
 
 DownstreamGate::Options gate_options(const WorkSpec& spec) {
   DownstreamGate::Options options;
-  options.retry_min = spec.retry_min;
-  options.retry_max = spec.retry_max;
-  options.in_progress_every = std::max(spec.ack_wait / 3, milliseconds(100));
+  options.retry_min = spec.failure.retry_min;
+  options.retry_max = spec.failure.retry_max;
+  options.in_progress_every = std::max(spec.flow.ack_wait / 3, milliseconds(100));
   return options;
 }
 
@@ -82,7 +82,7 @@ consume::Dispatcher::Options dispatcher_options(const WorkSpec& spec, const base
   consume::Dispatcher::Options options;
   // An idle handler thread reads the pull inbox itself: no hand-off between threads.
   options.feed = [&intake](std::chrono::milliseconds wait) { return intake.read(wait); };
-  options.concurrency = spec.concurrency;
+  options.concurrency = spec.flow.concurrency;
   options.clock = &clock;
   // A redelivery of a message still waiting (push: the broker resent it after ack_wait)
   // replaces it: the same stream sequence.
@@ -113,9 +113,9 @@ DeliveryPipeline::DeliveryPipeline(const WorkSpec& spec, WorkHandler handler,
       intake_(intake),
       clock_(clock),
       link_(std::make_shared<DeliveryLink>(&transport, static_cast<Settler*>(this))),
-      stale_after_(std::max(spec.ack_wait / 2, heartbeat_of(spec) * 3)),
-      keep_alive_every_(spec.ack_wait / 3),
-      tuner_(spec.batch, spec.concurrency, spec.max_ack_pending, spec.ack_wait),
+      stale_after_(std::max(spec.flow.ack_wait / 2, heartbeat_of(spec) * 3)),
+      keep_alive_every_(spec.flow.ack_wait / 3),
+      tuner_(spec.flow.batch, spec.flow.concurrency, spec.flow.max_ack_pending, spec.flow.ack_wait),
       gate_(gate_options(spec)),
       dispatcher_(dispatcher_options(spec, clock, intake),
                   [this](nats::InboundMessage&& m, const consume::Dispatcher::Turn& turn) {
@@ -203,8 +203,9 @@ DeliveryPipeline::Step DeliveryPipeline::screen(const Message& message, bool pro
   // Delivered more than twice max_deliver with no verdict, and stored longer ago than those
   // deliveries take: every replica that took it died or timed out (a message that crashes its
   // process). Set aside rather than looped for ever (docs/design/recovery.md, "No verdict").
-  if (spec_.max_deliver <= 0 || delivered <= 2 * static_cast<uint64_t>(spec_.max_deliver) ||
-      !stored_before(message, spec_.max_deliver * spec_.ack_wait))
+  if (spec_.failure.max_deliver <= 0 ||
+      delivered <= 2 * static_cast<uint64_t>(spec_.failure.max_deliver) ||
+      !stored_before(message, spec_.failure.max_deliver * spec_.flow.ack_wait))
     return Step::next;
   (void)settle(message,
                Disposition::term().because(fmt::format(
@@ -282,9 +283,10 @@ Result<void> DeliveryPipeline::settle(const Message& message, Disposition outcom
   const uint64_t delivered = message.delivered();
   // A rejection on the last allowed delivery ends the message here: natsfleet, not the broker,
   // enforces max_deliver, so a last delivery lost to a crash is redelivered, never dropped.
-  if (outcome.kind() == Disposition::Kind::nak && spec_.max_deliver > 0 &&
-      delivered >= static_cast<uint64_t>(spec_.max_deliver)) {
-    std::string why = fmt::format("rejected on delivery {} of {}", delivered, spec_.max_deliver);
+  if (outcome.kind() == Disposition::Kind::nak && spec_.failure.max_deliver > 0 &&
+      delivered >= static_cast<uint64_t>(spec_.failure.max_deliver)) {
+    std::string why =
+        fmt::format("rejected on delivery {} of {}", delivered, spec_.failure.max_deliver);
     if (!outcome.reason().empty()) why += ": " + outcome.reason();
     outcome = Disposition::term().because(std::move(why));
   }
@@ -315,15 +317,15 @@ Result<void> DeliveryPipeline::terminate(const Message& message, const std::stri
   const std::string where =
       d ? fmt::format("{} sequence {}", d->stream, d->stream_seq) : std::string("a message");
   const std::string reason = why.empty() ? "terminated by the handler" : why;
-  if (!spec_.dead_letter.empty()) {
-    auto copy = dead_letter_copy(message, spec_.dead_letter, spec_.name, reason,
+  if (!spec_.failure.dead_letter.empty()) {
+    auto copy = dead_letter_copy(message, spec_.failure.dead_letter, spec_.name, reason,
                                  std::chrono::system_clock::now());
     if (auto stored = publish_dead_letter(transport_, copy, kDeadLetterTimeout); !stored) {
       // Not stored, so not terminated: it comes back and is dead-lettered then.
       status_.warn("cannot store the dead letter of " + where + ": " + stored.error().describe() +
                    "; it is redelivered instead");
       status_.counters.naked++;
-      (void)send(reply, consume::nak_body(spec_.nak_backoff_min));
+      (void)send(reply, consume::nak_body(spec_.failure.nak_backoff_min));
       return stored;
     }
     status_.counters.dead_lettered++;
@@ -335,8 +337,8 @@ Result<void> DeliveryPipeline::terminate(const Message& message, const std::stri
       {{"stream_seq", message.stream_seq()}, {"delivered", message.delivered()}, {"error", reason}},
       "work {}: {} (subject {}) terminated after {} deliveries ({}){}", spec_.name, where,
       message.subject(), message.delivered(), reason,
-      spec_.dead_letter.empty() ? std::string("; no dead_letter subject is set")
-                                : "; dead-lettered to " + spec_.dead_letter);
+      spec_.failure.dead_letter.empty() ? std::string("; no dead_letter subject is set")
+                                        : "; dead-lettered to " + spec_.failure.dead_letter);
   return sent;
 }
 
@@ -379,13 +381,13 @@ void DeliveryPipeline::keep_deferred_alive(Clock::time_point now) {
       Deferred& d = it->second;
       if (d.overran) {
         // No in-progress ack for ack_wait: the broker has redelivered it.
-        if (now - d.touched >= spec_.ack_wait && d.control->close(Errc::timeout)) {
+        if (now - d.touched >= spec_.flow.ack_wait && d.control->close(Errc::timeout)) {
           it = deferred_.erase(it);
           continue;
         }
-      } else if (spec_.keep_alive_limit <= milliseconds(0)) {
+      } else if (spec_.flow.keep_alive_limit <= milliseconds(0)) {
         d.overran = true;  // no keep-alive at all
-      } else if (now - d.turn.started >= spec_.keep_alive_limit) {
+      } else if (now - d.turn.started >= spec_.flow.keep_alive_limit) {
         // Still waiting for a pull work's fetch: given back, as a message waiting for a handler.
         if (d.control->close_unheld(Errc::timeout)) {
           unfetched.push_back(d.message.reply());
@@ -408,12 +410,12 @@ void DeliveryPipeline::keep_deferred_alive(Clock::time_point now) {
                   "work {}: stream sequence {} has waited for its verdict (Disposition::later) "
                   "over {} ms (keep_alive_limit); it gets no more in-progress acks, so the broker "
                   "redelivers it after ack_wait",
-                  spec_.name, message.stream_seq(), spec_.keep_alive_limit.count());
+                  spec_.name, message.stream_seq(), spec_.flow.keep_alive_limit.count());
   if (!unfetched.empty())
     status_.event(spdlog::level::warn, "keep-alive-limit",
                   "work {}: {} message(s) waited over {} ms (keep_alive_limit) for a fetch; gave "
                   "them back for another replica",
-                  spec_.name, unfetched.size(), spec_.keep_alive_limit.count());
+                  spec_.name, unfetched.size(), spec_.flow.keep_alive_limit.count());
   for (const auto& reply : unfetched) {
     status_.counters.naked++;
     (void)send(reply, consume::nak_body(milliseconds(0)));
@@ -488,13 +490,13 @@ void DeliveryPipeline::apply(DownstreamGate::Outcome outcome) {
 
 void DeliveryPipeline::keep_alive(Clock::time_point now) {
   keep_deferred_alive(now);
-  if (spec_.keep_alive_limit <= milliseconds(0)) return;
+  if (spec_.flow.keep_alive_limit <= milliseconds(0)) return;
   auto kept = dispatcher_.keep_alive(
-      now, keep_alive_every_, spec_.keep_alive_limit,
+      now, keep_alive_every_, spec_.flow.keep_alive_limit,
       stale_after_ > milliseconds(0) ? Clock::duration(stale_after_) : Clock::duration::max());
   for (const auto& reply : kept.due) (void)send(reply, consume::kInProgressBody);
   status_.counters.kept_alive += kept.due.size();
-  const auto limit_ms = spec_.keep_alive_limit.count();
+  const auto limit_ms = spec_.flow.keep_alive_limit.count();
   if (!kept.expired.empty())
     status_.event(
         spdlog::level::warn, "keep-alive-limit",
@@ -601,7 +603,7 @@ Message DeliveryPipeline::as_message(nats::InboundMessage& in,
 void DeliveryPipeline::remember_ack(const std::string& reply) {
   if (reply.empty()) return;
   std::lock_guard lock(recent_acks_mu_);
-  if (recent_acks_.size() < static_cast<size_t>(std::max(spec_.max_ack_pending, 1))) {
+  if (recent_acks_.size() < static_cast<size_t>(std::max(spec_.flow.max_ack_pending, 1))) {
     recent_acks_.push_back(reply);
   } else {
     recent_acks_[recent_acks_next_] = reply;  // reuses that string's storage

@@ -86,7 +86,7 @@ class DeliveryPipeline final : private Settler {
 
   // --- From the supervisor's thread ---
   // In-progress acks for messages waiting for a handler or handled long, before ack_wait runs
-  // out; gives back what waited past keep_alive_limit (WorkSpec::keep_alive_limit).
+  // out; gives back what waited past keep_alive_limit (WorkFlow::keep_alive_limit).
   void keep_alive(Clock::time_point now);
   // Upkeep of messages held for the downstream: their in-progress acks, the next probe.
   void tend_held(Clock::time_point now);

@@ -432,7 +432,7 @@ class Fleet::Impl {
   }
 
   std::unique_ptr<fleet::Supervised> make_work(WorkSpec spec, WorkHandler handler) {
-    if (spec.ordering == Ordering::per_key)
+    if (spec.per_key)
       return std::make_unique<fleet::OrderedWork>(spec, std::move(handler), context_);
     fleet::ReplicaOptions replica;
     if (spec.declared_stream) {

@@ -16,11 +16,11 @@ WorkSpec replica_work_spec(const BroadcastSpec& spec) {
   work.name = spec.name;
   work.subject = spec.subject;
   work.stream = spec.stream;
-  work.concurrency = spec.concurrency;
-  work.heartbeat = spec.heartbeat;
+  work.flow.concurrency = spec.concurrency;
+  work.flow.heartbeat = spec.heartbeat;
   work.start = StartAt::new_messages;
-  work.on_missing = OnMissing::recreate;
-  work.max_ack_pending = std::max(work.max_ack_pending, spec.concurrency);
+  work.failure.missing_consumer = OnMissing::recreate;
+  work.flow.max_ack_pending = std::max(work.flow.max_ack_pending, spec.concurrency);
   return work;
 }
 

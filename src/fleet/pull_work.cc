@@ -14,13 +14,13 @@ constexpr size_t kDefaultWaiting = 256;  // unfetched messages per replica when 
 }  // namespace
 
 Result<PullWork> Fleet::add_pull_work(WorkSpec spec) {
-  if (spec.ordering == Ordering::per_key)
+  if (spec.per_key)
     return Result<PullWork>(Errc::invalid_argument,
                             "work " + spec.name +
                                 ": add_pull_work takes no per-key order (a key's messages go to "
                                 "a handler one at a time): use add_work");
-  auto queue = std::make_shared<PullQueue>(spec.batch > 0 ? static_cast<size_t>(spec.batch)
-                                                          : kDefaultWaiting);
+  auto queue = std::make_shared<PullQueue>(
+      spec.flow.batch > 0 ? static_cast<size_t>(spec.flow.batch) : kDefaultWaiting);
   auto added = add_work(std::move(spec), [queue](const Message& message) {
     (void)queue->put(message);  // closed: the stopping work gives it back
     return Disposition::later();

@@ -42,9 +42,9 @@ Result<void> SubscriptionIntake::install(const nats::ConsumerConfig& config,
         .consumer = consumer,
         // A new intake (a rebind) starts with what the handlers were measured to finish.
         .batch = pipeline.window(),
-        .expires = spec.pull_expires,
+        .expires = spec.flow.pull_expires,
         .heartbeat = heartbeat_of(spec),
-        .ack_wait = spec.ack_wait,
+        .ack_wait = spec.flow.ack_wait,
         .clock = ctx_.clock,
         // Idle handler threads read the inbox (read()), the supervisor what waits meanwhile.
         .owner_reads = true,

@@ -114,7 +114,7 @@ Result<void> filter_valid(const WorkSpec& spec) {
         return invalid("subjects '" + spec.subjects[j] + "' and '" + spec.subjects[i] +
                        "' overlap: a consumer's filter subjects must not");
   }
-  if (spec.subjects.size() > 1 && spec.ordering == Ordering::per_key)
+  if (spec.subjects.size() > 1 && spec.per_key)
     return invalid("ordering = per-key takes one subject, not several");
   return {};
 }
@@ -122,82 +122,89 @@ Result<void> filter_valid(const WorkSpec& spec) {
 // How many messages a work takes at once and how often each may be delivered.
 Result<void> work_flow_valid(const WorkSpec& spec) {
   using L = Limits;
-  if (auto bad = in_range("concurrency", spec.concurrency, 1, L::kMaxConcurrency); !bad) return bad;
-  if (auto bad = in_range("max_ack_pending", spec.max_ack_pending, 1, L::kMaxAckPending); !bad)
+  if (auto bad = in_range("concurrency", spec.flow.concurrency, 1, L::kMaxConcurrency); !bad)
     return bad;
-  if (spec.max_ack_pending < spec.concurrency)
+  if (auto bad = in_range("max_ack_pending", spec.flow.max_ack_pending, 1, L::kMaxAckPending); !bad)
+    return bad;
+  if (spec.flow.max_ack_pending < spec.flow.concurrency)
     return invalid("max_ack_pending is below concurrency: some handlers could never get work");
-  if (spec.max_deliver == 0 || spec.max_deliver < -1)
+  if (spec.failure.max_deliver == 0 || spec.failure.max_deliver < -1)
     return invalid("max_deliver must be -1 or at least 1");
-  if (spec.max_deliver > L::kMaxDeliver)
+  if (spec.failure.max_deliver > L::kMaxDeliver)
     return invalid("max_deliver must be -1 (unlimited) or between 1 and " +
-                   std::to_string(L::kMaxDeliver) + ", got " + std::to_string(spec.max_deliver));
-  return in_range("batch", spec.batch, 0, L::kMaxBatch);
+                   std::to_string(L::kMaxDeliver) + ", got " +
+                   std::to_string(spec.failure.max_deliver));
+  return in_range("batch", spec.flow.batch, 0, L::kMaxBatch);
 }
 
 // A work's timings: ack_wait, heartbeat, keep-alive, pull expiry, nak and retry backoffs.
 Result<void> work_timing_valid(const WorkSpec& spec) {
   using L = Limits;
   using std::chrono::milliseconds;
-  if (auto bad = in_range("ack_wait", spec.ack_wait, L::kMinAckWait, L::kMaxAckWait); !bad)
+  if (auto bad = in_range("ack_wait", spec.flow.ack_wait, L::kMinAckWait, L::kMaxAckWait); !bad)
     return bad;
-  if (spec.heartbeat != milliseconds(0)) {
-    if (auto bad = in_range("heartbeat", spec.heartbeat, L::kMinHeartbeat, L::kMaxHeartbeat); !bad)
+  if (spec.flow.heartbeat != milliseconds(0)) {
+    if (auto bad = in_range("heartbeat", spec.flow.heartbeat, L::kMinHeartbeat, L::kMaxHeartbeat);
+        !bad)
       return bad;
-    if (spec.heartbeat * 4 > spec.ack_wait)
-      return invalid("heartbeat " + words(spec.heartbeat) + " is more than a quarter of ack_wait " +
-                     words(spec.ack_wait) +
+    if (spec.flow.heartbeat * 4 > spec.flow.ack_wait)
+      return invalid("heartbeat " + words(spec.flow.heartbeat) +
+                     " is more than a quarter of ack_wait " + words(spec.flow.ack_wait) +
                      ": two missed heartbeats must be noticed well within ack_wait (leave it 0 "
                      "for a quarter of ack_wait, at most 5s)");
   }
   if (auto bad =
-          in_range("keep_alive_limit", spec.keep_alive_limit, milliseconds(0), L::kMaxBackoff);
+          in_range("keep_alive_limit", spec.flow.keep_alive_limit, milliseconds(0), L::kMaxBackoff);
       !bad)
     return bad;
   if (auto bad =
-          in_range("pull_expires", spec.pull_expires, L::kMinPullExpires, L::kMaxPullExpires);
+          in_range("pull_expires", spec.flow.pull_expires, L::kMinPullExpires, L::kMaxPullExpires);
       !bad)
     return bad;
-  if (auto bad = in_range("nak_backoff_min", spec.nak_backoff_min, milliseconds(0), L::kMaxBackoff);
+  if (auto bad = in_range("nak_backoff_min", spec.failure.nak_backoff_min, milliseconds(0),
+                          L::kMaxBackoff);
       !bad)
     return bad;
-  if (auto bad = in_range("nak_backoff_max", spec.nak_backoff_max, milliseconds(0), L::kMaxBackoff);
+  if (auto bad = in_range("nak_backoff_max", spec.failure.nak_backoff_max, milliseconds(0),
+                          L::kMaxBackoff);
       !bad)
     return bad;
-  if (spec.nak_backoff_max < spec.nak_backoff_min)
+  if (spec.failure.nak_backoff_max < spec.failure.nak_backoff_min)
     return invalid("nak_backoff_max is below nak_backoff_min");
-  if (spec.retry_min < std::chrono::milliseconds(1)) return invalid("retry_min must be positive");
-  if (auto bad = in_range("retry_min", spec.retry_min, milliseconds(1), L::kMaxBackoff); !bad)
+  if (spec.failure.retry_min < std::chrono::milliseconds(1))
+    return invalid("retry_min must be positive");
+  if (auto bad = in_range("retry_min", spec.failure.retry_min, milliseconds(1), L::kMaxBackoff);
+      !bad)
     return bad;
-  if (auto bad = in_range("retry_max", spec.retry_max, milliseconds(1), L::kMaxBackoff); !bad)
+  if (auto bad = in_range("retry_max", spec.failure.retry_max, milliseconds(1), L::kMaxBackoff);
+      !bad)
     return bad;
-  if (spec.retry_max < spec.retry_min) return invalid("retry_max is below retry_min");
+  if (spec.failure.retry_max < spec.failure.retry_min)
+    return invalid("retry_max is below retry_min");
   return {};
 }
 
-// Per-key order's plan, shape and lease; key_token only with it.
+// Per-key order's plan, shape and lease.
 Result<void> work_ordering_valid(const WorkSpec& spec) {
-  if (spec.ordering != Ordering::per_key) {
-    if (spec.key_token != 0) return invalid("key_token applies to ordering = per-key only");
-    return {};
-  }
+  if (!spec.per_key) return {};
+  const PerKeyOrder& order = *spec.per_key;
   const auto& subject = spec.subjects.empty() ? spec.subject : spec.subjects.front();
-  if (auto plan = fleet::PartitionPlan::make(subject, spec.key_token, spec.partitions); !plan)
+  if (auto plan = fleet::PartitionPlan::make(subject, order.key_token, order.partitions); !plan)
     return invalid(plan.error().message);
   if (spec.shape != WorkShape::pull) return invalid("ordering = per-key needs the pull shape");
-  return in_range("lease", spec.lease, Limits::kMinLease, Limits::kMaxLease);
+  return in_range("lease", order.lease, Limits::kMinLease, Limits::kMaxLease);
 }
 
 // A dead-letter subject is published to (no wildcards) and not consumed by the work itself.
 Result<void> dead_letter_valid(const WorkSpec& spec) {
-  if (spec.dead_letter.empty()) return {};
-  if (auto bad = subject_valid(spec.dead_letter, /*allow_wildcards=*/false); !bad)
+  if (spec.failure.dead_letter.empty()) return {};
+  if (auto bad = subject_valid(spec.failure.dead_letter, /*allow_wildcards=*/false); !bad)
     return invalid("dead_letter " + bad.error().message +
                    ": it is where messages are published, so it has no wildcards");
   // Its own dead letters would come back to the work that gave up on them, for ever.
   for (const auto& subject : spec.subjects.empty() ? std::vector{spec.subject} : spec.subjects)
-    if (matches(subject, spec.dead_letter))
-      return invalid("dead_letter '" + spec.dead_letter +
+    if (matches(subject, spec.failure.dead_letter))
+      return invalid("dead_letter '" + spec.failure.dead_letter +
                      "' is matched by the work's own subject '" + subject +
                      "': its dead letters would be consumed again");
   return {};
@@ -215,7 +222,7 @@ Result<void> declared_stream_valid(const WorkSpec& spec) {
   if (!spec.stream.empty() && spec.stream != declared.name)
     return invalid("stream '" + spec.stream + "' is not the declared stream '" + declared.name +
                    "': leave stream empty or name the same one");
-  if (spec.ordering == Ordering::per_key)
+  if (spec.per_key)
     return invalid(
         "declared_stream is not available with ordering = per-key: its stream holds the "
         "partitioned subjects (docs/tutorial/library.md, ordered work); create it beforehand");

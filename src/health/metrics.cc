@@ -153,7 +153,7 @@ void render_downstream(Writer& w, const std::vector<SubscriptionHealth>& subs,
     w.sample("natsfleet_held_messages", subscription_labels(service, s), s.held);
 }
 
-// Partitions, leases and rewinds of per-key ordered work (WorkSpec::ordering); nothing when
+// Partitions, leases and rewinds of per-key ordered work (WorkSpec::per_key); nothing when
 // there is none.
 void render_ordered(Writer& w, const std::vector<SubscriptionHealth>& subs,
                     const std::string& service) {

@@ -26,7 +26,7 @@ class ClusteredWork : public ::testing::Test {
     admin.publish_many("jobs.run", messages);
     fleet = std::make_unique<Fleet>(fast_options(cluster.urls(), "clustered"));
     auto spec = fast_work("jobs-worker", "jobs.run");
-    spec.ack_wait = 3s;
+    spec.flow.ack_wait = 3s;
     ASSERT_TRUE(fleet->add_work(spec, [this, pace](const Message& m) {
       std::this_thread::sleep_for(pace);
       seen.record("fleet", m);

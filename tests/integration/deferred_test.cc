@@ -58,8 +58,8 @@ TEST(Deferred, TenThousandInFlightOnOneHandlerThreadAreSettledFromFourThreads) {
   Keeper keeper;
   Fleet fleet(fast_options({server.url()}, "replica"));
   auto spec = fast_work("jobs", "jobs.run");
-  spec.concurrency = 1;
-  spec.max_ack_pending = 2 * kMessages;
+  spec.flow.concurrency = 1;
+  spec.flow.max_ack_pending = 2 * kMessages;
   ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) { return keeper(m); }));
   ASSERT_TRUE(fleet.start());
   // All of them at once on one handler thread, their verdicts not given: what bounds them is
@@ -112,7 +112,7 @@ TEST(Deferred, AMessageNeverSettledGoesBackAtShutdownAndAnotherReplicaGetsItAtOn
   BrokerClient admin(server.url());
   admin.create_stream("JOBS", {"jobs.>"});
   auto spec = fast_work("jobs", "jobs.run");
-  spec.ack_wait = 60s;  // a message left to ack_wait would not come back within the test
+  spec.flow.ack_wait = 60s;  // a message left to ack_wait would not come back within the test
   Keeper first;
   auto a = std::make_unique<Fleet>(fast_options({server.url()}, "a"));
   ASSERT_TRUE(a->add_work(spec, [&](const Message& m) { return first(m); }));
@@ -145,7 +145,7 @@ TEST(Deferred, ShutdownReturnsOnceTheLastVerdictIsGiven) {
   Keeper keeper;
   Fleet fleet(fast_options({server.url()}, "replica"));
   auto spec = fast_work("jobs", "jobs.run");
-  spec.ack_wait = 60s;
+  spec.flow.ack_wait = 60s;
   ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) { return keeper(m); }));
   ASSERT_TRUE(fleet.start());
   admin.publish_many("jobs.run", 3);
@@ -176,9 +176,9 @@ TEST(Deferred, OrderedWorkTakesLaterAsARejection) {
   std::optional<Message> first;
   Fleet fleet(fast_options({server.url()}, "replica"));
   auto spec = fast_work("orders", "orders.*");
-  spec.ordering = Ordering::per_key;
-  spec.key_token = 2;
-  spec.partitions = 4;
+  spec.per_key.emplace();
+  spec.per_key->key_token = 2;
+  spec.per_key->partitions = 4;
   ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
     if (++calls == 1) {
       std::lock_guard lock(mu);

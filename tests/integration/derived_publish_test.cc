@@ -167,9 +167,9 @@ TEST(PublishToStream, DerivedPublishesSurviveRepeatedStreamLeaderElections) {
 
   Fleet fleet(fast_options(cluster.urls(), "deriver"));
   auto spec = fast_work("deriver", "src.run");
-  spec.ack_wait = 10s;
-  spec.max_deliver = -1;  // an election may take several naks
-  spec.concurrency = 4;
+  spec.flow.ack_wait = 10s;
+  spec.failure.max_deliver = -1;  // an election may take several naks
+  spec.flow.concurrency = 4;
   std::atomic<int> acked{0};
   std::atomic<int> plain{0};
   std::mutex mu;

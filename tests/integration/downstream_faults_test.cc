@@ -61,11 +61,11 @@ TEST(DownstreamFaults, RetryHoldsMessagesPastAckWaitWithoutUsingDeliveries) {
   admin.create_stream("JOBS", {"jobs.>"});
   Fleet fleet(fast_options({server.url()}, "replica"));
   auto spec = fast_work("jobs", "jobs.run");
-  spec.ack_wait = 1s;  // held far longer than this: in-progress acks keep them here
-  spec.max_deliver = 2;
-  spec.retry_min = 100ms;
-  spec.retry_max = 400ms;
-  spec.concurrency = 2;
+  spec.flow.ack_wait = 1s;  // held far longer than this: in-progress acks keep them here
+  spec.failure.max_deliver = 2;
+  spec.failure.retry_min = 100ms;
+  spec.failure.retry_max = 400ms;
+  spec.flow.concurrency = 2;
   std::atomic<bool> down{true};
   Recorder seen;
   ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
@@ -101,11 +101,11 @@ TEST(DownstreamFaults, AMessageThatFailsAloneIsDeadLetteredWithItsOrigin) {
   DeadLetters dead(admin, "dead.jobs");
   Fleet fleet(fast_options({server.url()}, "replica"));
   auto spec = fast_work("jobs", "jobs.run");
-  spec.max_deliver = 3;
-  spec.retry_min = 50ms;
-  spec.retry_max = 200ms;
-  spec.concurrency = 2;
-  spec.dead_letter = "dead.jobs";
+  spec.failure.max_deliver = 3;
+  spec.failure.retry_min = 50ms;
+  spec.failure.retry_max = 200ms;
+  spec.flow.concurrency = 2;
+  spec.failure.dead_letter = "dead.jobs";
   Recorder seen;
   // m7 makes the downstream fail every time (as if it crashed a worker): it looks like an
   // outage at first, and must be found out rather than hold the subscription down for ever.
@@ -151,7 +151,7 @@ TEST(DownstreamFaults, AHandlersTermIsDeadLetteredFirstThenTerminated) {
   DeadLetters dead(admin, "dead.jobs");
   Fleet fleet(fast_options({server.url()}, "replica"));
   auto spec = fast_work("jobs", "jobs.run");
-  spec.dead_letter = "dead.jobs";
+  spec.failure.dead_letter = "dead.jobs";
   Recorder seen;
   ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) {
     if (m.data() == "m3") return Disposition::term().because("unknown recipient");
@@ -173,7 +173,7 @@ TEST(DownstreamFaults, ADeadLetterSubjectNoStreamHoldsIsANamedErrorAtBind) {
   admin.create_stream("JOBS", {"jobs.>"});
   Fleet fleet(fast_options({server.url()}, "replica"));
   auto spec = fast_work("jobs", "jobs.run");
-  spec.dead_letter = "nowhere.dead";
+  spec.failure.dead_letter = "nowhere.dead";
   std::atomic<int> handled{0};
   ASSERT_TRUE(fleet.add_work(spec, [&](const Message&) {
     ++handled;

@@ -77,7 +77,7 @@ TEST(Handles, DrainWaitsForDeferredVerdictsAndTheOthersGoOn) {
   std::mutex mu;
   std::optional<Message> kept;
   auto spec = fast_work("slow", "jobs.slow");
-  spec.ack_wait = 60s;  // an unacked message stays pending for the whole test
+  spec.flow.ack_wait = 60s;  // an unacked message stays pending for the whole test
   auto slow = fleet.add_work(spec, [&](const Message& m) {
     std::lock_guard lock(mu);
     kept = m;

@@ -18,8 +18,8 @@ using testing::NatsServer;
 TEST(Limits, OutOfRangeSpecsAreRefusedByAddWork) {
   Fleet fleet(fast_options({"nats://127.0.0.1:1"}, "limits"));
   WorkSpec huge = fast_work("huge", "jobs.huge");
-  huge.concurrency = 200000;
-  huge.max_ack_pending = 200000;
+  huge.flow.concurrency = 200000;
+  huge.flow.max_ack_pending = 200000;
   auto added = fleet.add_work(huge, [](const Message&) { return Disposition::ack(); });
   ASSERT_FALSE(added);
   EXPECT_EQ(added.error().code, Errc::invalid_argument);
@@ -28,7 +28,7 @@ TEST(Limits, OutOfRangeSpecsAreRefusedByAddWork) {
       << added.error().describe();
 
   WorkSpec forever = fast_work("forever", "jobs.forever");
-  forever.ack_wait = std::chrono::hours(9999999999LL);
+  forever.flow.ack_wait = std::chrono::hours(9999999999LL);
   added = fleet.add_work(forever, [](const Message&) { return Disposition::ack(); });
   ASSERT_FALSE(added);
   EXPECT_NE(added.error().describe().find("ack_wait must be at most 24h"), std::string::npos)
@@ -53,8 +53,8 @@ TEST(Limits, ThreadsTheSystemRefusesMakeStartFailInWords) {
   const int code = testing::run_with_few_threads([&] {
     Fleet fleet(fast_options({url}, "limits"));
     WorkSpec wide = fast_work("wide", "jobs.wide");
-    wide.concurrency = 1024;
-    wide.max_ack_pending = 1024;
+    wide.flow.concurrency = 1024;
+    wide.flow.max_ack_pending = 1024;
     if (!fleet.add_work(wide, [](const Message&) { return Disposition::ack(); })) return 3;
     auto started = fleet.start();
     if (started) return 1;

@@ -74,8 +74,8 @@ TEST(OrderedWork, AFleetWithoutTheMappingReportsFatalWithTheMappingToAdd) {
   admin.create_stream("ORDERS", {"orders.>"});
   Fleet fleet(testing::fast_options({bare.url()}, "ordered"));
   auto spec = testing::fast_work("orders", "orders.*");
-  spec.ordering = Ordering::per_key;
-  spec.key_token = 2;
+  spec.per_key.emplace();
+  spec.per_key->key_token = 2;
   std::mutex mu;
   std::string reason;
   fleet.on_fatal([&](const FatalReport& report) {
@@ -129,8 +129,8 @@ TEST(OrderedWorkAudit, FindsNothingWrongWithARunningOrderedWork) {
   admin.create_stream("ORDERS", {plan.stored_subjects()});
   Fleet fleet(testing::fast_options({server.url()}, "ordered"));
   auto spec = testing::fast_work("orders", "orders.*");
-  spec.ordering = Ordering::per_key;
-  spec.key_token = 2;
+  spec.per_key.emplace();
+  spec.per_key->key_token = 2;
   ASSERT_TRUE(fleet.add_work(spec, [](const Message&) { return Disposition::ack(); }));
   ASSERT_TRUE(fleet.start());
   ASSERT_TRUE(wait_for(

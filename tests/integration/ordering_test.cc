@@ -201,10 +201,10 @@ class OrderedFleet {
                std::function<void(WorkSpec&)> tweak = {})
       : fleet_(testing::fast_options(urls, "ordered")), verdict_(std::move(verdict)) {
     auto spec = testing::fast_work("orders", "orders.*");
-    spec.ordering = Ordering::per_key;
-    spec.key_token = 2;
-    spec.lease = 2s;
-    spec.concurrency = 8;
+    spec.per_key.emplace();
+    spec.per_key->key_token = 2;
+    spec.per_key->lease = 2s;
+    spec.flow.concurrency = 8;
     if (tweak) tweak(spec);
     EXPECT_TRUE(fleet_.add_work(spec, [this](const Message& m) {
       {
@@ -325,7 +325,7 @@ TEST(OrderedWork, TwoReplicasEachOwnAShareAndHandleEachMessageOnce) {
 // with every message once, in order.
 TEST(OrderedWork, RemovedFromARunningFleetItHandsItsPartitionsOverAtOnce) {
   OrderedBroker b;
-  auto long_lease = [](WorkSpec& spec) { spec.lease = 30s; };
+  auto long_lease = [](WorkSpec& spec) { spec.per_key->lease = 30s; };
   OrderedFleet one(b.server.url(), {}, long_lease);
   ASSERT_TRUE(wait_for([&] { return one.health().partitions_owned.size() == 16; }, 30s));
   publish_keys(b.admin, 20, 0, 5);
@@ -538,9 +538,9 @@ TEST(OrderedWork, ADownstreamThatIsDownHoldsTheMessagesAndUsesNoDelivery) {
         return down ? Disposition::retry().because("the sink is down") : Disposition::ack();
       },
       [](WorkSpec& s) {
-        s.max_deliver = 1;
-        s.retry_min = 20ms;
-        s.retry_max = 100ms;
+        s.failure.max_deliver = 1;
+        s.failure.retry_min = 20ms;
+        s.failure.retry_max = 100ms;
       });
   publish_keys(b.admin, 4, 0, 5);
   ASSERT_TRUE(wait_for([&] { return f.health().downstream_down; }, 30s));
@@ -566,10 +566,10 @@ TEST(OrderedWork, AMessageThatFailsWhileOthersSucceedIsRejectedNotHeldForEver) {
                                   : Disposition::ack();
       },
       [](WorkSpec& s) {
-        s.max_deliver = 2;
-        s.retry_min = 20ms;
-        s.retry_max = 50ms;
-        s.dead_letter = "dead.orders";
+        s.failure.max_deliver = 2;
+        s.failure.retry_min = 20ms;
+        s.failure.retry_max = 50ms;
+        s.failure.dead_letter = "dead.orders";
       });
   publish_keys(b.admin, 1, 0, 3);
   ASSERT_TRUE(wait_for([&] { return f.health().counters.retried >= 1; }, 30s));
@@ -595,8 +595,8 @@ TEST(OrderedWork, ARejectedMessageIsTriedInPlaceThenSetAsideAndItsKeyGoesOn) {
         return m.data() == "k:1" ? Disposition::nak().because("bad") : Disposition::ack();
       },
       [](WorkSpec& s) {
-        s.max_deliver = 3;
-        s.dead_letter = "dead.orders";
+        s.failure.max_deliver = 3;
+        s.failure.dead_letter = "dead.orders";
       });
   for (int n = 0; n < 3; ++n) b.admin.publish("orders.k", "k:" + std::to_string(n));
   ASSERT_TRUE(wait_for([&] { return f.count("k:2") == 1; }, 30s));

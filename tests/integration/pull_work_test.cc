@@ -32,7 +32,7 @@ TEST(PullWork, BatchesAreFetchedAndAckedFromOtherThreadsEachMessageOnce) {
   admin.publish_many("jobs.run", kMessages, "job-");
   Fleet fleet(fast_options({server.url()}, "replica"));
   auto spec = fast_work("jobs", "jobs.run");
-  spec.batch = 300;
+  spec.flow.batch = 300;
   auto jobs = fleet.add_pull_work(spec);
   ASSERT_TRUE(jobs) << jobs.error().describe();
   ASSERT_TRUE(fleet.start());
@@ -97,8 +97,8 @@ TEST(PullWork, FetchReturnsWhatWaitsOnceMaxWaitHasPassed) {
   ASSERT_FALSE(zero);
   EXPECT_EQ(zero.error().code, Errc::invalid_argument);
   auto ordered = fast_work("orders", "orders.*");
-  ordered.ordering = Ordering::per_key;
-  ordered.key_token = 2;
+  ordered.per_key.emplace();
+  ordered.per_key->key_token = 2;
   auto refused = fleet.add_pull_work(ordered);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, Errc::invalid_argument);
@@ -109,8 +109,8 @@ TEST(PullWork, DrainGivesBackWhatWaitsUnfetchedAtOnceAndWaitsForTheFetchedOnesVe
   BrokerClient admin(server.url());
   admin.create_stream("JOBS", {"jobs.>"});
   auto spec = fast_work("jobs", "jobs.run");
-  spec.ack_wait = 60s;  // one left to ack_wait would not come back within the test
-  spec.batch = 20;
+  spec.flow.ack_wait = 60s;  // one left to ack_wait would not come back within the test
+  spec.flow.batch = 20;
   admin.publish_many("jobs.run", 20, "job-");
   auto a = std::make_unique<Fleet>(fast_options({server.url()}, "a"));
   auto jobs = a->add_pull_work(spec);
@@ -164,9 +164,9 @@ TEST(PullWork, AMessageUnfetchedPastKeepAliveLimitGoesBackForAnotherReplica) {
   BrokerClient admin(server.url());
   admin.create_stream("JOBS", {"jobs.>"});
   auto spec = fast_work("jobs", "jobs.run");
-  spec.ack_wait = 60s;  // one left to ack_wait would not come back within the test
-  spec.keep_alive_limit = 1s;
-  spec.batch = 10;
+  spec.flow.ack_wait = 60s;  // one left to ack_wait would not come back within the test
+  spec.flow.keep_alive_limit = 1s;
+  spec.flow.batch = 10;
   Fleet a(fast_options({server.url()}, "a"));
   auto jobs = a.add_pull_work(spec);
   ASSERT_TRUE(jobs);

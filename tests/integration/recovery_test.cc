@@ -124,7 +124,7 @@ TEST_P(ConsumerDeleted, WhileConsumingIsRecreatedOrFatalAsConfigured) {
   BrokerClient admin(server.url());
   admin.create_stream("JOBS", {"jobs.>"});
   auto spec = fast_work("jobs-worker", "jobs.run");
-  spec.on_missing = GetParam();
+  spec.failure.missing_consumer = GetParam();
   Replica r(server.url(), spec);
   ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
   admin.publish_many("jobs.run", 100, "first-");
@@ -169,7 +169,7 @@ TEST_P(WipedStore, ConsumerMissingAfterTheBrokerReturnsIsRecreatedOrFatal) {
   BrokerClient admin(server.url());
   admin.create_stream("JOBS", {"jobs.>"});
   auto spec = fast_work("jobs-worker", "jobs.run");
-  spec.on_missing = GetParam();
+  spec.failure.missing_consumer = GetParam();
   // Slow reconnects: the deployment recreates the stream and new work arrives before the
   // replica is back, as when a broker is replaced under a busy system.
   auto options = fast_options({server.url()}, "replica");
@@ -290,7 +290,7 @@ TEST(ConfirmMissing, AConsumerBackWithinTheWindowIsNotActedOn) {
   BrokerClient admin(server.url());
   admin.create_stream("JOBS", {"jobs.>"});
   auto spec = fast_work("jobs-worker", "jobs.run");
-  spec.on_missing = OnMissing::exit;  // acting on a false "missing" would be fatal
+  spec.failure.missing_consumer = OnMissing::exit;  // acting on a false "missing" would be fatal
   auto options = fast_options({server.url()}, "replica");
   options.missing_lookups = 3;
   options.missing_window = 2s;  // lookups about 1 s apart
@@ -317,9 +317,9 @@ TEST(Restart, PullsResumeAfterABrokerRestartWithItsStore) {
   // Heartbeats and pull expiry far longer than the test: only the re-pull on reconnect can
   // bring the messages in time.
   auto spec = fast_work("jobs-worker", "jobs.run");
-  spec.ack_wait = 80s;  // a heartbeat is at most a quarter of it
-  spec.heartbeat = 20s;
-  spec.pull_expires = 120s;
+  spec.flow.ack_wait = 80s;  // a heartbeat is at most a quarter of it
+  spec.flow.heartbeat = 20s;
+  spec.flow.pull_expires = 120s;
   Replica r(server.url(), spec);
   ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
   admin.publish_many("jobs.run", 50, "before-");
@@ -343,9 +343,10 @@ TEST(Restart, WorkFinishedDuringALongOutageSendsNoFreshMessageToAForsakenInbox) 
   BrokerClient admin(server.url());
   admin.create_stream("JOBS", {"jobs.>"});
   auto spec = fast_work("jobs-worker", "jobs.run");
-  spec.ack_wait = 3s;    // a gap: 1.5 s of silence
-  spec.batch = 4;        // a small window, so each handler's finish frees room for a pull
-  spec.concurrency = 4;  // all four in handlers when the broker goes (none starts while it is away)
+  spec.flow.ack_wait = 3s;  // a gap: 1.5 s of silence
+  spec.flow.batch = 4;      // a small window, so each handler's finish frees room for a pull
+  spec.flow.concurrency =
+      4;  // all four in handlers when the broker goes (none starts while it is away)
   std::atomic<bool> broker_down{false};
   std::atomic<int> entered{0};
   Recorder seen;
@@ -384,7 +385,7 @@ TEST(Reconnect, AWaitingMessageStartsOnlyOnceTheConnectionIsBack) {
   BrokerClient admin(server.url());
   admin.create_stream("JOBS", {"jobs.>"});
   auto spec = fast_work("jobs-worker", "jobs.run");
-  spec.ack_wait = 30s;  // the outage is short next to it: a waiting message stays valid
+  spec.flow.ack_wait = 30s;  // the outage is short next to it: a waiting message stays valid
   std::mutex mu;
   std::condition_variable changed;
   bool release = false;
@@ -544,8 +545,8 @@ TEST(Shutdown, InFlightHandlersFinishAndAreAckedTheRestGoesBackAtOnce) {
   std::atomic<int> started{0}, finished{0};
   Fleet leaving(fast_options({server.url()}, "leaving"));
   auto spec = fast_work("jobs-worker", "jobs.run");
-  spec.concurrency = 4;
-  spec.ack_wait = 30s;  // a message left unacked would come back only after 30 s
+  spec.flow.concurrency = 4;
+  spec.flow.ack_wait = 30s;  // a message left unacked would come back only after 30 s
   ASSERT_TRUE(leaving.add_work(spec, [&](const Message&) {
     ++started;
     std::this_thread::sleep_for(700ms);
@@ -608,7 +609,7 @@ TEST(Health, BoundConsumerWithPendingWorkAndNoProgressIsStalledThenRecovers) {
   options.stall_after = 1s;
   Fleet fleet(options);
   auto spec = fast_work("jobs-worker", "jobs.run");
-  spec.ack_wait = 30s;
+  spec.flow.ack_wait = 30s;
   std::atomic<bool> release{false};
   ASSERT_TRUE(fleet.add_work(spec, [&](const Message&) {
     while (!release) std::this_thread::sleep_for(10ms);  // a handler wedged on a dependency

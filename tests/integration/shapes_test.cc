@@ -200,7 +200,7 @@ TEST(Migration, MutableDriftIsUpdatedInPlaceNotMigrated) {
   ASSERT_TRUE(fleet.start());
   ASSERT_TRUE(seen.wait_distinct(20, 10s));
   auto info = admin.consumer("DAEMON_SYNC", "sync-listener");
-  EXPECT_EQ(info.config.ack_wait, spec.ack_wait);
+  EXPECT_EQ(info.config.ack_wait, spec.flow.ack_wait);
   EXPECT_EQ(info.config.max_deliver, fleet::kBrokerMaxDeliver);
   // The same consumer, not a new one: its creation time is unchanged and no successor exists.
   EXPECT_EQ(info.created, created->created);
@@ -265,7 +265,7 @@ TEST_P(PushQueue, ReplicasShareADeliverGroupSurvivorTakesOverMissingRuleApplies)
   Fleet survivor(fast_options({server.url()}, "survivor"));
   auto spec = fast_work("jobs-queue", "jobs.run");
   spec.shape = WorkShape::push_queue;
-  spec.on_missing = GetParam();
+  spec.failure.missing_consumer = GetParam();
   ASSERT_TRUE(survivor.add_work(spec, [&](const Message& m) {
     seen.record("survivor", m);
     return Disposition::ack();

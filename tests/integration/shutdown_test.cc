@@ -43,8 +43,8 @@ TEST(Shutdown, RunningHandlersSeeTheStopAndTheirAcksReachTheBroker) {
   StopWatcher watcher;
   Fleet fleet(fast_options({server.url()}, "replica"));
   auto spec = fast_work("jobs", "jobs.run");
-  spec.concurrency = 4;
-  spec.ack_wait = 60s;  // an unacked message stays pending for the whole test
+  spec.flow.concurrency = 4;
+  spec.flow.ack_wait = 60s;  // an unacked message stays pending for the whole test
   ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) { return watcher(m); }));
   ASSERT_TRUE(fleet.start());
   admin.publish_many("jobs.run", 4);
@@ -67,10 +67,10 @@ struct OrderedSetup {
         server({.extra_config = plan.mappings_block()}),
         admin(server.url()) {
     admin.create_stream("ORDERS", {plan.stored_subjects()});
-    spec.ordering = Ordering::per_key;
-    spec.key_token = 2;
-    spec.partitions = partitions;
-    spec.lease = 2s;
+    spec.per_key.emplace();
+    spec.per_key->key_token = 2;
+    spec.per_key->partitions = partitions;
+    spec.per_key->lease = 2s;
   }
   fleet::PartitionPlan plan;
   NatsServer server;
@@ -83,7 +83,7 @@ TEST(Shutdown, OrderedWorkHandlersSeeTheStop) {
   BrokerClient& admin = b.admin;
   StopWatcher watcher;
   Fleet fleet(fast_options({b.server.url()}, "replica"));
-  b.spec.concurrency = 2;
+  b.spec.flow.concurrency = 2;
   ASSERT_TRUE(fleet.add_work(b.spec, [&](const Message& m) { return watcher(m); }));
   ASSERT_TRUE(fleet.start());
   admin.publish("orders.a", "a:0");

@@ -34,7 +34,7 @@ TEST(WorkSharing, TwoReplicasShareTenThousandMessagesEachExactlyOnce) {
   Fleet a(fast_options({server.url()}, "replica-a"));
   Fleet b(fast_options({server.url()}, "replica-b"));
   auto spec = fast_work("jobs-worker", "jobs.run");
-  spec.ack_wait = 30s;  // nothing should be redelivered: the count of duplicates must be zero
+  spec.flow.ack_wait = 30s;  // nothing should be redelivered: the count of duplicates must be zero
   // Handlers that take a moment, as real ones do: with instant ones, whichever replica's thread
   // the scheduler favours during the ~150 ms burst re-pulls first and takes nearly everything.
   ASSERT_TRUE(a.add_work(spec, [&](const Message& m) {
@@ -112,7 +112,7 @@ TEST(WorkSharing, SurvivorHandlesWorkOfAReplicaKilledMidFlight) {
   Recorder seen;
   Fleet survivor(fast_options({server.url()}, "survivor"));
   auto spec = fast_work("jobs-worker", "jobs.run");
-  spec.ack_wait = 2s;
+  spec.flow.ack_wait = 2s;
   ASSERT_TRUE(survivor.add_work(spec, [&](const Message& m) {
     seen.record("survivor", m);
     return Disposition::ack();
@@ -143,8 +143,8 @@ TEST(RuntimeSubscriptions, AddedToARunningFleetAndRemovedWithoutTouchingTheOther
   Recorder seen;
   Fleet fleet(fast_options({server.url()}, "replica"));
   auto jobs = fast_work("jobs-worker", "jobs.run");
-  jobs.ack_wait = 30s;  // a redelivery could only be an ack the removal lost
-  jobs.concurrency = 4;
+  jobs.flow.ack_wait = 30s;  // a redelivery could only be an ack the removal lost
+  jobs.flow.concurrency = 4;
   auto handle_jobs = [&](const Message& m) {
     std::this_thread::sleep_for(1ms);
     seen.record("jobs", m);
@@ -323,7 +323,7 @@ TEST(Handlers, ExceptionIsNakWithBackoffThenTermAfterMaxDeliver) {
   admin.create_stream("JOBS", {"jobs.>"});
   Fleet fleet(fast_options({server.url()}, "poison"));
   auto spec = fast_work("jobs-worker", "jobs.run");
-  spec.max_deliver = 3;
+  spec.failure.max_deliver = 3;
   std::atomic<int> attempts_on_poison{0};
   Recorder good;
   ASSERT_TRUE(fleet.add_work(spec, [&](const Message& m) -> Disposition {
@@ -379,8 +379,8 @@ TEST(Handlers, ManyDeliveriesWithNoVerdictSetAMessageAsideOnlyOnceItIsOldEnough)
   BrokerClient admin(server.url());
   admin.create_stream("JOBS", {"jobs.>"});
   auto spec = fast_work("jobs-worker", "jobs.run");
-  spec.max_deliver = 3;
-  spec.ack_wait = 10s;
+  spec.failure.max_deliver = 3;
+  spec.flow.ack_wait = 10s;
   ASSERT_TRUE(admin.api().create_consumer("JOBS", fleet::desired_consumer_config(spec)));
   admin.publish("jobs.run", "young");
   ASSERT_TRUE(nak_deliveries(admin, "jobs-worker", 7));
@@ -402,7 +402,7 @@ TEST(Handlers, ManyDeliveriesWithNoVerdictSetAMessageAsideOnlyOnceItIsOldEnough)
   ASSERT_TRUE(nak_deliveries(admin, "jobs-worker", 7));
   // Older than max_deliver x ack_wait (3 s) by its stored time.
   std::this_thread::sleep_for(3500ms);
-  spec.ack_wait = 1s;  // updated in place on the consumer
+  spec.flow.ack_wait = 1s;  // updated in place on the consumer
   Fleet fleet(fast_options({server.url()}, "old"));
   std::atomic<int> handled{0};
   ASSERT_TRUE(fleet.add_work(spec, [&](const Message&) {
@@ -425,10 +425,10 @@ TEST(Handlers, AMessageSetAsideWhileHeldForAnOutageLeavesTheOthersToBeTried) {
   BrokerClient admin(server.url());
   admin.create_stream("JOBS", {"jobs.>"});
   auto spec = fast_work("jobs-worker", "jobs.run");
-  spec.max_deliver = 3;
-  spec.ack_wait = 1s;
-  spec.retry_min = 100ms;
-  spec.retry_max = 300ms;
+  spec.failure.max_deliver = 3;
+  spec.flow.ack_wait = 1s;
+  spec.failure.retry_min = 100ms;
+  spec.failure.retry_max = 300ms;
   ASSERT_TRUE(admin.api().create_consumer("JOBS", fleet::desired_consumer_config(spec)));
   admin.publish("jobs.run", "old");
   ASSERT_TRUE(nak_deliveries(admin, "jobs-worker", 7));
@@ -497,8 +497,8 @@ TEST(Handlers, InProgressKeepsALongHandlerFromBeingRedelivered) {
   Fleet a(fast_options({server.url()}, "slow-a"));
   Fleet b(fast_options({server.url()}, "slow-b"));
   auto spec = fast_work("jobs-worker", "jobs.run");
-  spec.ack_wait = 500ms;
-  spec.heartbeat = 0ms;  // a quarter of ack_wait
+  spec.flow.ack_wait = 500ms;
+  spec.flow.heartbeat = 0ms;  // a quarter of ack_wait
   for (auto* fleet : {&a, &b})
     ASSERT_TRUE(fleet->add_work(spec, [&](const Message& m) {
       for (int i = 0; i < 8; ++i) {  // 1.6 s of work, more than three times ack_wait
@@ -531,9 +531,9 @@ TEST(Handlers, MessagesWaitingBehindAHandlerPastAckWaitAreKeptAliveNotRedelivere
   Recorder seen;
   Fleet fleet(fast_options({server.url()}, "serial"));
   auto spec = fast_work("jobs-worker", "jobs.run");
-  spec.ack_wait = 1s;
-  spec.concurrency = 1;
-  spec.batch = 8;
+  spec.flow.ack_wait = 1s;
+  spec.flow.concurrency = 1;
+  spec.flow.batch = 8;
   std::mutex mu;
   std::condition_variable cv;
   bool first_started = false;

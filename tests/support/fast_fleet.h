@@ -30,11 +30,11 @@ inline WorkSpec fast_work(std::string name, std::string subject) {
   WorkSpec w;
   w.name = std::move(name);
   w.subject = std::move(subject);
-  w.ack_wait = 2s;
-  w.heartbeat = 250ms;
-  w.pull_expires = 5s;
-  w.nak_backoff_min = 50ms;
-  w.nak_backoff_max = 200ms;
+  w.flow.ack_wait = 2s;
+  w.flow.heartbeat = 250ms;
+  w.flow.pull_expires = 5s;
+  w.failure.nak_backoff_min = 50ms;
+  w.failure.nak_backoff_max = 200ms;
   return w;
 }
 

@@ -78,18 +78,19 @@ int main(int argc, char** argv) {
   std::ofstream file(out, std::ios::app);
   natsfleet::Fleet fleet(natsfleet::testing::fast_options({server}, "replica-process"));
   auto spec = natsfleet::testing::fast_work(work, subject);
-  spec.ack_wait = std::chrono::milliseconds(ack_wait_ms);
-  spec.concurrency = hold ? 64 : 1;
-  spec.max_ack_pending = 1000;
+  spec.flow.ack_wait = std::chrono::milliseconds(ack_wait_ms);
+  spec.flow.concurrency = hold ? 64 : 1;
+  spec.flow.max_ack_pending = 1000;
   if (push_queue) spec.shape = natsfleet::WorkShape::push_queue;
   if (key_token > 0) {
-    spec.ordering = natsfleet::Ordering::per_key;
-    spec.key_token = key_token;
-    spec.partitions = partitions;
-    if (lease_ms > 0) spec.lease = std::chrono::milliseconds(lease_ms);
+    spec.per_key.emplace();
+    spec.per_key->key_token = key_token;
+    spec.per_key->partitions = partitions;
+    if (lease_ms > 0) spec.per_key->lease = std::chrono::milliseconds(lease_ms);
   }
-  if (concurrency > 0) spec.concurrency = concurrency;
-  if (!down_while.empty()) spec.retry_max = std::chrono::milliseconds(500);  // back soon after
+  if (concurrency > 0) spec.flow.concurrency = concurrency;
+  if (!down_while.empty())
+    spec.failure.retry_max = std::chrono::milliseconds(500);  // back soon after
   auto added = fleet.add_work(spec, [&](const natsfleet::Message& m) {
     if (!down_while.empty() && std::ifstream(down_while)) {
       std::ofstream(down_while + ".refused", std::ios::app) << m.data() << std::endl;

@@ -50,7 +50,7 @@ OrderedWork::OrderedWork(WorkSpec spec, WorkHandler handler, FleetContext& conte
     : spec_(std::move(spec)),
       handler_(std::move(handler)),
       ctx_(context),
-      plan_(PartitionPlan::make(spec_.subject, spec_.key_token, spec_.partitions).value()),
+      plan_(PartitionPlan::of(spec_).value()),
       me_(member_id()),
       status_(spec_.name, "work", spec_.subject, context.log),
       transport_(*context.connection),
@@ -110,11 +110,12 @@ void OrderedWork::run() {
       "leases in bucket {}",
       spec_.name, plan_.key_token(), plan_.partitions(), plan_.stored_subjects(), stream_, me_,
       store_->bucket());
-  for (int i = 0; i < std::max(1, spec_.concurrency); ++i)
+  for (int i = 0; i < std::max(1, spec_.flow.concurrency); ++i)
     workers_.emplace_back([this] { work_loop(); });
   // Often enough that a lapsed lease is seen and taken within a second of its lapse. Nothing
   // else happens on this thread, so no broker call of a reader delays a renewal.
-  const milliseconds every = std::clamp(spec_.lease / 10, milliseconds(50), milliseconds(500));
+  const milliseconds every =
+      std::clamp(spec_.per_key->lease / 10, milliseconds(50), milliseconds(500));
   while (true) {
     if (std::lock_guard lock(mu_); stopping_) return;
     round();
@@ -183,9 +184,9 @@ bool OrderedWork::set_up() {
   leases_ = std::make_unique<PartitionLeases>(
       *store, PartitionLeases::Options{.me = me_,
                                        .partitions = plan_.partitions(),
-                                       .lease = spec_.lease,
-                                       .margin = spec_.lease / 5,
-                                       .settle = 2 * spec_.lease});
+                                       .lease = spec_.per_key->lease,
+                                       .margin = spec_.per_key->lease / 5,
+                                       .settle = 2 * spec_.per_key->lease});
   store_ = std::move(store);
   status_.set_location(
       stream_, partition_consumer(spec_.name, 0) + ".." + std::to_string(plan_.partitions() - 1));
@@ -217,7 +218,7 @@ void OrderedWork::round() {
     base::log_event(*ctx_.log, spdlog::level::debug,
                     {{"work", spec_.name}, {"event", "lease-round"}, {"error", round_error_}},
                     "work {}: lease round: {}", spec_.name, round_error_);
-    if (now - last_round_ok_ > spec_.lease)
+    if (now - last_round_ok_ > spec_.per_key->lease)
       status_.set_state(SubscriptionState::recovering,
                         "the lease bucket does not answer: " + round_error_);
   } else {
@@ -247,7 +248,7 @@ void OrderedWork::round() {
     auto it = owned_.find(p);
     if (it == owned_.end() || it->second.draining) continue;
     it->second.draining = true;
-    it->second.drain_deadline = now + spec_.lease;
+    it->second.drain_deadline = now + spec_.per_key->lease;
     base::log_event(*ctx_.log, spdlog::level::info,
                     {{"work", spec_.name}, {"event", "lease-handover"}, {"partition", p}},
                     "work {}: partition {} goes to another member: finishing what was read",
@@ -271,7 +272,7 @@ void OrderedWork::take(int partition) {
                                .checkpoint = lease->checkpoint,
                                .first_term = lease->first,
                                .adopt = lease->reader,
-                               .window = std::max(64, spec_.batch)};
+                               .window = std::max(64, spec_.flow.batch)};
   auto reader = std::make_shared<PartitionReader>(
       setup, [this](PartitionReader& r, std::vector<nats::InboundMessage>& batch) {
         std::vector<std::string> keys;

@@ -1,4 +1,4 @@
-// Per-key ordered work (WorkSpec::ordering = per_key) at run time. The broker maps each key to a
+// Per-key ordered work (WorkSpec::per_key) at run time. The broker maps each key to a
 // partition (PartitionPlan, checked by a probe before anything starts); each partition has one
 // owner at a time, by lease (PartitionLeases: the epoch is the lease's revision); the owner reads
 // its partition as a log (PartitionReader) into per-key lanes (KeyLanes) that `concurrency`

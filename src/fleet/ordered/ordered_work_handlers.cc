@@ -111,7 +111,7 @@ Disposition OrderedWork::judge(const Message& message, int partition, int reject
     outcome = Disposition::nak(outcome.delay())
                   .because("failed again while other messages succeeded: " + outcome.reason());
   const bool rejected = outcome.kind() == Kind::nak;
-  if (outcome.kind() != Kind::term && !(rejected && rejections + 1 >= spec_.max_deliver))
+  if (outcome.kind() != Kind::term && !(rejected && rejections + 1 >= spec_.failure.max_deliver))
     return outcome;
   const std::string reason =
       !outcome.reason().empty()
@@ -126,11 +126,12 @@ Disposition OrderedWork::judge(const Message& message, int partition, int reject
 
 Result<void> OrderedWork::set_aside(const Message& message, int partition,
                                     const std::string& reason) {
-  if (!spec_.dead_letter.empty()) {
-    auto stored = publish_dead_letter(transport_,
-                                      dead_letter_copy(message, spec_.dead_letter, spec_.name,
-                                                       reason, std::chrono::system_clock::now()),
-                                      kDeadLetterTimeout);
+  if (!spec_.failure.dead_letter.empty()) {
+    auto stored =
+        publish_dead_letter(transport_,
+                            dead_letter_copy(message, spec_.failure.dead_letter, spec_.name, reason,
+                                             std::chrono::system_clock::now()),
+                            kDeadLetterTimeout);
     if (!stored) return stored;
     ++status_.counters.dead_lettered;
   }
@@ -170,18 +171,18 @@ void OrderedWork::settle_lane(PartitionReader& reader, Ready lane, const Disposi
       if (reader.lanes().has(lane.key))
         reader.lanes().front(lane.key).retried_at = Clock::now().time_since_epoch().count();
       status_.set_downstream(true, outcome.reason(), later_.size() + 1);
-      wake_later(
-          std::move(lane),
-          std::max(outcome.delay(), doubling(spec_.retry_min, spec_.retry_max, retry_streak_)));
+      wake_later(std::move(lane),
+                 std::max(outcome.delay(), doubling(spec_.failure.retry_min,
+                                                    spec_.failure.retry_max, retry_streak_)));
       return;
     case Kind::later:  // not reached: judge() turns it into a rejection
     case Kind::nak:
       ++status_.counters.naked;
       if (!reader.lanes().has(lane.key)) return;
       reader.lanes().front(lane.key).rejections = rejections + 1;
-      wake_later(std::move(lane),
-                 std::max(outcome.delay(),
-                          doubling(spec_.nak_backoff_min, spec_.nak_backoff_max, rejections + 1)));
+      wake_later(std::move(lane), std::max(outcome.delay(), doubling(spec_.failure.nak_backoff_min,
+                                                                     spec_.failure.nak_backoff_max,
+                                                                     rejections + 1)));
       return;
   }
 }

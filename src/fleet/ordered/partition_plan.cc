@@ -9,6 +9,13 @@
 
 namespace natsfleet::fleet {
 
+Result<PartitionPlan> PartitionPlan::of(const WorkSpec& spec) {
+  if (!spec.per_key)
+    return Result<PartitionPlan>(Errc::invalid_argument,
+                                 "work " + spec.name + " has no per-key order");
+  return make(spec.subject, spec.per_key->key_token, spec.per_key->partitions);
+}
+
 Result<PartitionPlan> PartitionPlan::make(std::string_view subject, int key_token, int partitions) {
   using R = Result<PartitionPlan>;
   if (auto ok = check_subject(subject); !ok) return ok.error();

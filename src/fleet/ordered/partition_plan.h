@@ -1,4 +1,4 @@
-// How per-key ordered work (WorkSpec::ordering = per_key) lays its messages out on the broker.
+// How per-key ordered work (WorkSpec::per_key) lays its messages out on the broker.
 //
 // Publishers use plain subjects, say `orders.*` with the key in token 2. The broker maps each
 // one to a partition with a deterministic subject mapping, which appends the partition number
@@ -24,6 +24,8 @@ class PartitionPlan {
  public:
   // `subject` as publishers use it; `key_token` 1-based, naming one of its `*` tokens.
   static Result<PartitionPlan> make(std::string_view subject, int key_token, int partitions);
+  // A per-key work's plan; invalid_argument for a work without per-key order.
+  static Result<PartitionPlan> of(const WorkSpec& spec);
 
   int partitions() const { return partitions_; }
   int key_token() const { return key_token_; }

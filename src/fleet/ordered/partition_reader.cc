@@ -293,7 +293,7 @@ Result<void> PartitionReader::start_engine() {
   o.stream = setup_.stream;
   o.consumer = current_consumer();
   o.batch = setup_.window;
-  o.expires = setup_.spec->pull_expires;
+  o.expires = setup_.spec->flow.pull_expires;
   o.heartbeat = heartbeat_of(*setup_.spec);
   o.ack_wait = milliseconds(0);  // the log rule finds what a gap lost
   auto engine = std::make_unique<consume::PullEngine>(

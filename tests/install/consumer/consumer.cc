@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   natsfleet::WorkSpec work;
   work.name = "installed-check";
   work.subject = argv[2];
-  work.concurrency = 4;
+  work.flow.concurrency = 4;
   auto added = fleet.add_work(work, [&](const natsfleet::Message&) {
     std::lock_guard lock(mu);
     ++handled;

@@ -76,13 +76,13 @@ TEST(DaemonConfig, ContractExampleParsesIntoExactValues) {
   EXPECT_EQ(work.spec.subject, "mail.outgoing");
   EXPECT_EQ(work.spec.stream, "");
   EXPECT_EQ(work.spec.shape, WorkShape::pull);
-  EXPECT_EQ(work.spec.ack_wait, milliseconds(30000));
-  EXPECT_EQ(work.spec.max_deliver, 5);
-  EXPECT_EQ(work.spec.max_ack_pending, 1000);
+  EXPECT_EQ(work.spec.flow.ack_wait, milliseconds(30000));
+  EXPECT_EQ(work.spec.failure.max_deliver, 5);
+  EXPECT_EQ(work.spec.flow.max_ack_pending, 1000);
   EXPECT_EQ(work.spec.start, StartAt::all);
-  EXPECT_EQ(work.spec.on_missing, OnMissing::recreate);
-  EXPECT_EQ(work.spec.heartbeat, milliseconds(5000));
-  EXPECT_EQ(work.spec.concurrency, 1);
+  EXPECT_EQ(work.spec.failure.missing_consumer, OnMissing::recreate);
+  EXPECT_EQ(work.spec.flow.heartbeat, milliseconds(5000));
+  EXPECT_EQ(work.spec.flow.concurrency, 1);
   EXPECT_EQ(work.sink, SinkConfig(sinks::FileSinkOptions{.path = "/etc/natsfleet/out/mail.jsonl",
                                                          .fsync = sinks::FsyncPolicy::never}));
   EXPECT_EQ(work.sink_line, 21);
@@ -275,16 +275,16 @@ sink = { type = "stdout" }
   const WorkConfig& work = config.work.at(0);
   EXPECT_EQ(work.shape, "pull");
   EXPECT_EQ(work.spec.stream, defaults.stream);
-  EXPECT_EQ(work.spec.ack_wait, defaults.ack_wait);
-  EXPECT_EQ(work.spec.max_deliver, defaults.max_deliver);
-  EXPECT_EQ(work.spec.max_ack_pending, defaults.max_ack_pending);
+  EXPECT_EQ(work.spec.flow.ack_wait, defaults.flow.ack_wait);
+  EXPECT_EQ(work.spec.failure.max_deliver, defaults.failure.max_deliver);
+  EXPECT_EQ(work.spec.flow.max_ack_pending, defaults.flow.max_ack_pending);
   EXPECT_EQ(work.spec.start, defaults.start);
-  EXPECT_EQ(work.spec.on_missing, defaults.on_missing);
-  EXPECT_EQ(work.spec.heartbeat, defaults.heartbeat);
-  EXPECT_EQ(work.spec.concurrency, defaults.concurrency);
-  EXPECT_EQ(work.spec.batch, defaults.batch);
-  EXPECT_EQ(work.spec.pull_expires, defaults.pull_expires);
-  EXPECT_EQ(work.spec.dead_letter, "");
+  EXPECT_EQ(work.spec.failure.missing_consumer, defaults.failure.missing_consumer);
+  EXPECT_EQ(work.spec.flow.heartbeat, defaults.flow.heartbeat);
+  EXPECT_EQ(work.spec.flow.concurrency, defaults.flow.concurrency);
+  EXPECT_EQ(work.spec.flow.batch, defaults.flow.batch);
+  EXPECT_EQ(work.spec.flow.pull_expires, defaults.flow.pull_expires);
+  EXPECT_EQ(work.spec.failure.dead_letter, "");
   EXPECT_EQ(config.broadcast.at(0).spec.concurrency, BroadcastSpec{}.concurrency);
 }
 
@@ -323,16 +323,16 @@ sink = { type = "file", path = "/var/lib/svc/jobs.jsonl", fsync = "batch" }
   EXPECT_EQ(work.shape, "push-queue");
   EXPECT_EQ(work.spec.shape, WorkShape::push_queue);
   EXPECT_EQ(work.spec.stream, "JOBS");
-  EXPECT_EQ(work.spec.ack_wait, milliseconds(120000));
-  EXPECT_EQ(work.spec.max_deliver, -1);
-  EXPECT_EQ(work.spec.max_ack_pending, 64);
+  EXPECT_EQ(work.spec.flow.ack_wait, milliseconds(120000));
+  EXPECT_EQ(work.spec.failure.max_deliver, -1);
+  EXPECT_EQ(work.spec.flow.max_ack_pending, 64);
   EXPECT_EQ(work.spec.start, StartAt::new_messages);
-  EXPECT_EQ(work.spec.on_missing, OnMissing::exit);
-  EXPECT_EQ(work.spec.heartbeat, milliseconds(250));
-  EXPECT_EQ(work.spec.concurrency, 8);
-  EXPECT_EQ(work.spec.dead_letter, "dead.jobs");
-  EXPECT_EQ(work.spec.retry_min, milliseconds(1000));
-  EXPECT_EQ(work.spec.retry_max, milliseconds(120000));
+  EXPECT_EQ(work.spec.failure.missing_consumer, OnMissing::exit);
+  EXPECT_EQ(work.spec.flow.heartbeat, milliseconds(250));
+  EXPECT_EQ(work.spec.flow.concurrency, 8);
+  EXPECT_EQ(work.spec.failure.dead_letter, "dead.jobs");
+  EXPECT_EQ(work.spec.failure.retry_min, milliseconds(1000));
+  EXPECT_EQ(work.spec.failure.retry_max, milliseconds(120000));
   EXPECT_EQ(work.sink, SinkConfig(sinks::FileSinkOptions{.path = "/var/lib/svc/jobs.jsonl",
                                                          .fsync = sinks::FsyncPolicy::batch}));
 }
@@ -398,7 +398,7 @@ sink = { type = "http", url = "http://127.0.0.1/in", headers = { Authorization =
   unsetenv("NATSFLEET_TEST_EMPTY");
   EXPECT_EQ(config.fleet.name, "svc-a");
   EXPECT_EQ(config.fleet.servers, (std::vector<std::string>{"nats://broker.prod:4222"}));
-  EXPECT_EQ(config.work.at(0).spec.ack_wait, milliseconds(45000));
+  EXPECT_EQ(config.work.at(0).spec.flow.ack_wait, milliseconds(45000));
   const auto& http = std::get<HttpSinkOptions>(config.work.at(0).sink);
   EXPECT_EQ(http.headers.at("Authorization"), "Bearer s3cret");
   EXPECT_EQ(http.headers.at("X-Note"), "${kept} $5");

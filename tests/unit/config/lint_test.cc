@@ -245,8 +245,8 @@ TEST(Lint, AckPendingBelowConcurrencyInAConfigBuiltInCode) {
   config.fleet.servers = {"nats://10.0.0.1:4222"};
   WorkConfig work{.spec = {.name = "w", .subject = "a.b"},
                   .sink = sinks::FileSinkOptions{.path = "x"}};
-  work.spec.concurrency = 8;
-  work.spec.max_ack_pending = 4;
+  work.spec.flow.concurrency = 8;
+  work.spec.flow.max_ack_pending = 4;
   work.line = 5;
   config.work.push_back(work);
   const auto findings = lint_others(config);

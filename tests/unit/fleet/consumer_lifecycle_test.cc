@@ -145,7 +145,7 @@ WorkSpec work() {
   WorkSpec s;
   s.name = "sync-listener";
   s.subject = "daemon.sync.complete";
-  s.ack_wait = 30s;
+  s.flow.ack_wait = 30s;
   return s;
 }
 

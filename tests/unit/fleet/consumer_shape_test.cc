@@ -15,7 +15,7 @@ WorkSpec spec() {
   WorkSpec s;
   s.name = "sync-listener";
   s.subject = "daemon.sync.complete";
-  s.ack_wait = std::chrono::seconds(30);
+  s.flow.ack_wait = std::chrono::seconds(30);
   return s;
 }
 

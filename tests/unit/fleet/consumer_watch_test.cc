@@ -97,7 +97,7 @@ class ConsumerWatchTest : public ::testing::Test {
     spec_.name = "jobs";
     spec_.subject = "jobs.>";
     spec_.stream = "JOBS";
-    spec_.ack_wait = 5s;  // a leader is stuck after 3 x ack_wait, at least 10 s: 15 s
+    spec_.flow.ack_wait = 5s;  // a leader is stuck after 3 x ack_wait, at least 10 s: 15 s
     options_.info_interval = 1s;
     options_.stall_after = 60s;
     options_.replace_unserved_after = 30s;
@@ -297,7 +297,7 @@ TEST_F(ConsumerWatchTest, ALeaderThatAnswersAPullSparesItAndWhatThePullTookIsGiv
 }
 
 TEST_F(ConsumerWatchTest, AFleetThatExitsOnAMissingConsumerNeverDeletesOne) {
-  spec_.on_missing = OnMissing::exit;
+  spec_.failure.missing_consumer = OnMissing::exit;
   leaderless();
   watch_->unserved(here(), "evidence");
   clock_.advance(60s);

@@ -136,11 +136,11 @@ WorkSpec spec() {
   WorkSpec s;
   s.name = "jobs";
   s.subject = "jobs.>";
-  s.ack_wait = 30s;
-  s.heartbeat = 5s;
-  s.max_deliver = 5;
-  s.nak_backoff_min = 1s;
-  s.nak_backoff_max = 60s;
+  s.flow.ack_wait = 30s;
+  s.flow.heartbeat = 5s;
+  s.failure.max_deliver = 5;
+  s.failure.nak_backoff_min = 1s;
+  s.failure.nak_backoff_max = 60s;
   return s;
 }
 
@@ -186,7 +186,7 @@ TEST_F(Pipeline, ARejectionIsNakedWithABackoffThatDoublesPerDelivery) {
 }
 
 TEST_F(Pipeline, ARejectionOnTheLastDeliveryIsTerminatedOnceItsDeadLetterIsStored) {
-  spec_.dead_letter = "jobs.dead";
+  spec_.failure.dead_letter = "jobs.dead";
   transport_.answer_with(
       [](const std::string&) { return Result<std::string>("{\"stream\":\"DEAD\",\"seq\":1}"); });
   start([](const Message&) { return Disposition::nak().because("bad input"); });
@@ -204,7 +204,7 @@ TEST_F(Pipeline, ARejectionOnTheLastDeliveryIsTerminatedOnceItsDeadLetterIsStore
 }
 
 TEST_F(Pipeline, ADeadLetterNotStoredLeavesTheMessageNakedNotTerminated) {
-  spec_.dead_letter = "jobs.dead";
+  spec_.failure.dead_letter = "jobs.dead";
   transport_.answer_with(
       [](const std::string&) { return Result<std::string>(Errc::timeout, "no answer"); });
   start([](const Message&) { return Disposition::term().because("bad input"); });
@@ -268,7 +268,7 @@ TEST_F(Pipeline, AMessageThatWaitedSinceBeforeAGapIsSkippedUnanswered) {
 }
 
 TEST_F(Pipeline, AMessageDeliveredOverTwiceMaxDeliverWithNoVerdictIsSetAsideUntried) {
-  spec_.max_deliver = 2;
+  spec_.failure.max_deliver = 2;
   std::atomic<int> calls{0};
   start([&](const Message&) {
     calls++;
@@ -288,7 +288,7 @@ TEST_F(Pipeline, AMessageDeliveredOverTwiceMaxDeliverWithNoVerdictIsSetAsideUntr
 }
 
 TEST_F(Pipeline, ResentAcksGoOldestFirstAndTheBrokerIsAskedToConfirmTheLast) {
-  spec_.max_ack_pending = 3;
+  spec_.flow.max_ack_pending = 3;
   start([](const Message&) { return Disposition::ack(); });
   for (uint64_t seq = 1; seq <= 5; ++seq) {
     pipeline().take(delivery(seq), false);
@@ -325,7 +325,7 @@ TEST_F(Pipeline, StopGivesBackWhatNeverStartedAndLetsTheRunningHandlerFinish) {
 }
 
 TEST_F(Pipeline, AHandlerRunningLongIsKeptAliveUntilKeepAliveLimit) {
-  spec_.keep_alive_limit = 5min;
+  spec_.flow.keep_alive_limit = 5min;
   HoldingHandler holding;
   start(holding.handler());
   pipeline().take(delivery(1), false);
@@ -376,7 +376,7 @@ TEST_F(Pipeline, AMessageKeptByItsHandlerAnswersShuttingDownOnceThePipelineIsGon
 }
 
 TEST_F(Pipeline, MeasuredHandlersResizeTheIntakesWindow) {
-  spec_.ack_wait = 2s;  // a 100 ms handler is slow against it: resized at its first message
+  spec_.flow.ack_wait = 2s;  // a 100 ms handler is slow against it: resized at its first message
   start([&](const Message&) {
     clock_.advance(100ms);  // the handler's work, on the test's clock
     return Disposition::ack();
@@ -460,7 +460,7 @@ TEST_F(Pipeline, ADeferredRetryTakesAPlaceInTheWindowAgainAndUsesNoDelivery) {
 }
 
 TEST_F(Pipeline, ADeferredRejectionOnTheLastDeliveryIsDeadLettered) {
-  spec_.dead_letter = "jobs.dead";
+  spec_.failure.dead_letter = "jobs.dead";
   transport_.answer_with(
       [](const std::string&) { return Result<std::string>("{\"stream\":\"DEAD\",\"seq\":1}"); });
   Keeping deferring(Disposition::later());
@@ -473,7 +473,7 @@ TEST_F(Pipeline, ADeferredRejectionOnTheLastDeliveryIsDeadLettered) {
 }
 
 TEST_F(Pipeline, ADeferredMessageIsKeptAliveUntilKeepAliveLimitThenLapses) {
-  spec_.keep_alive_limit = 25s;  // ack_wait 30 s: in-progress acks every 10 s
+  spec_.flow.keep_alive_limit = 25s;  // ack_wait 30 s: in-progress acks every 10 s
   Keeping deferring(Disposition::later());
   start(deferring.handler());
   pipeline().take(delivery(7), false);

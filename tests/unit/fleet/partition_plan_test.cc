@@ -74,16 +74,15 @@ TEST(PartitionPlan, ReadsNoPartitionFromAnUnmappedSubject) {
 
 TEST(PartitionPlan, ValidatesOrderedWorkSpecs) {
   WorkSpec spec{.name = "orders", .subject = "orders.*"};
-  spec.ordering = Ordering::per_key;
-  spec.key_token = 2;
+  spec.per_key.emplace();
+  spec.per_key->key_token = 2;
   EXPECT_TRUE(validate_work(spec));
-  spec.key_token = 1;
+  spec.per_key->key_token = 1;
   EXPECT_FALSE(validate_work(spec));
-  WorkSpec plain{.name = "orders", .subject = "orders.*"};
-  plain.key_token = 2;
-  auto refused = validate_work(plain);
-  ASSERT_FALSE(refused);
-  EXPECT_NE(refused.error().message.find("per-key"), std::string::npos);
+  spec.per_key->key_token = 0;  // per-key order needs its key's token
+  EXPECT_FALSE(validate_work(spec));
+  spec.per_key = PerKeyOrder{.key_token = 2, .partitions = 0};
+  EXPECT_FALSE(validate_work(spec));
 }
 
 TEST(PartitionPlan, NamesEachPartitionsConsumer) {

@@ -111,8 +111,8 @@ TEST(DeclaredStream, ValidateRefusesWhatTheBrokerWouldAndWhatCannotServeTheWork)
             "one");
   auto ordered = declaring({.name = "MAIL"});
   ordered.subject = "mail.*";
-  ordered.ordering = Ordering::per_key;
-  ordered.key_token = 2;
+  ordered.per_key.emplace();
+  ordered.per_key->key_token = 2;
   EXPECT_NE(problem(ordered).find("not available with ordering = per-key"), std::string::npos);
 }
 

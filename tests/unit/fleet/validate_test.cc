@@ -39,11 +39,11 @@ TEST(Validate, WorkSpecCombinations) {
   WorkSpec ok{.name = "w", .subject = "a.b"};
   EXPECT_TRUE(validate_work(ok).ok());
   WorkSpec starved = ok;
-  starved.concurrency = 8;
-  starved.max_ack_pending = 4;
+  starved.flow.concurrency = 8;
+  starved.flow.max_ack_pending = 4;
   EXPECT_FALSE(validate_work(starved).ok());
   WorkSpec no_deliver = ok;
-  no_deliver.max_deliver = 0;
+  no_deliver.failure.max_deliver = 0;
   EXPECT_FALSE(validate_work(no_deliver).ok());
 }
 
@@ -65,34 +65,36 @@ using std::chrono::milliseconds;
 constexpr auto kHour = 3'600'000LL;
 
 const SpecRange kSpecRanges[] = {
-    {"concurrency", [](WorkSpec& s, long long v) { s.concurrency = int(v); }, nullptr, 1, 1024},
-    {"max_ack_pending", [](WorkSpec& s, long long v) { s.max_ack_pending = int(v); }, nullptr, 1,
+    {"concurrency", [](WorkSpec& s, long long v) { s.flow.concurrency = int(v); }, nullptr, 1,
+     1024},
+    {"max_ack_pending", [](WorkSpec& s, long long v) { s.flow.max_ack_pending = int(v); }, nullptr,
+     1, 1'000'000},
+    {"max_deliver", [](WorkSpec& s, long long v) { s.failure.max_deliver = int(v); }, nullptr, -1,
      1'000'000},
-    {"max_deliver", [](WorkSpec& s, long long v) { s.max_deliver = int(v); }, nullptr, -1,
-     1'000'000},
-    {"batch", [](WorkSpec& s, long long v) { s.batch = int(v); }, nullptr, 0, 10'000},
-    {"ack_wait", [](WorkSpec& s, long long v) { s.ack_wait = milliseconds(v); }, nullptr, 200,
+    {"batch", [](WorkSpec& s, long long v) { s.flow.batch = int(v); }, nullptr, 0, 10'000},
+    {"ack_wait", [](WorkSpec& s, long long v) { s.flow.ack_wait = milliseconds(v); }, nullptr, 200,
      24 * kHour, false},
     {"heartbeat",
      [](WorkSpec& s, long long v) {
-       s.ack_wait = milliseconds(24 * kHour);  // a heartbeat is at most a quarter of it
-       s.heartbeat = milliseconds(v);
+       s.flow.ack_wait = milliseconds(24 * kHour);  // a heartbeat is at most a quarter of it
+       s.flow.heartbeat = milliseconds(v);
      },
      nullptr, 50, 60'000, false},
-    {"pull_expires", [](WorkSpec& s, long long v) { s.pull_expires = milliseconds(v); }, nullptr,
-     100, 600'000, false},
+    {"pull_expires", [](WorkSpec& s, long long v) { s.flow.pull_expires = milliseconds(v); },
+     nullptr, 100, 600'000, false},
     {"lease",
      [](WorkSpec& s, long long v) {
        s.subject = "orders.*";
-       s.ordering = Ordering::per_key;
-       s.key_token = 2;
-       s.lease = milliseconds(v);
+       s.per_key.emplace();
+       s.per_key->key_token = 2;
+       s.per_key->lease = milliseconds(v);
      },
      nullptr, 1'000, 600'000, false},
-    {"nak_backoff_max", [](WorkSpec& s, long long v) { s.nak_backoff_max = milliseconds(v); },
-     nullptr, 1'000, 24 * kHour, false, false},
-    {"retry_max", [](WorkSpec& s, long long v) { s.retry_max = milliseconds(v); }, nullptr, 500,
+    {"nak_backoff_max",
+     [](WorkSpec& s, long long v) { s.failure.nak_backoff_max = milliseconds(v); }, nullptr, 1'000,
      24 * kHour, false, false},
+    {"retry_max", [](WorkSpec& s, long long v) { s.failure.retry_max = milliseconds(v); }, nullptr,
+     500, 24 * kHour, false, false},
     {"concurrency", nullptr, [](BroadcastSpec& s, long long v) { s.concurrency = int(v); }, 1,
      1024},
     {"max_queued", nullptr, [](BroadcastSpec& s, long long v) { s.max_queued = int(v); }, 1,
@@ -122,7 +124,7 @@ TEST_P(SpecRangeTest, BoundsPassAndBeyondIsRefusedByName) {
     auto checked = [&] {
       if (r.set_work) {
         WorkSpec spec{.name = "w", .subject = "a.b"};
-        spec.max_ack_pending = 1'000'000;  // no concurrency is refused for it
+        spec.flow.max_ack_pending = 1'000'000;  // no concurrency is refused for it
         r.set_work(spec, value);
         return validate_work(spec);
       }
@@ -151,12 +153,12 @@ INSTANTIATE_TEST_SUITE_P(Validate, SpecRangeTest, testing::ValuesIn(kSpecRanges)
 
 TEST(Validate, AHeartbeatIsAtMostAQuarterOfAckWaitAndZeroTakesAQuarter) {
   WorkSpec spec{.name = "w", .subject = "a.b"};
-  spec.ack_wait = std::chrono::seconds(1);
+  spec.flow.ack_wait = std::chrono::seconds(1);
   EXPECT_TRUE(validate_work(spec).ok());  // heartbeat 0: a quarter of ack_wait
   EXPECT_EQ(heartbeat_of(spec), milliseconds(250));
-  spec.heartbeat = milliseconds(250);
+  spec.flow.heartbeat = milliseconds(250);
   EXPECT_TRUE(validate_work(spec).ok());
-  spec.heartbeat = milliseconds(251);
+  spec.flow.heartbeat = milliseconds(251);
   EXPECT_EQ(validate_work(spec).error().message,
             "heartbeat 251ms is more than a quarter of ack_wait 1s: two missed heartbeats must be "
             "noticed well within ack_wait (leave it 0 for a quarter of ack_wait, at most 5s)");
@@ -164,31 +166,31 @@ TEST(Validate, AHeartbeatIsAtMostAQuarterOfAckWaitAndZeroTakesAQuarter) {
 
   WorkSpec derived{.name = "w", .subject = "a.b"};
   EXPECT_EQ(heartbeat_of(derived), std::chrono::seconds(5));  // ack_wait 30s: at most 5s
-  derived.ack_wait = Limits::kMinAckWait;
+  derived.flow.ack_wait = Limits::kMinAckWait;
   EXPECT_TRUE(validate_work(derived).ok());
   EXPECT_EQ(heartbeat_of(derived), Limits::kMinHeartbeat);
 }
 
 TEST(Validate, DeadLetterIsAPlainSubjectTheWorkDoesNotConsume) {
   WorkSpec spec{.name = "w", .subject = "mail.*"};
-  spec.dead_letter = "dead.mail";
+  spec.failure.dead_letter = "dead.mail";
   EXPECT_TRUE(validate_work(spec).ok());
-  spec.dead_letter = "mail.dead.x";  // more tokens than mail.* matches
+  spec.failure.dead_letter = "mail.dead.x";  // more tokens than mail.* matches
   EXPECT_TRUE(validate_work(spec).ok());
   for (const char* bad : {"dead.*", "dead.>", "dead mail", "dead..mail"}) {
-    spec.dead_letter = bad;
+    spec.failure.dead_letter = bad;
     EXPECT_NE(validate_work(spec).error().message.find("dead_letter"), std::string::npos) << bad;
   }
   for (const char* fed_back : {"mail.dead", "mail.x"}) {
-    spec.dead_letter = fed_back;
+    spec.failure.dead_letter = fed_back;
     EXPECT_NE(validate_work(spec).error().message.find("consumed again"), std::string::npos)
         << fed_back;
   }
   spec.subject = "mail.>";
-  spec.dead_letter = "mail.dead.letters";
+  spec.failure.dead_letter = "mail.dead.letters";
   EXPECT_NE(validate_work(spec).error().message.find("consumed again"), std::string::npos);
   spec.subject = "mail.outgoing";
-  spec.dead_letter = "mail.outgoing";
+  spec.failure.dead_letter = "mail.outgoing";
   EXPECT_NE(validate_work(spec).error().message.find("consumed again"), std::string::npos);
 }
 
@@ -228,11 +230,11 @@ TEST(Validate, SeveralSubjectsMustNotOverlapNorFightTheOneSubject) {
   spec.subjects = {"orders.created", "orders..paid"};
   EXPECT_NE(validate_work(spec).error().message.find("subjects: "), std::string::npos);
   spec.subjects = {"orders.created", "orders.paid"};
-  spec.dead_letter = "orders.paid";
+  spec.failure.dead_letter = "orders.paid";
   EXPECT_NE(validate_work(spec).error().message.find("consumed again"), std::string::npos);
-  spec.dead_letter.clear();
-  spec.ordering = Ordering::per_key;
-  spec.key_token = 2;
+  spec.failure.dead_letter.clear();
+  spec.per_key.emplace();
+  spec.per_key->key_token = 2;
   EXPECT_EQ(validate_work(spec).error().message,
             "ordering = per-key takes one subject, not several");
 }
