@@ -272,6 +272,12 @@ Result<void> broadcast_valid(const BroadcastSpec& spec) {
   if (auto bad = in_range("concurrency", spec.concurrency, 1, L::kMaxConcurrency); !bad) return bad;
   if (auto bad = in_range("max_queued", spec.max_queued, 1, L::kMaxQueued); !bad) return bad;
   if (auto bad = in_range("key_token", spec.key_token, 0, L::kMaxKeyToken); !bad) return bad;
+  if (spec.source == BroadcastSource::core &&
+      (!spec.stream.empty() || spec.create_stream || spec.start_with_last_per_subject))
+    return invalid(
+        "stream, create_stream and start_with_last_per_subject apply to source = jetstream only");
+  if (spec.source == BroadcastSource::jetstream && spec.key_token != 0)
+    return invalid("key_token applies to source = core only: a jetstream broadcast queues nothing");
   if (spec.source == BroadcastSource::jetstream) {
     if (!spec.stream.empty())
       if (auto bad = name_valid(spec.stream); !bad) return invalid("stream " + bad.error().message);

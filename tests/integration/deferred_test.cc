@@ -128,14 +128,9 @@ TEST(Deferred, AMessageNeverSettledGoesBackAtShutdownAndAnotherReplicaGetsItAtOn
   EXPECT_EQ(late.error().code, Errc::shutting_down);
   a.reset();
 
-  std::atomic<int> handled{0};
-  Fleet b(fast_options({server.url()}, "b"));
-  ASSERT_TRUE(b.add_work(spec, [&](const Message&) {
-    ++handled;
-    return Disposition::ack();
-  }));
-  ASSERT_TRUE(b.start());
-  ASSERT_TRUE(wait_for([&] { return handled.load() > 0; }, 20s)) << "left to ack_wait";
+  AckingReplica b(server.url(), spec);
+  ASSERT_TRUE(b.started());
+  ASSERT_TRUE(wait_for([&] { return b.handled() > 0; }, 20s)) << "left to ack_wait";
 }
 
 TEST(Deferred, ShutdownReturnsOnceTheLastVerdictIsGiven) {

@@ -140,14 +140,9 @@ TEST(PullWork, DrainGivesBackWhatWaitsUnfetchedAtOnceAndWaitsForTheFetchedOnesVe
   EXPECT_EQ(after.error().code, Errc::shutting_down);
 
   // The other replica gets the 15 at once: given back, not left to the 60 s ack_wait.
-  std::atomic<int> handled{0};
-  Fleet b(fast_options({server.url()}, "b"));
-  ASSERT_TRUE(b.add_work(spec, [&](const Message&) {
-    ++handled;
-    return Disposition::ack();
-  }));
-  ASSERT_TRUE(b.start());
-  ASSERT_TRUE(wait_for([&] { return handled.load() == 15; }, 20s)) << handled.load();
+  AckingReplica b(server.url(), spec);
+  ASSERT_TRUE(b.started());
+  ASSERT_TRUE(wait_for([&] { return b.handled() == 15; }, 20s)) << b.handled();
   const auto c = admin.consumer("JOBS", "jobs");
   EXPECT_EQ(c.num_ack_pending, 0);
   a.reset();
@@ -175,14 +170,9 @@ TEST(PullWork, AMessageUnfetchedPastKeepAliveLimitGoesBackForAnotherReplica) {
   admin.publish_many("jobs.run", 3, "job-");
   ASSERT_TRUE(wait_for([&] { return admin.consumer("JOBS", "jobs").num_ack_pending == 3; }, 20s));
 
-  std::atomic<int> handled{0};
-  Fleet b(fast_options({server.url()}, "b"));
-  ASSERT_TRUE(b.add_work(spec, [&](const Message&) {
-    ++handled;
-    return Disposition::ack();
-  }));
-  ASSERT_TRUE(b.start());
-  ASSERT_TRUE(wait_for([&] { return handled.load() == 3; }, 20s)) << handled.load();
+  AckingReplica b(server.url(), spec);
+  ASSERT_TRUE(b.started());
+  ASSERT_TRUE(wait_for([&] { return b.handled() == 3; }, 20s)) << b.handled();
   auto late = jobs->fetch(3, 1ms);
   ASSERT_TRUE(late) << late.error().describe();
   EXPECT_TRUE(late->empty()) << late->size() << " given back, then fetched";

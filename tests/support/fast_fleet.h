@@ -1,6 +1,7 @@
 // Fleet options and specs scaled down for tests: the same logic, shorter clocks.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,29 @@ inline WorkSpec fast_work(std::string name, std::string subject) {
   w.failure.nak_backoff_max = 200ms;
   return w;
 }
+
+// A started replica of `spec` on the broker at `url` that acks every message it gets and counts
+// them: the other replica of a test that checks what the first gave back.
+class AckingReplica {
+ public:
+  AckingReplica(const std::string& url, const WorkSpec& spec, std::string name = "b")
+      : fleet_(fast_options({url}, std::move(name))) {
+    started_ = fleet_
+                   .add_work(spec,
+                             [this](const Message&) {
+                               ++handled_;
+                               return Disposition::ack();
+                             })
+                   .ok() &&
+               fleet_.start().ok();
+  }
+  bool started() const { return started_; }
+  int handled() const { return handled_.load(); }
+
+ private:
+  std::atomic<int> handled_{0};
+  Fleet fleet_;  // after handled_: its handlers stop before handled_ goes
+  bool started_ = false;
+};
 
 }  // namespace natsfleet::testing

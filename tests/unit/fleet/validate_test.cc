@@ -171,6 +171,31 @@ TEST(Validate, AHeartbeatIsAtMostAQuarterOfAckWaitAndZeroTakesAQuarter) {
   EXPECT_EQ(heartbeat_of(derived), Limits::kMinHeartbeat);
 }
 
+// A broadcast's fields for the other source are refused, not ignored.
+TEST(Validate, ABroadcastTakesOnlyItsSourcesFields) {
+  const BroadcastSpec core{.name = "b", .subject = "a.*"};
+  EXPECT_TRUE(validate_broadcast(core).ok());
+  for (auto set : std::vector<void (*)(BroadcastSpec&)>{
+           [](BroadcastSpec& s) { s.stream = "S"; },
+           [](BroadcastSpec& s) { s.create_stream = true; },
+           [](BroadcastSpec& s) { s.start_with_last_per_subject = true; }}) {
+    BroadcastSpec spec = core;
+    set(spec);
+    auto refused = validate_broadcast(spec);
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().message.find("apply to source = jetstream only"), std::string::npos)
+        << refused.error().message;
+  }
+  BroadcastSpec stored = core;
+  stored.source = BroadcastSource::jetstream;
+  EXPECT_TRUE(validate_broadcast(stored).ok());
+  stored.key_token = 2;
+  auto refused = validate_broadcast(stored);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("key_token applies to source = core only"),
+            std::string::npos);
+}
+
 TEST(Validate, DeadLetterIsAPlainSubjectTheWorkDoesNotConsume) {
   WorkSpec spec{.name = "w", .subject = "mail.*"};
   spec.failure.dead_letter = "dead.mail";
