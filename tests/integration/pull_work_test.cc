@@ -24,6 +24,15 @@ namespace {
 using namespace std::chrono_literals;
 using Steady = std::chrono::steady_clock;
 
+// A pull work of `batch` whose messages, if left to ack_wait (60 s), would not come back within a
+// test: one that comes back was given back.
+WorkSpec jobs_left_to_ack_wait_for_good(int batch) {
+  auto spec = fast_work("jobs", "jobs.run");
+  spec.flow.ack_wait = 60s;
+  spec.flow.batch = batch;
+  return spec;
+}
+
 TEST(PullWork, BatchesAreFetchedAndAckedFromOtherThreadsEachMessageOnce) {
   constexpr int kMessages = 2000;
   NatsServer server;
@@ -108,9 +117,7 @@ TEST(PullWork, DrainGivesBackWhatWaitsUnfetchedAtOnceAndWaitsForTheFetchedOnesVe
   NatsServer server;
   BrokerClient admin(server.url());
   admin.create_stream("JOBS", {"jobs.>"});
-  auto spec = fast_work("jobs", "jobs.run");
-  spec.flow.ack_wait = 60s;  // one left to ack_wait would not come back within the test
-  spec.flow.batch = 20;
+  auto spec = jobs_left_to_ack_wait_for_good(20);
   admin.publish_many("jobs.run", 20, "job-");
   auto a = std::make_unique<Fleet>(fast_options({server.url()}, "a"));
   auto jobs = a->add_pull_work(spec);
@@ -158,10 +165,8 @@ TEST(PullWork, AMessageUnfetchedPastKeepAliveLimitGoesBackForAnotherReplica) {
   NatsServer server;
   BrokerClient admin(server.url());
   admin.create_stream("JOBS", {"jobs.>"});
-  auto spec = fast_work("jobs", "jobs.run");
-  spec.flow.ack_wait = 60s;  // one left to ack_wait would not come back within the test
+  auto spec = jobs_left_to_ack_wait_for_good(10);
   spec.flow.keep_alive_limit = 1s;
-  spec.flow.batch = 10;
   Fleet a(fast_options({server.url()}, "a"));
   auto jobs = a.add_pull_work(spec);
   ASSERT_TRUE(jobs);

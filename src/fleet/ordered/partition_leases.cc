@@ -117,14 +117,8 @@ std::vector<std::string> PartitionLeases::settled(const std::vector<std::string>
 }
 
 std::vector<std::string> PartitionLeases::seasoned(const std::vector<std::string>& live) const {
-  std::vector<std::string> out;
-  for (const auto& m : live) {
-    auto it = live_since_.find(m);
-    const bool long_live =
-        m == options_.me ? watched_ >= options_.settle
-                         : it != live_since_.end() && watched_ - it->second >= options_.settle;
-    if (long_live) out.push_back(m);
-  }
+  std::vector<std::string> out = settled(live);
+  if (watched_ < options_.settle) std::erase(out, options_.me);
   return out.empty() ? live : out;
 }
 
