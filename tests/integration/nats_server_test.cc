@@ -196,6 +196,24 @@ TEST(NatsServerTest, ClusterElectsMetaLeaderAndCreatesReplicatedStream) {
   EXPECT_NE(cluster.find(stream_leader), nullptr) << "stream leader '" << stream_leader << "'";
 }
 
+// n3's routes lead nowhere on the first start: n1 and n2 elect a meta leader, n3 runs and
+// never becomes ready. The cluster is started again (fresh ports, routes as given) and forms.
+TEST(NatsServerTest, AClusterStartWhereOneNodeNeverBecomesReadyIsMadeAgain) {
+  const int nowhere = free_loopback_port();  // nothing listens there
+  int route_calls = 0;
+  NatsClusterOptions options;
+  options.size = 3;
+  options.ready_timeout = milliseconds(8'000);
+  options.route_via = [&](int from, int to, int route_port) {
+    const bool first_start = route_calls++ < 6;  // 3 nodes x 2 peers per start
+    return first_start && (from == 2 || to == 2) ? nowhere : route_port;
+  };
+  NatsCluster cluster(options);
+  EXPECT_EQ(route_calls, 12) << "formed on start " << route_calls / 6;
+  EXPECT_NE(cluster.find(cluster.meta_leader()), nullptr);
+  cluster.wait_ready();
+}
+
 TEST(NatsServerTest, DestructorStopsPausedServer) {
   pid_t pid = -1;
   const auto started = std::chrono::steady_clock::now();

@@ -120,14 +120,17 @@ struct NatsClusterOptions {
   // URLs it was given (a proxy in front of each node stays in the path).
   bool no_advertise = false;
   std::string extra_config;  // appended to every node's config (subject mappings, say)
+  // How long one start may take to make every node ready before it is made again.
+  std::chrono::milliseconds ready_timeout = kClusterReadyTimeout;
 };
 
 // A full-mesh routed JetStream cluster (cluster name "fleet", servers "n1".."n<size>").
 class NatsCluster {
  public:
-  // Starts all nodes and waits (up to kClusterReadyTimeout) until every node is healthy and knows
-  // the JetStream meta leader. Throws std::runtime_error with the nodes' log tails otherwise.
-  explicit NatsCluster(int size = 3) : NatsCluster(NatsClusterOptions{size, {}, false, {}}) {}
+  // Starts all nodes and waits (up to options.ready_timeout) until every node is healthy and knows
+  // the JetStream meta leader; a start that stuck with every node running is made again (up to 3
+  // starts). Throws std::runtime_error with the nodes' log tails otherwise.
+  explicit NatsCluster(int size = 3) : NatsCluster(sized(size)) {}
   explicit NatsCluster(const NatsClusterOptions& options);
 
   NatsServer& node(int i);  // 0-based: node(0) is "n1"; throws std::out_of_range
@@ -147,6 +150,11 @@ class NatsCluster {
   void wait_ready(std::chrono::milliseconds timeout = kClusterReadyTimeout) const;
 
  private:
+  static NatsClusterOptions sized(int size) {
+    NatsClusterOptions options;
+    options.size = size;
+    return options;
+  }
   std::vector<std::unique_ptr<NatsServer>> nodes_;
 };
 
