@@ -18,6 +18,7 @@
 #include "natsfleet/fleet.h"
 #include "support/broker_client.h"
 #include "support/fast_fleet.h"
+#include "support/jobs_broker.h"
 #include "support/nats_server.h"
 #include "support/recorder.h"
 
@@ -49,6 +50,9 @@ struct Replica {
     return fatal_reason;
   }
   SubscriptionHealth sub() { return fleet.health().subscriptions.at(0); }
+  bool ready() {
+    return wait_for([&] { return fleet.health().ready; }, 10s);
+  }
 
   Recorder seen;
   std::mutex mu;
@@ -57,10 +61,19 @@ struct Replica {
   Fleet fleet;
 };
 
-TEST(Reconnect, UnlimitedByDefaultSoALongOutageRecoversWithoutFatal) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
+// Every test here starts from a broker of its own holding stream JOBS.
+using ConfirmMissing = JobsBroker;
+using FirstStart = JobsBroker;
+using Health = JobsBroker;
+using Outage = JobsBroker;
+using Pause = JobsBroker;
+using Reconnect = JobsBroker;
+using RefilledStream = JobsBroker;
+using Restart = JobsBroker;
+using Shutdown = JobsBroker;
+using Unserved = JobsBroker;
+
+TEST_F(Reconnect, UnlimitedByDefaultSoALongOutageRecoversWithoutFatal) {
   auto options = fast_options({server.url()}, "patient");
   ASSERT_EQ(options.max_reconnect, -1);
   // Waits of at most 20 ms: a 4 s outage is well over 60 attempts (nats.c's default limit).
@@ -68,7 +81,7 @@ TEST(Reconnect, UnlimitedByDefaultSoALongOutageRecoversWithoutFatal) {
   options.reconnect_wait_max = 20ms;
   options.connect_timeout = 200ms;
   Replica r(server.url(), fast_work("jobs-worker", "jobs.run"), options);
-  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  ASSERT_TRUE(r.ready());
   admin.publish_many("jobs.run", 20, "before-");
   ASSERT_TRUE(r.seen.wait_distinct(20, 10s));
 
@@ -85,14 +98,11 @@ TEST(Reconnect, UnlimitedByDefaultSoALongOutageRecoversWithoutFatal) {
   EXPECT_GE(r.fleet.health().reconnects, 1u);
 }
 
-TEST(Reconnect, ClosedConnectionAfterStartIsFatalExactlyOnce) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
+TEST_F(Reconnect, ClosedConnectionAfterStartIsFatalExactlyOnce) {
   auto options = fast_options({server.url()}, "finite");
   options.max_reconnect = 3;  // the only way to make nats.c give up: the default never does
   Replica r(server.url(), fast_work("jobs-worker", "jobs.run"), options);
-  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  ASSERT_TRUE(r.ready());
   server.kill();
   ASSERT_TRUE(wait_for([&] { return r.fatals() > 0; }, 10s));
   std::this_thread::sleep_for(500ms);
@@ -103,30 +113,24 @@ TEST(Reconnect, ClosedConnectionAfterStartIsFatalExactlyOnce) {
   EXPECT_FALSE(h.ready);
 }
 
-TEST(Reconnect, NothingIsReportedOnceShutdownHasBegun) {
-  NatsServer server;
+TEST_F(Reconnect, NothingIsReportedOnceShutdownHasBegun) {
   auto options = fast_options({server.url()}, "leaving");
   options.max_reconnect = 0;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
   Replica r(server.url(), fast_work("jobs-worker", "jobs.run"), options);
-  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  ASSERT_TRUE(r.ready());
   r.fleet.shutdown(2s);  // closes the connection: its closed callback must stay quiet
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(r.fatals(), 0);
   EXPECT_TRUE(r.fleet.health().live) << r.fleet.health().fatal_reason;
 }
 
-class ConsumerDeleted : public ::testing::TestWithParam<OnMissing> {};
+using ConsumerDeleted = JobsBrokerWith<OnMissing>;
 
 TEST_P(ConsumerDeleted, WhileConsumingIsRecreatedOrFatalAsConfigured) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
   auto spec = fast_work("jobs-worker", "jobs.run");
   spec.failure.missing_consumer = GetParam();
   Replica r(server.url(), spec);
-  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  ASSERT_TRUE(r.ready());
   admin.publish_many("jobs.run", 100, "first-");
   ASSERT_TRUE(r.seen.wait_distinct(100, 10s));
   // The replica has seen the ack floor move past the first hundred on the broker.
@@ -145,7 +149,7 @@ TEST_P(ConsumerDeleted, WhileConsumingIsRecreatedOrFatalAsConfigured) {
   }
   ASSERT_TRUE(wait_for([&] { return r.sub().counters.recoveries == 1; }, 10s))
       << r.sub().last_error;
-  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  ASSERT_TRUE(r.ready());
   admin.publish_many("jobs.run", 100, "second-");
   ASSERT_TRUE(r.seen.wait_distinct(200, 10s));
   r.seen.locked([](const Recorder& rec) {
@@ -162,12 +166,9 @@ INSTANTIATE_TEST_SUITE_P(OnMissing, ConsumerDeleted,
                            return param_info.param == OnMissing::recreate ? "Recreate" : "Exit";
                          });
 
-class WipedStore : public ::testing::TestWithParam<OnMissing> {};
+using WipedStore = JobsBrokerWith<OnMissing>;
 
 TEST_P(WipedStore, ConsumerMissingAfterTheBrokerReturnsIsRecreatedOrFatal) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
   auto spec = fast_work("jobs-worker", "jobs.run");
   spec.failure.missing_consumer = GetParam();
   // Slow reconnects: the deployment recreates the stream and new work arrives before the
@@ -176,7 +177,7 @@ TEST_P(WipedStore, ConsumerMissingAfterTheBrokerReturnsIsRecreatedOrFatal) {
   options.reconnect_wait_min = 2s;
   options.reconnect_wait_max = 2s;
   Replica r(server.url(), spec, options);
-  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  ASSERT_TRUE(r.ready());
   admin.publish_many("jobs.run", 50, "old-");
   ASSERT_TRUE(r.seen.wait_distinct(50, 10s));
   // The replica has learnt the ack floor (50) before the broker forgets everything.
@@ -199,16 +200,13 @@ TEST_P(WipedStore, ConsumerMissingAfterTheBrokerReturnsIsRecreatedOrFatal) {
 
 // The recreated stream is refilled past the old ack floor before the replica is back: only its
 // creation time tells it is a new stream (its sequences alone look like a continuation).
-TEST(WipedStore, AStreamRefilledPastTheOldFloorIsReadFromItsStart) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
+TEST_F(RefilledStream, PastTheOldFloorWhileTheReplicaWasAwayIsReadFromItsStart) {
   auto spec = fast_work("jobs-worker", "jobs.run");
   auto options = fast_options({server.url()}, "replica");
   options.reconnect_wait_min = 2s;
   options.reconnect_wait_max = 2s;
   Replica r(server.url(), spec, options);
-  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  ASSERT_TRUE(r.ready());
   admin.publish_many("jobs.run", 20, "old-");
   ASSERT_TRUE(r.seen.wait_distinct(20, 10s));
   ASSERT_TRUE(wait_for([&] { return r.sub().ack_floor == 20; }, 5s)) << r.sub().ack_floor;
@@ -231,10 +229,7 @@ INSTANTIATE_TEST_SUITE_P(OnMissing, WipedStore,
 // A work new to a stream that already holds messages: no live replica knew its consumer, so no
 // replica can be about to recreate it after an ack floor, and it is created at once rather than
 // after first_create_wait (missing_window plus a heartbeat).
-TEST(FirstStart, AWorkNewToAStreamHoldingMessagesDoesNotWaitForPeersThatDoNotExist) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
+TEST_F(FirstStart, AWorkNewToAStreamHoldingMessagesDoesNotWaitForPeersThatDoNotExist) {
   admin.publish_many("jobs.run", 10);
   auto options = fast_options({server.url()}, "replica");
   options.missing_window = 120s;  // the wait, were it taken: two minutes
@@ -246,12 +241,9 @@ TEST(FirstStart, AWorkNewToAStreamHoldingMessagesDoesNotWaitForPeersThatDoNotExi
 // The other side: a replica bound to the consumer says so to one that asks, until it stops; a
 // replica that asks and hears it waits for the bound ones to recreate the consumer after their
 // ack floor (tests/unit/fleet/consumer_lifecycle_test.cc).
-TEST(FirstStart, AReplicaBoundToTheConsumerAnswersPeersUntilItStops) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
+TEST_F(FirstStart, AReplicaBoundToTheConsumerAnswersPeersUntilItStops) {
   auto r = std::make_unique<Replica>(server.url());
-  ASSERT_TRUE(wait_for([&] { return r->fleet.health().ready; }, 10s));
+  ASSERT_TRUE(r->ready());
   const std::string asked = "_NATSFLEET.peers.JOBS.jobs-worker";
   auto answer = admin.connection().request(asked, "", 2s);
   EXPECT_TRUE(answer) << answer.error().describe();
@@ -263,12 +255,9 @@ TEST(FirstStart, AReplicaBoundToTheConsumerAnswersPeersUntilItStops) {
 
 // Before deleting a consumer that serves nothing here, a replica asks whether it served a peer
 // within that time (ConsumerWatch::still_served): only a replica it served answers.
-TEST(Unserved, AReplicaTheConsumerServedSaysSoWithinTheWindowAskedOnly) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
+TEST_F(Unserved, AReplicaTheConsumerServedSaysSoWithinTheWindowAskedOnly) {
   Replica r(server.url());
-  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  ASSERT_TRUE(r.ready());
   admin.publish_many("jobs.run", 3);
   ASSERT_TRUE(r.seen.wait_distinct(3, 10s));
   const std::string asked = "_NATSFLEET.peers.JOBS.jobs-worker";
@@ -285,17 +274,14 @@ TEST(Unserved, AReplicaTheConsumerServedSaysSoWithinTheWindowAskedOnly) {
   EXPECT_EQ(silent.error().code, Errc::timeout) << silent.error().describe();
 }
 
-TEST(ConfirmMissing, AConsumerBackWithinTheWindowIsNotActedOn) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
+TEST_F(ConfirmMissing, AConsumerBackWithinTheWindowIsNotActedOn) {
   auto spec = fast_work("jobs-worker", "jobs.run");
   spec.failure.missing_consumer = OnMissing::exit;  // acting on a false "missing" would be fatal
   auto options = fast_options({server.url()}, "replica");
   options.missing_lookups = 3;
   options.missing_window = 2s;  // lookups about 1 s apart
   Replica r(server.url(), spec, options);
-  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  ASSERT_TRUE(r.ready());
   auto config = admin.consumer("JOBS", "jobs-worker").config;
 
   // A new leader that briefly does not know the consumer looks like this from the outside.
@@ -310,10 +296,7 @@ TEST(ConfirmMissing, AConsumerBackWithinTheWindowIsNotActedOn) {
   EXPECT_TRUE(r.seen.wait_distinct(10, 10s));
 }
 
-TEST(Restart, PullsResumeAfterABrokerRestartWithItsStore) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
+TEST_F(Restart, PullsResumeAfterABrokerRestartWithItsStore) {
   // Heartbeats and pull expiry far longer than the test: only the re-pull on reconnect can
   // bring the messages in time.
   auto spec = fast_work("jobs-worker", "jobs.run");
@@ -321,7 +304,7 @@ TEST(Restart, PullsResumeAfterABrokerRestartWithItsStore) {
   spec.flow.heartbeat = 20s;
   spec.flow.pull_expires = 120s;
   Replica r(server.url(), spec);
-  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  ASSERT_TRUE(r.ready());
   admin.publish_many("jobs.run", 50, "before-");
   ASSERT_TRUE(r.seen.wait_distinct(50, 10s));
 
@@ -338,10 +321,7 @@ TEST(Restart, PullsResumeAfterABrokerRestartWithItsStore) {
 // the broker hand the first new messages to nobody, to be redelivered only after ack_wait. No
 // pull may leave while disconnected: every message published after the outage is handled on its
 // first delivery.
-TEST(Restart, WorkFinishedDuringALongOutageSendsNoFreshMessageToAForsakenInbox) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
+TEST_F(Restart, WorkFinishedDuringALongOutageSendsNoFreshMessageToAForsakenInbox) {
   auto spec = fast_work("jobs-worker", "jobs.run");
   spec.flow.ack_wait = 3s;  // a gap: 1.5 s of silence
   spec.flow.batch = 4;      // a small window, so each handler's finish frees room for a pull
@@ -380,10 +360,7 @@ TEST(Restart, WorkFinishedDuringALongOutageSendsNoFreshMessageToAForsakenInbox) 
 // A message that waits for a handler thread while the broker is away is not started then: its
 // ack could not reach the broker, which may hand it to another replica meanwhile. It starts once
 // the connection is back, and is acked on its first delivery.
-TEST(Reconnect, AWaitingMessageStartsOnlyOnceTheConnectionIsBack) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
+TEST_F(Reconnect, AWaitingMessageStartsOnlyOnceTheConnectionIsBack) {
   auto spec = fast_work("jobs-worker", "jobs.run");
   spec.flow.ack_wait = 30s;  // the outage is short next to it: a waiting message stays valid
   std::mutex mu;
@@ -462,13 +439,10 @@ class LogRing {
 
 // A broker that stops is an outage the connection saw: its cause is named in the health (and so
 // in /status) and in a warning while it lasts; the silence it made is not called a pause.
-TEST(Outage, ItsCauseIsNamedAndItsSilenceIsNotCalledAPause) {
+TEST_F(Outage, ItsCauseIsNamedAndItsSilenceIsNotCalledAPause) {
   LogRing log;
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
   Replica r(server.url());
-  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  ASSERT_TRUE(r.ready());
   EXPECT_TRUE(r.fleet.health().broker_error.empty());
   admin.publish_many("jobs.run", 10, "before-");
   ASSERT_TRUE(r.seen.wait_distinct(10, 10s));
@@ -491,12 +465,9 @@ TEST(Outage, ItsCauseIsNamedAndItsSilenceIsNotCalledAPause) {
   EXPECT_EQ(log.lines_with("paused or its link cut"), 0u);
 }
 
-TEST(Pause, PausedBrokerIsAWarningNotFatalAndConsumptionResumes) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
+TEST_F(Pause, PausedBrokerIsAWarningNotFatalAndConsumptionResumes) {
   Replica r(server.url());
-  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  ASSERT_TRUE(r.ready());
   admin.publish_many("jobs.run", 20, "before-");
   ASSERT_TRUE(r.seen.wait_distinct(20, 10s));
 
@@ -515,18 +486,15 @@ TEST(Pause, PausedBrokerIsAWarningNotFatalAndConsumptionResumes) {
   EXPECT_EQ(r.fatals(), 0);
 }
 
-TEST(Pause, ALookupOutlastingTheGapStillCountsTheMissedHeartbeats) {
+TEST_F(Pause, ALookupOutlastingTheGapStillCountsTheMissedHeartbeats) {
   // Each consumer lookup against the paused broker blocks the supervisor for 2 s, longer than
   // the 1 s after which a silence is a gap; the missed heartbeats must still be seen. Looked up
   // every 100 ms, the first lookup after the pause starts before two heartbeats are missed.
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
   auto options = fast_options({server.url()}, "replica");
   options.request_timeout = 2s;
   options.info_interval = 100ms;
   Replica r(server.url(), fast_work("jobs-worker", "jobs.run"), options);
-  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  ASSERT_TRUE(r.ready());
   admin.publish_many("jobs.run", 5, "before-");
   ASSERT_TRUE(r.seen.wait_distinct(5, 10s));
 
@@ -538,10 +506,7 @@ TEST(Pause, ALookupOutlastingTheGapStillCountsTheMissedHeartbeats) {
   EXPECT_EQ(r.fatals(), 0);
 }
 
-TEST(Shutdown, InFlightHandlersFinishAndAreAckedTheRestGoesBackAtOnce) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
+TEST_F(Shutdown, InFlightHandlersFinishAndAreAckedTheRestGoesBackAtOnce) {
   std::atomic<int> started{0}, finished{0};
   Fleet leaving(fast_options({server.url()}, "leaving"));
   auto spec = fast_work("jobs-worker", "jobs.run");
@@ -577,12 +542,9 @@ TEST(Shutdown, InFlightHandlersFinishAndAreAckedTheRestGoesBackAtOnce) {
       [&] { return admin.consumer("JOBS", "jobs-worker").ack_floor_stream_seq == 20; }, 5s));
 }
 
-TEST(Shutdown, DuringAReconnectClosesInsteadOfDrainingAndKeepsItsDeadline) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
+TEST_F(Shutdown, DuringAReconnectClosesInsteadOfDrainingAndKeepsItsDeadline) {
   Replica r(server.url());
-  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  ASSERT_TRUE(r.ready());
   server.kill();
   ASSERT_TRUE(wait_for([&] { return !r.fleet.health().connected; }, 5s));
   // Nothing can drain while the broker is gone: shutdown closes at once, long before its
@@ -601,10 +563,7 @@ TEST(Shutdown, DuringAReconnectClosesInsteadOfDrainingAndKeepsItsDeadline) {
 namespace natsfleet::testing {
 namespace {
 
-TEST(Health, BoundConsumerWithPendingWorkAndNoProgressIsStalledThenRecovers) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
+TEST_F(Health, BoundConsumerWithPendingWorkAndNoProgressIsStalledThenRecovers) {
   auto options = fast_options({server.url()}, "stuck");
   options.stall_after = 1s;
   Fleet fleet(options);
@@ -630,12 +589,9 @@ TEST(Health, BoundConsumerWithPendingWorkAndNoProgressIsStalledThenRecovers) {
       [&] { return fleet.health().subscriptions.at(0).state == SubscriptionState::bound; }, 10s));
 }
 
-TEST(Health, WhileTheBrokerIsOutOfReachNoSubscriptionSaysBound) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
+TEST_F(Health, WhileTheBrokerIsOutOfReachNoSubscriptionSaysBound) {
   Replica r(server.url());
-  ASSERT_TRUE(wait_for([&] { return r.fleet.health().ready; }, 10s));
+  ASSERT_TRUE(r.ready());
   server.kill();
   FleetHealth h;
   ASSERT_TRUE(wait_for(
@@ -650,10 +606,7 @@ TEST(Health, WhileTheBrokerIsOutOfReachNoSubscriptionSaysBound) {
   EXPECT_TRUE(wait_for([&] { return r.sub().state == SubscriptionState::bound; }, 20s));
 }
 
-TEST(Health, IdleConsumerIsNotStalled) {
-  NatsServer server;
-  BrokerClient admin(server.url());
-  admin.create_stream("JOBS", {"jobs.>"});
+TEST_F(Health, IdleConsumerIsNotStalled) {
   auto options = fast_options({server.url()}, "idle");
   options.stall_after = 500ms;
   Fleet fleet(options);
