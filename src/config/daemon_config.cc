@@ -221,16 +221,6 @@ class ConfigParser {
     config.line = work.line();
     config.definition = definition_of(table);
     WorkSpec& spec = config.spec;
-    auto check_field = [&](std::string_view key, const std::function<void(WorkSpec&)>& set) {
-      work.check(key, check_work_field(set));
-    };
-    // A value read (when present) goes into its field of a group of the spec, checked on its own.
-    auto take = [&](std::string_view key, const auto& value, auto WorkSpec::*group, auto field) {
-      if (!value) return;
-      (spec.*group).*field = *value;
-      check_field(key, [&](WorkSpec& s) { (s.*group).*field = (spec.*group).*field; });
-    };
-
     spec.name = work.required_string("name", "the shared consumer's name");
     work.check("name", check_name(spec.name));
     read_subjects(work, spec);
@@ -239,52 +229,19 @@ class ConfigParser {
       config.shape = *shape;
       spec.shape = *shape == "pull" ? WorkShape::pull : WorkShape::push_queue;
     }
-    take("ack_wait", work.duration("ack_wait", Limits::kMinAckWait, Limits::kMaxAckWait),
-         &WorkSpec::flow, &WorkFlow::ack_wait);
-    // Both first, then one check: retry_max below a retry_min given later is still named.
-    const auto retry_min = work.duration("retry_min", kRetryMin, Limits::kMaxBackoff);
-    const auto retry_max = work.duration("retry_max", kRetryMin, Limits::kMaxBackoff);
-    take("retry_min", retry_min, &WorkSpec::failure, &WorkFailure::retry_min);
-    if (retry_max) {
-      spec.failure.retry_max = *retry_max;
-      check_field("retry_max", [&](WorkSpec& s) {
-        s.failure.retry_min = spec.failure.retry_min;
-        s.failure.retry_max = spec.failure.retry_max;
-      });
-    }
-    take("max_deliver", work.integer("max_deliver", -1, Limits::kMaxDeliver), &WorkSpec::failure,
-         &WorkFailure::max_deliver);
-    take("max_ack_pending", work.integer("max_ack_pending", 1, Limits::kMaxAckPending),
-         &WorkSpec::flow, &WorkFlow::max_ack_pending);
     if (auto start = work.choice("start", {"all", "new"}))
       spec.start = *start == "all" ? StartAt::all : StartAt::new_messages;
-    if (auto on_missing = work.choice("on_missing", {"recreate", "exit"}))
-      spec.failure.missing_consumer =
-          *on_missing == "recreate" ? OnMissing::recreate : OnMissing::exit;
-    // Judged with the work's ack_wait: at most a quarter of it.
-    if (auto heartbeat = work.duration("heartbeat", Limits::kMinHeartbeat, Limits::kMaxHeartbeat)) {
-      spec.flow.heartbeat = *heartbeat;
-      check_field("heartbeat", [&](WorkSpec& s) { s.flow = spec.flow; });
-    }
-    take("concurrency", work.integer("concurrency", 1, Limits::kMaxConcurrency), &WorkSpec::flow,
-         &WorkFlow::concurrency);
-    if (auto dead_letter = work.non_empty_string("dead_letter")) {
-      spec.failure.dead_letter = *dead_letter;
-      // Judged with the work's subject: it must not be one the work itself consumes.
-      check_field("dead_letter", [&](WorkSpec& s) {
-        s.subject = spec.subject;
-        s.subjects = spec.subjects;
-        s.failure.dead_letter = spec.failure.dead_letter;
-      });
-    }
+    const WorkFields fields{work, spec};
+    read_flow(fields);
+    read_failure(fields);
     read_ordering(work, spec);
     if (spec.declared_stream)  // judged with the work's order too
-      work.check("stream", check_work_field([&](WorkSpec& s) {
-                   s.subject = spec.subject;
-                   s.subjects = spec.subjects;
-                   s.per_key = spec.per_key;
-                   s.declared_stream = spec.declared_stream;
-                 }));
+      fields.check("stream", [&](WorkSpec& s) {
+        s.subject = spec.subject;
+        s.subjects = spec.subjects;
+        s.per_key = spec.per_key;
+        s.declared_stream = spec.declared_stream;
+      });
     // Each field passed alone, so what is left is a combination: max_ack_pending below
     // concurrency. Blame the key the user wrote.
     if (auto checked = validate_work(spec); !checked)
@@ -298,6 +255,71 @@ class ConfigParser {
                 "a websocket sink reaches only the sessions on this replica, and work goes to one "
                 "replica: relay statuses with a [[broadcast]] that has the websocket sink");
     return config;
+  }
+
+  // A [[work]] table's keys going into its spec, each checked on its own as it is read.
+  struct WorkFields {
+    const TableReader& work;
+    WorkSpec& spec;
+    // Checks `key` on a default spec that `set` gives the field (and what it is judged with).
+    void check(std::string_view key, const std::function<void(WorkSpec&)>& set) const {
+      work.check(key, check_work_field(set));
+    }
+    // A value read (when present) goes into its field of a group of the spec, checked alone.
+    template <typename Value, typename Group, typename Field>
+    void take(std::string_view key, const std::optional<Value>& value, Group WorkSpec::*group,
+              Field Group::*field) const {
+      if (!value) return;
+      (spec.*group).*field = *value;
+      check(key, [&](WorkSpec& s) { (s.*group).*field = (spec.*group).*field; });
+    }
+  };
+
+  // How fast: ack_wait, max_ack_pending, heartbeat (at most a quarter of ack_wait), concurrency.
+  void read_flow(const WorkFields& fields) const {
+    const TableReader& work = fields.work;
+    WorkSpec& spec = fields.spec;
+    fields.take("ack_wait", work.duration("ack_wait", Limits::kMinAckWait, Limits::kMaxAckWait),
+                &WorkSpec::flow, &WorkFlow::ack_wait);
+    fields.take("max_ack_pending", work.integer("max_ack_pending", 1, Limits::kMaxAckPending),
+                &WorkSpec::flow, &WorkFlow::max_ack_pending);
+    if (auto heartbeat = work.duration("heartbeat", Limits::kMinHeartbeat, Limits::kMaxHeartbeat)) {
+      spec.flow.heartbeat = *heartbeat;
+      fields.check("heartbeat", [&](WorkSpec& s) { s.flow = spec.flow; });
+    }
+    fields.take("concurrency", work.integer("concurrency", 1, Limits::kMaxConcurrency),
+                &WorkSpec::flow, &WorkFlow::concurrency);
+  }
+
+  // On failure: retry_min and retry_max, max_deliver, on_missing, dead_letter.
+  void read_failure(const WorkFields& fields) const {
+    const TableReader& work = fields.work;
+    WorkSpec& spec = fields.spec;
+    // Both first, then one check: retry_max below a retry_min given later is still named.
+    const auto retry_min = work.duration("retry_min", kRetryMin, Limits::kMaxBackoff);
+    const auto retry_max = work.duration("retry_max", kRetryMin, Limits::kMaxBackoff);
+    fields.take("retry_min", retry_min, &WorkSpec::failure, &WorkFailure::retry_min);
+    if (retry_max) {
+      spec.failure.retry_max = *retry_max;
+      fields.check("retry_max", [&](WorkSpec& s) {
+        s.failure.retry_min = spec.failure.retry_min;
+        s.failure.retry_max = spec.failure.retry_max;
+      });
+    }
+    fields.take("max_deliver", work.integer("max_deliver", -1, Limits::kMaxDeliver),
+                &WorkSpec::failure, &WorkFailure::max_deliver);
+    if (auto on_missing = work.choice("on_missing", {"recreate", "exit"}))
+      spec.failure.missing_consumer =
+          *on_missing == "recreate" ? OnMissing::recreate : OnMissing::exit;
+    if (auto dead_letter = work.non_empty_string("dead_letter")) {
+      spec.failure.dead_letter = *dead_letter;
+      // Judged with the work's subject: it must not be one the work itself consumes.
+      fields.check("dead_letter", [&](WorkSpec& s) {
+        s.subject = spec.subject;
+        s.subjects = spec.subjects;
+        s.failure.dead_letter = spec.failure.dead_letter;
+      });
+    }
   }
 
   // subject, or subjects: several filter subjects on the one consumer (nats-server 2.10 and
@@ -431,6 +453,16 @@ class ConfigParser {
       broadcast.check("concurrency", check_broadcast_field(
                                          [&](BroadcastSpec& s) { s.concurrency = *concurrency; }));
     }
+    read_source(broadcast, spec);
+    broadcast.check_table(validate_broadcast(spec));
+    config.sink = read_sink(broadcast, SinkPaths{file_, base_dir_}, config.sink_line);
+    if (auto* websocket = std::get_if<sinks::WebSocketSinkOptions>(&config.sink))
+      key_sessions(broadcast, spec, *websocket);
+    return config;
+  }
+
+  // Which source (core or a stream) and the fields that belong to it alone.
+  void read_source(const TableReader& broadcast, BroadcastSpec& spec) const {
     if (auto source = broadcast.choice("source", {"core", "jetstream"}))
       spec.source = *source == "core" ? BroadcastSource::core : BroadcastSource::jetstream;
     if (auto stream = broadcast.string("stream")) {
@@ -463,26 +495,27 @@ class ConfigParser {
                                         " tokens of subject " + in_quotes(spec.subject));
       spec.key_token = static_cast<int>(*key_token);
     }
-    broadcast.check_table(validate_broadcast(spec));
-    config.sink = read_sink(broadcast, SinkPaths{file_, base_dir_}, config.sink_line);
-    if (auto* websocket = std::get_if<sinks::WebSocketSinkOptions>(&config.sink)) {
-      if (websocket->key_token == 0) {
-        // By default the session key is the subject's first '*': member.*.status -> token 2.
-        auto star = std::find(tokens.begin(), tokens.end(), "*");
-        if (star == tokens.end())
-          broadcast.fail("sink", "key_token is missing and subject " + in_quotes(spec.subject) +
-                                     " has no '*' token to name the session key");
-        websocket->key_token = static_cast<int>(star - tokens.begin()) + 1;
-      } else if (websocket->key_token > static_cast<int>(tokens.size())) {
-        broadcast.fail("sink", "key_token " + std::to_string(websocket->key_token) +
-                                   " is beyond the " + std::to_string(tokens.size()) +
-                                   " tokens of subject " + in_quotes(spec.subject));
-      }
-      // Statuses for a session key: when the queue is full, a key's older status gives way.
-      if (spec.key_token == 0 && spec.source == BroadcastSource::core)
-        spec.key_token = websocket->key_token;
+  }
+
+  // A websocket sink's session key: the subject token it names, by default the first '*'.
+  void key_sessions(const TableReader& broadcast, BroadcastSpec& spec,
+                    sinks::WebSocketSinkOptions& websocket) const {
+    const auto tokens = base::subject_tokens(spec.subject);
+    if (websocket.key_token == 0) {
+      // By default the session key is the subject's first '*': member.*.status -> token 2.
+      auto star = std::find(tokens.begin(), tokens.end(), "*");
+      if (star == tokens.end())
+        broadcast.fail("sink", "key_token is missing and subject " + in_quotes(spec.subject) +
+                                   " has no '*' token to name the session key");
+      websocket.key_token = static_cast<int>(star - tokens.begin()) + 1;
+    } else if (websocket.key_token > static_cast<int>(tokens.size())) {
+      broadcast.fail("sink", "key_token " + std::to_string(websocket.key_token) +
+                                 " is beyond the " + std::to_string(tokens.size()) +
+                                 " tokens of subject " + in_quotes(spec.subject));
     }
-    return config;
+    // Statuses for a session key: when the queue is full, a key's older status gives way.
+    if (spec.key_token == 0 && spec.source == BroadcastSource::core)
+      spec.key_token = websocket.key_token;
   }
 
   const std::string& file_;

@@ -159,18 +159,10 @@ class WebSocketGateway::Impl {
   // never logged or echoed.
   Verdict authenticate(const Request& req, std::string_view query) {
     const unsigned version = req.version();
-    auto refuse = [&](http::status status, std::atomic<std::uint64_t>& counter,
-                      std::string body) -> Verdict {
-      ++counter;
-      Response res = text_response(status, std::move(body), version);
-      if (status == http::status::unauthorized)
-        res.set(http::field::www_authenticate, "Bearer realm=\"natsfleet\"");
-      return res;
-    };
     auto named = query_parameter(query, "member");
     if (!named) {
-      return refuse(http::status::bad_request, core_->refused_member,
-                    named.error().describe() + "\n");
+      return refusal(version, http::status::bad_request, core_->refused_member,
+                     named.error().describe() + "\n");
     }
     const auto& options = core_->options;
     std::optional<std::string> proven;  // by the proxy's header or a token
@@ -178,66 +170,85 @@ class WebSocketGateway::Impl {
       if (const auto header = req.find(options.member_header); header != req.end()) {
         std::string value(header->value());
         if (!valid_member_id(value)) {
-          return refuse(http::status::forbidden, core_->refused_bad_token,
-                        "the authenticating proxy named an invalid member\n");
+          return refusal(version, http::status::forbidden, core_->refused_bad_token,
+                         "the authenticating proxy named an invalid member\n");
         }
         proven = std::move(value);
       }
     }
     if (!proven && !options.token_secret.empty()) {
-      auto token = query_parameter(query, "token");
-      if (!token) {
-        return refuse(http::status::bad_request, core_->refused_bad_token,
-                      token.error().describe() + "\n");
-      }
-      std::optional<std::string> given = std::move(token.value());
-      if (!given) {
-        if (const auto auth = req.find(http::field::authorization); auth != req.end()) {
-          const std::string_view value(auth->value().data(), auth->value().size());
-          constexpr std::string_view kBearer = "Bearer ";
-          if (value.size() > kBearer.size() &&
-              beast::iequals(beast::string_view(value.data(), kBearer.size()), "Bearer "))
-            given = std::string(value.substr(kBearer.size()));
-        }
-      }
-      if (!given) {
-        return refuse(http::status::unauthorized, core_->refused_unauthenticated,
-                      "a member token is required (token=...)\n");
-      }
-      TokenCheck check =
-          check_member_token(*given, options.token_secret, std::chrono::system_clock::now());
-      switch (check.verdict) {
-        case TokenVerdict::ok:
-          proven = std::move(check.member);
-          break;
-        case TokenVerdict::expired:
-          return refuse(http::status::unauthorized, core_->refused_expired,
-                        "the member token has expired\n");
-        case TokenVerdict::malformed:
-        case TokenVerdict::bad_signature:
-          return refuse(http::status::forbidden, core_->refused_bad_token,
-                        "the member token is not valid\n");
-      }
+      Verdict by_token = member_by_token(req, query);
+      auto* member = std::get_if<std::string>(&by_token);
+      if (!member) return by_token;
+      proven = std::move(*member);
     }
     const bool authenticating = !options.member_header.empty() || !options.token_secret.empty();
     if (authenticating && !proven) {
-      return refuse(http::status::unauthorized, core_->refused_unauthenticated,
-                    "authentication is required\n");
+      return refusal(version, http::status::unauthorized, core_->refused_unauthenticated,
+                     "authentication is required\n");
     }
     std::optional<std::string> asked = std::move(named.value());
     if (proven) {
       if (asked && *asked != *proven) {
-        return refuse(http::status::forbidden, core_->refused_member_mismatch,
-                      "member names another member than the one authenticated\n");
+        return refusal(version, http::status::forbidden, core_->refused_member_mismatch,
+                       "member names another member than the one authenticated\n");
       }
       return std::move(*proven);
     }
     auto member = member_from_query(query);
     if (!member) {
-      return refuse(http::status::bad_request, core_->refused_member,
-                    member.error().describe() + "\n");
+      return refusal(version, http::status::bad_request, core_->refused_member,
+                     member.error().describe() + "\n");
     }
     return std::move(member.value());
+  }
+
+  // The member a token proves (token=..., else an Authorization: Bearer header), or the refusal.
+  Verdict member_by_token(const Request& req, std::string_view query) {
+    const unsigned version = req.version();
+    auto token = query_parameter(query, "token");
+    if (!token) {
+      return refusal(version, http::status::bad_request, core_->refused_bad_token,
+                     token.error().describe() + "\n");
+    }
+    std::optional<std::string> given = std::move(token.value());
+    if (!given) {
+      if (const auto auth = req.find(http::field::authorization); auth != req.end()) {
+        const std::string_view value(auth->value().data(), auth->value().size());
+        constexpr std::string_view kBearer = "Bearer ";
+        if (value.size() > kBearer.size() &&
+            beast::iequals(beast::string_view(value.data(), kBearer.size()), "Bearer "))
+          given = std::string(value.substr(kBearer.size()));
+      }
+    }
+    if (!given) {
+      return refusal(version, http::status::unauthorized, core_->refused_unauthenticated,
+                     "a member token is required (token=...)\n");
+    }
+    TokenCheck check =
+        check_member_token(*given, core_->options.token_secret, std::chrono::system_clock::now());
+    switch (check.verdict) {
+      case TokenVerdict::ok:
+        break;
+      case TokenVerdict::expired:
+        return refusal(version, http::status::unauthorized, core_->refused_expired,
+                       "the member token has expired\n");
+      case TokenVerdict::malformed:
+      case TokenVerdict::bad_signature:
+        return refusal(version, http::status::forbidden, core_->refused_bad_token,
+                       "the member token is not valid\n");
+    }
+    return std::move(check.member);
+  }
+
+  // A refused upgrade's answer, counted; a 401 carries the Bearer challenge.
+  static Response refusal(unsigned version, http::status status,
+                          std::atomic<std::uint64_t>& counter, std::string body) {
+    ++counter;
+    Response res = text_response(status, std::move(body), version);
+    if (status == http::status::unauthorized)
+      res.set(http::field::www_authenticate, "Bearer realm=\"natsfleet\"");
+    return res;
   }
 
   // Any other GET: an in-memory page, else a file under web_root.
