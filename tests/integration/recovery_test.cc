@@ -2,7 +2,6 @@
 // loses the consumer; natsfleet recovers by itself or reports fatal exactly once.
 #include <gtest/gtest.h>
 
-#include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include "support/jobs_broker.h"
 #include "support/nats_server.h"
 #include "support/recorder.h"
+#include "support/ring_log.h"
 
 namespace natsfleet::testing {
 namespace {
@@ -417,23 +417,12 @@ TEST_F(Reconnect, AWaitingMessageStartsOnlyOnceTheConnectionIsBack) {
 // construction) writes to a ring as well.
 class LogRing {
  public:
-  LogRing()
-      : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(2000)),
-        old_(spdlog::default_logger()) {
-    auto logger = std::make_shared<spdlog::logger>("ring", sink_);
-    logger->set_level(spdlog::level::debug);
-    spdlog::set_default_logger(logger);
-  }
+  LogRing() : old_(spdlog::default_logger()) { spdlog::set_default_logger(ring_.shared()); }
   ~LogRing() { spdlog::set_default_logger(old_); }
-  size_t lines_with(const std::string& text) const {
-    const auto lines = sink_->last_formatted();
-    return static_cast<size_t>(std::count_if(lines.begin(), lines.end(), [&](const auto& l) {
-      return l.find(text) != std::string::npos;
-    }));
-  }
+  size_t lines_with(const std::string& text) const { return ring_.lines_with(text); }
 
  private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
+  RingLog ring_;
   std::shared_ptr<spdlog::logger> old_;
 };
 

@@ -1,7 +1,6 @@
 #include "fleet/broker_watch.h"
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
 
 #include <algorithm>
 #include <memory>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "support/nats_server.h"
+#include "support/ring_log.h"
 #include "support/wait_for.h"
 
 namespace natsfleet::fleet {
@@ -18,17 +18,10 @@ using namespace std::chrono_literals;
 using testing::wait_for;
 
 struct Watched {
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink =
-      std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100);
-  spdlog::logger log{"watch", sink};
+  testing::RingLog ring;
+  spdlog::logger& log = ring.log();
   std::string url = "nats://127.0.0.1:" + std::to_string(testing::free_loopback_port());
-
-  size_t lines_with(const std::string& text) {
-    const auto lines = sink->last_formatted();
-    return static_cast<size_t>(std::count_if(lines.begin(), lines.end(), [&](const auto& l) {
-      return l.find(text) != std::string::npos;
-    }));
-  }
+  size_t lines_with(const std::string& text) const { return ring.lines_with(text); }
 };
 
 TEST(BrokerWatch, WarningsComeAtDoublingIntervalsUpToTheLongest) {
@@ -71,7 +64,7 @@ TEST(BrokerWatch, AShortDisconnectIsNeitherWarnedOfNorSaidToBeOver) {
   watch.connected();
   watch.stop();
   EXPECT_TRUE(watch.cause().empty());
-  EXPECT_EQ(w.sink->last_formatted().size(), 0u);
+  EXPECT_EQ(w.ring.lines(), 0u);
 }
 
 TEST(BrokerWatch, ANameThatDoesNotResolveIsNamed) {

@@ -1,7 +1,6 @@
 #include "fleet/fatal_reporter.h"
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
 
 #include <algorithm>
 #include <atomic>
@@ -11,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/ring_log.h"
 #include "support/wait_for.h"
 
 namespace natsfleet::fleet {
@@ -20,15 +20,9 @@ using namespace std::chrono_literals;
 using testing::wait_for;
 
 struct Logged {
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink =
-      std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100);
-  spdlog::logger log{"fatal", sink};
-
-  bool has(const std::string& text) const {
-    const auto lines = sink->last_formatted();
-    return std::any_of(lines.begin(), lines.end(),
-                       [&](const auto& l) { return l.find(text) != std::string::npos; });
-  }
+  testing::RingLog ring;
+  spdlog::logger& log = ring.log();
+  bool has(const std::string& text) const { return ring.lines_with(text) > 0; }
 };
 
 struct Handed {
@@ -46,12 +40,20 @@ struct Handed {
   }
 };
 
-TEST(FatalReporter, TheFirstReportIsKeptLoggedAndHandedOnce) {
+// A started reporter whose handler records what it is handed.
+struct Reporting {
+  Reporting() {
+    reporter.on_fatal(handed.handler());
+    reporter.start();
+  }
   Logged logged;
   Handed handed;
-  FatalReporter reporter(logged.log);
-  reporter.on_fatal(handed.handler());
-  reporter.start();
+  FatalReporter reporter{logged.log};
+};
+
+TEST(FatalReporter, TheFirstReportIsKeptLoggedAndHandedOnce) {
+  Reporting r;
+  auto& [logged, handed, reporter] = r;
   reporter.open();
   reporter.report("orders", "consumer deleted");
   reporter.report("", "connection closed");
@@ -66,32 +68,22 @@ TEST(FatalReporter, TheFirstReportIsKeptLoggedAndHandedOnce) {
 }
 
 TEST(FatalReporter, AReportBeforeOpenWaitsForItAndOneNeverOpenedIsNeverHanded) {
-  Logged logged;
-  Handed handed;
   {
-    FatalReporter reporter(logged.log);
-    reporter.on_fatal(handed.handler());
-    reporter.start();
-    reporter.report("", "connection closed");
-    EXPECT_EQ(reporter.reason(), "connection closed");
-    reporter.stop();  // start() failed after all: the report is not handed
+    Reporting never;
+    never.reporter.report("", "connection closed");
+    EXPECT_EQ(never.reporter.reason(), "connection closed");
+    never.reporter.stop();  // start() failed after all: the report is not handed
+    EXPECT_EQ(never.handed.count(), 0u);
   }
-  EXPECT_EQ(handed.count(), 0u);
-
-  FatalReporter reporter(logged.log);
-  reporter.on_fatal(handed.handler());
-  reporter.start();
-  reporter.report("", "connection closed");
-  reporter.open();
-  ASSERT_TRUE(wait_for([&] { return handed.count() == 1; }, 5s));
+  Reporting r;
+  r.reporter.report("", "connection closed");
+  r.reporter.open();
+  ASSERT_TRUE(wait_for([&] { return r.handed.count() == 1; }, 5s));
 }
 
 TEST(FatalReporter, ShuttingDownDropsWhatIsPendingAndWhatComesLater) {
-  Logged logged;
-  Handed handed;
-  FatalReporter reporter(logged.log);
-  reporter.on_fatal(handed.handler());
-  reporter.start();
+  Reporting r;
+  auto& [logged, handed, reporter] = r;
   reporter.quiet();
   reporter.report("orders", "consumer deleted");
   EXPECT_EQ(reporter.reason(), "");
