@@ -30,16 +30,15 @@ void FatalReporter::open() {
 
 void FatalReporter::report(const std::string& subscription, const std::string& reason) {
   const std::string stated = subscription.empty() ? reason : subscription + ": " + reason;
-  {
-    std::lock_guard lock(mu_);
-    if (!reason_.empty() || quiet_) return;
-    reason_ = stated;
-    pending_ = FatalReport{subscription, reason};
-    wake_.notify_all();
-  }
+  // All under the lock: once the handler may run, it may free this reporter.
+  std::lock_guard lock(mu_);
+  if (!reason_.empty() || quiet_) return;
+  reason_ = stated;
   base::log_event(log_, spdlog::level::err,
                   {{"event", "fatal"}, {"subscription", subscription}, {"error", reason}},
                   "fatal: {}", stated);
+  pending_ = FatalReport{subscription, reason};
+  wake_.notify_all();
 }
 
 void FatalReporter::quiet() {
