@@ -280,7 +280,7 @@ void OrderedWork::take(int partition) {
         auto it = owned_.find(r.partition());
         if (it == owned_.end() || it->second.reader.get() != &r) return;
         r.accept(batch, keys);
-        for (auto& k : keys) ready_.push_back(Ready{r.partition(), std::move(k), &r});
+        for (auto& k : keys) schedule_.ready(Ready{r.partition(), std::move(k), &r});
         if (!keys.empty()) wake_.notify_all();
       });
   base::log_event(*ctx_.log, spdlog::level::info,
@@ -375,7 +375,7 @@ void OrderedWork::open_reader(int partition, const std::shared_ptr<PartitionRead
     it->second.opened = true;
     if (reader->consumer().empty())
       status_.warn("partition " + std::to_string(partition) + ": " + reader->last_rewind_why());
-    for (auto& k : keys) ready_.push_back(Ready{partition, std::move(k), reader.get()});
+    for (auto& k : keys) schedule_.ready(Ready{partition, std::move(k), reader.get()});
     if (!keys.empty()) wake_.notify_all();
   } else {
     status_.warn("partition " + std::to_string(partition) + ": " + open.error().describe());
@@ -392,7 +392,7 @@ void OrderedWork::read_partition(int partition, const std::shared_ptr<PartitionR
     std::lock_guard lock(mu_);
     auto it = owned_.find(partition);
     if (it != owned_.end() && it->second.reader == reader) {
-      for (auto& k : keys) ready_.push_back(Ready{partition, std::move(k), reader.get()});
+      for (auto& k : keys) schedule_.ready(Ready{partition, std::move(k), reader.get()});
       wake_.notify_all();
     }
   }
@@ -491,7 +491,7 @@ void OrderedWork::join() {
 
 bool OrderedWork::await_handlers(Clock::time_point until) {
   std::unique_lock lock(mu_);
-  return wake_.wait_until(lock, until, [this] { return busy_.empty(); });
+  return wake_.wait_until(lock, until, [this] { return !schedule_.any_running(); });
 }
 
 void OrderedWork::join_handlers() {
@@ -515,7 +515,7 @@ SubscriptionHealth OrderedWork::health() const {
     if (o.opened) h.partitions_owned.push_back(p);  // its lease held and its reader reading
     h.rewinds += o.reader->rewinds();
   }
-  h.held = later_.size();
+  h.held = schedule_.waiting();
   if (!fatal_.empty()) {
     h.state = SubscriptionState::fatal;
     h.last_error = fatal_;

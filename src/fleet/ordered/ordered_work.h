@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "fleet/ordered/lane_schedule.h"
 #include "fleet/ordered/partition_leases.h"
 #include "fleet/ordered/partition_plan.h"
 #include "fleet/subscription_status.h"
@@ -54,11 +55,7 @@ class OrderedWork final : public Supervised {
   // Waits for every handler thread to end (after finish_handlers()).
   void join_handlers();
   // A lane ready to run: a key of a partition's current reader.
-  struct Ready {
-    int partition = 0;
-    std::string key;
-    const PartitionReader* reader = nullptr;  // stale once the partition's reader changed
-  };
+  using Ready = LaneSchedule::Lane;
   // An owned partition: its reader, and whether it is being handed over.
   struct Owned {
     std::shared_ptr<PartitionReader> reader;
@@ -139,9 +136,7 @@ class OrderedWork final : public Supervised {
   std::map<int, Owned> owned_;
   std::vector<std::jthread> retired_;  // tending threads asked to stop, to join without mu_
   std::condition_variable tend_wake_;  // a tending thread is asked to stop, or stopping
-  std::deque<Ready> ready_;
-  std::set<std::pair<int, std::string>> busy_;     // lanes whose handler runs now
-  std::multimap<Clock::time_point, Ready> later_;  // lanes waiting for a retry
+  LaneSchedule schedule_;              // which lanes are ready, waiting for a retry, or running
   bool stopping_ = false;
   bool connected_ = false;
   bool started_ = false;

@@ -31,26 +31,18 @@ milliseconds doubling(milliseconds min, milliseconds max, int attempt) {
 
 bool OrderedWork::next_ready(std::unique_lock<std::mutex>& lock, Ready& out) {
   (void)lock;
-  const Clock::time_point now = Clock::now();
-  while (!later_.empty() && later_.begin()->first <= now) {
-    ready_.push_back(std::move(later_.begin()->second));
-    later_.erase(later_.begin());
-  }
-  while (!ready_.empty()) {
-    Ready r = std::move(ready_.front());
-    ready_.pop_front();
+  auto lane = schedule_.next(Clock::now(), [this](const Ready& r) {
     auto it = owned_.find(r.partition);
-    if (it == owned_.end() || it->second.reader.get() != r.reader) continue;  // given up
-    if (!it->second.reader->lanes().has(r.key)) continue;
-    if (busy_.count({r.partition, r.key})) continue;  // its handler re-queues it when done
-    out = std::move(r);
-    return true;
-  }
-  return false;
+    if (it == owned_.end() || it->second.reader.get() != r.reader) return false;  // given up
+    return it->second.reader->lanes().has(r.key);
+  });
+  if (!lane) return false;
+  out = std::move(*lane);
+  return true;
 }
 
 void OrderedWork::wake_later(Ready lane, milliseconds delay) {
-  later_.emplace(Clock::now() + delay, std::move(lane));
+  schedule_.later(std::move(lane), Clock::now() + delay);
   wake_.notify_all();
 }
 
@@ -62,10 +54,10 @@ void OrderedWork::work_loop() {
       run_one(lock, std::move(lane));
       continue;
     }
-    if (later_.empty())
-      wake_.wait(lock);
+    if (const auto due = schedule_.next_due())
+      wake_.wait_until(lock, *due);
     else
-      wake_.wait_until(lock, later_.begin()->first);
+      wake_.wait(lock);
   }
 }
 
@@ -80,7 +72,7 @@ void OrderedWork::run_one(std::unique_lock<std::mutex>& lock, Ready lane) {
   const int rejections = item.rejections;
   const int64_t retried_at = item.retried_at;
   ++it->second.running;
-  busy_.insert({lane.partition, lane.key});
+  schedule_.start(lane);
   lock.unlock();
 
   ++status_.counters.received;
@@ -88,8 +80,8 @@ void OrderedWork::run_one(std::unique_lock<std::mutex>& lock, Ready lane) {
   const Disposition outcome = judge(message, lane.partition, rejections, retried_at);
 
   lock.lock();
-  busy_.erase({lane.partition, lane.key});
-  if (stopping_ && busy_.empty()) wake_.notify_all();  // await_handlers()
+  schedule_.finished(lane);
+  if (stopping_ && !schedule_.any_running()) wake_.notify_all();  // await_handlers()
   it = owned_.find(lane.partition);
   if (it == owned_.end() || it->second.reader.get() != lane.reader) return;  // given up meanwhile
   --it->second.running;
@@ -162,7 +154,7 @@ void OrderedWork::settle_lane(PartitionReader& reader, Ready lane, const Disposi
         retry_streak_ = 0;
         status_.set_downstream(false, {}, 0);
       }
-      if (reader.done(lane.key)) ready_.push_back(std::move(lane));
+      if (reader.done(lane.key)) schedule_.ready(std::move(lane));
       wake_.notify_all();
       return;
     case Kind::retry:  // the lane waits, its message first, and uses no delivery
@@ -170,7 +162,7 @@ void OrderedWork::settle_lane(PartitionReader& reader, Ready lane, const Disposi
       ++retry_streak_;
       if (reader.lanes().has(lane.key))
         reader.lanes().front(lane.key).retried_at = Clock::now().time_since_epoch().count();
-      status_.set_downstream(true, outcome.reason(), later_.size() + 1);
+      status_.set_downstream(true, outcome.reason(), schedule_.waiting() + 1);
       wake_later(std::move(lane),
                  std::max(outcome.delay(), doubling(spec_.failure.retry_min,
                                                     spec_.failure.retry_max, retry_streak_)));
