@@ -15,15 +15,17 @@
 namespace natsfleet::sinks {
 namespace {
 
-std::string errno_text(const std::string& what, const std::string& path, int err) {
-  return what + " " + path + ": " + std::strerror(err);
+// The system's error `err` while doing `what` to `path`, in words.
+Error io_error(const std::string& what, const std::string& path, int err) {
+  return Error{std::error_code(err, std::generic_category()),
+               what + " " + path + ": " + std::strerror(err)};
 }
 
 }  // namespace
 
 FileSink::FileSink(const FileSinkOptions& options) : path_(options.path), fsync_(options.fsync) {
   std::lock_guard lock(mu_);
-  if (auto error = open_locked(); !error.empty()) healthy_ = false;
+  if (!open_locked()) healthy_ = false;
 }
 
 FileSink::~FileSink() { stop(); }
@@ -50,13 +52,13 @@ void FileSink::stop() {
   fd_.reset();
 }
 
-std::string FileSink::open_locked() {
+Result<void> FileSink::open_locked() {
   std::error_code ec;
   const auto parent = std::filesystem::path(path_).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  if (ec) return "create directory " + parent.string() + ": " + ec.message();
+  if (ec) return Error{ec, "create directory " + parent.string() + ": " + ec.message()};
   const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return errno_text("open", path_, errno);
+  if (fd < 0) return io_error("open", path_, errno);
   fd_.reset(fd);
   return {};
 }
@@ -75,7 +77,7 @@ void FileSink::reopen_if_moved_locked() {
   fd_.reset();
 }
 
-std::string FileSink::write_locked(const std::string& record) {
+Result<void> FileSink::write_locked(const std::string& record) {
   // One write(2) per line under mu_ keeps lines whole; a torn line left by an earlier failure
   // is closed off first so this record still parses on its own line.
   const std::string line = torn_ ? "\n" + record : std::string();
@@ -94,13 +96,13 @@ std::string FileSink::write_locked(const std::string& record) {
       const off_t end = ::lseek(fd_.get(), 0, SEEK_CUR);
       if (end < 0 || ::ftruncate(fd_.get(), end - static_cast<off_t>(written)) != 0) torn_ = true;
     }
-    return errno_text("write", path_, err);
+    return io_error("write", path_, err);
   }
   torn_ = false;
   return {};
 }
 
-std::string FileSink::sync_locked(std::unique_lock<std::mutex>& lock) {
+Result<void> FileSink::sync_locked(std::unique_lock<std::mutex>& lock) {
   // Group commit: whoever finds no sync running leads one for every write made so far (the
   // current round) and wakes the rest; writes arriving meanwhile join the next round.
   const auto round = round_;
@@ -120,12 +122,12 @@ std::string FileSink::sync_locked(std::unique_lock<std::mutex>& lock) {
     const int err = errno;
     lock.lock();
     ++sync_count_;
-    if (rc != 0) leading->error = errno_text("fdatasync", path_, err);
+    if (rc != 0) leading->outcome = io_error("fdatasync", path_, err);
     leading->done = true;
     syncing_ = false;
     synced_.notify_all();
   }
-  return round->error;
+  return round->outcome;
 }
 
 SinkResult FileSink::deliver(const Message& message, const std::string& subscription) {
@@ -133,23 +135,23 @@ SinkResult FileSink::deliver(const Message& message, const std::string& subscrip
     std::string line = record_json(message, subscription);
     line += '\n';
     std::unique_lock lock(mu_);
-    auto failed = [&](std::string error) {
+    auto failed = [&](const Error& error) {
       healthy_ = false;
-      return SinkResult{Disposition::retry(), {}, std::move(error)};
+      return SinkResult{Disposition::retry(), {}, error.describe()};
     };
     if (stopped_) return SinkResult{Disposition::retry(), {}, "file sink stopped"};
     reopen_if_moved_locked();
     if (!fd_)
-      if (auto error = open_locked(); !error.empty()) return failed(std::move(error));
-    if (auto error = write_locked(line); !error.empty()) {
+      if (auto opened = open_locked(); !opened) return failed(opened.error());
+    if (auto written = write_locked(line); !written) {
       // Opened again on the next try: the file may have been moved, replaced or remounted.
       if (!syncing_) {
         fd_.reset();
       }
-      return failed(std::move(error));
+      return failed(written.error());
     }
     if (fsync_ == FsyncPolicy::batch)
-      if (auto error = sync_locked(lock); !error.empty()) return failed(std::move(error));
+      if (auto synced = sync_locked(lock); !synced) return failed(synced.error());
     healthy_ = true;
     return {};
   } catch (const std::exception& e) {

@@ -39,15 +39,16 @@ class FileSink : public Sink {
   // One fdatasync and the deliveries whose writes it covers.
   struct SyncRound {
     bool done = false;
-    std::string error;
+    Result<void> outcome;
   };
 
-  std::string open_locked();
+  // Errors below: the system's error code, with the operation and the path in words.
+  Result<void> open_locked();
   // At most once per kMovedCheckEvery: when the path no longer names the open file (rotated
   // away, deleted, replaced), closes it so the next write opens the path again.
   void reopen_if_moved_locked();
-  std::string write_locked(const std::string& line);
-  std::string sync_locked(std::unique_lock<std::mutex>& lock);
+  Result<void> write_locked(const std::string& line);
+  Result<void> sync_locked(std::unique_lock<std::mutex>& lock);
 
   const std::string path_;
   const FsyncPolicy fsync_;
